@@ -1,0 +1,46 @@
+# The two commands a newcomer needs: `make reproduce` (the main job) and `make check` (the tests).
+# Each creates .venv and installs what it needs on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+SCALE  ?= default
+SEED   ?= 0
+
+.PHONY: all venv proofs explore check lint test reproduce bench clean
+
+all: check
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+proofs: venv
+	$(BIN)/python -m proofs
+
+explore: venv
+	$(BIN)/python -m model.explore --max-nodes 4 --json
+
+lint: venv
+	$(BIN)/ruff check .
+
+test: venv
+	$(BIN)/python -m pytest -n 2
+
+check: venv lint proofs test
+	@echo "make check: proofs and tests passed"
+
+bench: venv
+	$(BIN)/python -m engine.bench --json
+
+reproduce: venv
+	$(BIN)/python -m proofs --json --out results/proofs/proofs.json
+	$(BIN)/python -m experiments.bounds --scale $(SCALE) --seed $(SEED) --json
+	@echo "make reproduce: results written to results/"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,64 @@
+"""`loopproof`: the command-line front door. Each subcommand lives in `engine/commands/<name>.py`
+with `add_arguments(parser)` and `main(args) -> int`, imported only when it is invoked.
+
+Exit codes (DESIGN.md): 0 DONE / ok, 1 gate reject where a single verdict is asked, 2 bad input
+(nothing written), 3 FAILED, 4 BUDGET_EXHAUSTED, 5 ledger corrupt or a pinned file changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+EXIT_OK, EXIT_REJECT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUDGET, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
+
+COMMANDS: dict[str, str] = {
+    "run": "run a bounded-loop graph (GRAPH.toml) and write its ledger",
+    "resume": "continue a run from its verified ledger, after a crash or a stop",
+    "verify": "verify a ledger's hash chain",
+    "bound": "print the closed-form attempt and spend bounds of a graph",
+    "audit": "audit a gate catalogue with mutants: vacuity, self-attestation, false accepts",
+}
+
+
+class BadInput(Exception):
+    """Bad input from a user file: the message is one line naming the file, the field and the fix."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loopproof", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, help_text in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module = _module(name)
+        if module is not None:
+            module.add_arguments(p)
+    return parser
+
+
+def _module(name: str):
+    try:
+        return importlib.import_module(f"engine.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"engine.commands.{name}":
+            return None
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module = _module(args.command)
+    if module is None:
+        print(f"loopproof {args.command}: not available in this build", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return int(module.main(args))
+    except BadInput as exc:
+        print(f"loopproof {args.command}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per `loopproof` subcommand. Each defines `add_arguments(parser)` and `main(args)`."""

@@ -1,0 +1,1 @@
+"""Experiments: each writes results/<name>/ and takes --seed and --scale {smoke,default,paper}."""

@@ -1,0 +1,110 @@
+"""The state of one bounded-loop run. Immutable: only `model.transitions.step` makes a new one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from model.graph import LoopGraph
+
+
+class Status(StrEnum):
+    """A node's life: PENDING -> RUNNING -> (PENDING | DONE | EXHAUSTED); a repair -> PENDING."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    EXHAUSTED = "EXHAUSTED"
+
+
+class Outcome(StrEnum):
+    """A run's end state; RUNNING while it has not ended."""
+
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """Everything the model knows about a run. Tuples are indexed in `graph.names` order.
+
+    `passes` is the model's view of the ledger: the (node, activation) pairs that have a PASS
+    verdict appended. A PASS for an old activation stays but no longer counts (G2).
+    """
+
+    status: tuple[Status, ...]
+    activation: tuple[int, ...]
+    attempts: tuple[int, ...]
+    passes: frozenset[tuple[str, int]]
+    repairs_used: int = 0
+    attempts_total: int = 0
+    settled: float = 0.0
+    reserved: float = 0.0
+    attempt_spend: float = 0.0
+    outcome: Outcome = Outcome.RUNNING
+
+    # ---- reads by name (the engine and tests never index tuples themselves) -----------------
+    def status_of(self, graph: LoopGraph, name: str) -> Status:
+        return self.status[graph.index(name)]
+
+    def activation_of(self, graph: LoopGraph, name: str) -> int:
+        return self.activation[graph.index(name)]
+
+    def attempts_of(self, graph: LoopGraph, name: str) -> int:
+        return self.attempts[graph.index(name)]
+
+    def running(self, graph: LoopGraph) -> str | None:
+        """The node with an attempt in flight, if any (the model runs one attempt at a time)."""
+        for name, st in zip(graph.names, self.status, strict=True):
+            if st is Status.RUNNING:
+                return name
+        return None
+
+    def exhausted(self, graph: LoopGraph) -> str | None:
+        for name, st in zip(graph.names, self.status, strict=True):
+            if st is Status.EXHAUSTED:
+                return name
+        return None
+
+    @property
+    def ended(self) -> bool:
+        return self.outcome is not Outcome.RUNNING
+
+    def summary(self, graph: LoopGraph) -> dict[str, object]:
+        """A plain-data view, for counterexample traces, JSON output and test messages."""
+        return {
+            "outcome": self.outcome.value,
+            "nodes": {
+                name: {"status": st.value, "activation": e, "attempts": i}
+                for name, st, e, i in zip(graph.names, self.status, self.activation,
+                                           self.attempts, strict=True)
+            },
+            "passes": sorted([list(p) for p in self.passes]),
+            "repairs_used": self.repairs_used,
+            "attempts_total": self.attempts_total,
+            "settled": self.settled,
+            "reserved": self.reserved,
+        }
+
+
+def initial_state(graph: LoopGraph) -> RunState:
+    """Init: every node PENDING in activation 0 with no attempts; nothing spent or reserved."""
+    n = len(graph.nodes)
+    return RunState(
+        status=(Status.PENDING,) * n,
+        activation=(0,) * n,
+        attempts=(0,) * n,
+        passes=frozenset(),
+    )
+
+
+def with_node(state: RunState, index: int, *, status: Status | None = None,
+              activation: int | None = None, attempts: int | None = None) -> RunState:
+    """Copy of `state` with one node's fields changed. Used only by declared transitions."""
+    def put(t: tuple, v: object) -> tuple:
+        return t if v is None else t[:index] + (v,) + t[index + 1:]
+    return replace(state, status=put(state.status, status),
+                   activation=put(state.activation, activation),
+                   attempts=put(state.attempts, attempts))

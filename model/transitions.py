@@ -1,0 +1,320 @@
+"""The declared transitions of a bounded-loop run: the only way a `RunState` changes.
+
+Each event is a small frozen dataclass with a guard (`why_not`, returning the reason it is
+disabled, or None) and an effect (`apply`). `step` checks the guard and applies the effect;
+a disabled event raises `Disabled`, so no caller can move a node's status by hand (Automat's rule).
+
+Spend is modelled as the engine meters it: an attempt is admitted only if settled + c_v <= B;
+inside it every metered operation reserves first (`Reserve`), and a reservation that does not fit
+ends the attempt (`Overrun`) instead of being spent; `Settle` charges what was used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from model.graph import LoopGraph
+from model.state import Outcome, RunState, Status, with_node
+
+EPS = 1e-9  # tolerance for float spend comparisons (units are seconds or currency)
+
+
+class Disabled(Exception):
+    """The event's guard does not hold in this state."""
+
+
+class Event:
+    """Base of the declared transitions."""
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:  # pragma: no cover
+        raise NotImplementedError
+
+
+def step(graph: LoopGraph, s: RunState, event: Event) -> RunState:
+    """The transition function: the successor of `s` under `event`, or `Disabled`."""
+    reason = event.why_not(graph, s)
+    if reason is not None:
+        raise Disabled(f"{event}: {reason}")
+    return event.apply(graph, s)
+
+
+def enabled(graph: LoopGraph, s: RunState, event: Event) -> bool:
+    return event.why_not(graph, s) is None
+
+
+# ---- shared guards ------------------------------------------------------------------------------
+
+def _live(s: RunState) -> str | None:
+    return f"the run has ended ({s.outcome.value})" if s.ended else None
+
+
+def _ready(graph: LoopGraph, s: RunState, node: str) -> str | None:
+    """Guard shared by Begin and Refuse: `node` may start its next attempt now."""
+    if node not in graph.names:
+        return f"unknown node {node!r}"
+    if (why := _live(s)) is not None:
+        return why
+    if (r := s.running(graph)) is not None:
+        return f"{r!r} has an attempt in flight"
+    if (x := s.exhausted(graph)) is not None:
+        return f"{x!r} is exhausted and must be repaired or fail first"
+    if s.status_of(graph, node) is not Status.PENDING:
+        return f"{node!r} is {s.status_of(graph, node).value}, not PENDING"
+    for p in graph.predecessors(node):
+        if s.status_of(graph, p) is not Status.DONE:
+            return f"predecessor {p!r} is not DONE"
+    return None
+
+
+def _fits(graph: LoopGraph, s: RunState, node: str) -> bool:
+    return s.settled + graph.node(node).spend_ceiling <= graph.spend_budget + EPS
+
+
+def _in_attempt(graph: LoopGraph, s: RunState, node: str | None = None) -> str | None:
+    if (why := _live(s)) is not None:
+        return why
+    r = s.running(graph)
+    if r is None:
+        return "no attempt is in flight"
+    if node is not None and r != node:
+        return f"the attempt in flight is {r!r}, not {node!r}"
+    return None
+
+
+def _end_attempt(graph: LoopGraph, s: RunState, node: str, passed: bool) -> RunState:
+    """An attempt ends: PASS -> DONE (recorded for this activation); else retry or EXHAUSTED."""
+    i = graph.index(node)
+    s = replace(s, attempt_spend=0.0)
+    if passed:
+        return replace(with_node(s, i, status=Status.DONE),
+                       passes=s.passes | {(node, s.activation[i])})
+    left = s.attempts[i] < graph.node(node).attempts
+    return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED)
+
+
+# ---- the events ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Begin:
+    """Start the next attempt of `node`; admitted only if settled + c_v fits B."""
+
+    node: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _ready(graph, s, self.node)) is not None:
+            return why
+        return None if _fits(graph, s, self.node) else "settled + c_v exceeds the budget B"
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        i = graph.index(self.node)
+        s = with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1)
+        return replace(s, attempts_total=s.attempts_total + 1, attempt_spend=0.0)
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """The next attempt of `node` does not fit the budget: the run ends BUDGET_EXHAUSTED."""
+
+    node: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _ready(graph, s, self.node)) is not None:
+            return why
+        return "the attempt fits the budget" if _fits(graph, s, self.node) else None
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return replace(s, outcome=Outcome.BUDGET_EXHAUSTED)
+
+
+def _reservation_fits(graph: LoopGraph, s: RunState, amount: float) -> bool:
+    node = s.running(graph)
+    assert node is not None
+    within_attempt = s.attempt_spend + amount <= graph.node(node).spend_ceiling + EPS
+    within_run = s.settled + s.reserved + amount <= graph.spend_budget + EPS
+    return within_attempt and within_run
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """Before a metered operation: hold `amount` against the attempt's ceiling and the budget."""
+
+    amount: float
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _in_attempt(graph, s)) is not None:
+            return why
+        if self.amount < 0:
+            return "a reservation cannot be negative"
+        if s.reserved > EPS:
+            return "a reservation is already outstanding; settle it first"
+        return None if _reservation_fits(graph, s, self.amount) else "the reservation does not fit"
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return replace(s, reserved=self.amount, attempt_spend=s.attempt_spend + self.amount)
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A reservation that does not fit: the operation never runs and the attempt ends failed."""
+
+    amount: float
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _in_attempt(graph, s)) is not None:
+            return why
+        if self.amount < 0:
+            return "a reservation cannot be negative"
+        if s.reserved > EPS:
+            return "a reservation is already outstanding; settle it first"
+        return "the reservation fits" if _reservation_fits(graph, s, self.amount) else None
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        node = s.running(graph)
+        assert node is not None
+        return _end_attempt(graph, s, node, passed=False)
+
+
+@dataclass(frozen=True)
+class Settle:
+    """After a metered operation: charge `amount` (at most what was reserved), release the rest."""
+
+    amount: float
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _in_attempt(graph, s)) is not None:
+            return why
+        if not 0 <= self.amount <= s.reserved + EPS:
+            return f"settled amount {self.amount} is outside [0, reserved={s.reserved}]"
+        return None
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return replace(s, settled=s.settled + self.amount, reserved=0.0,
+                       attempt_spend=s.attempt_spend - s.reserved + self.amount)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's verdict on the attempt in flight. Only a PASS can make a node DONE (G2)."""
+
+    node: str
+    passed: bool
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _in_attempt(graph, s, self.node)) is not None:
+            return why
+        return "a reservation is outstanding; settle it first" if s.reserved > EPS else None
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return _end_attempt(graph, s, self.node, self.passed)
+
+
+@dataclass(frozen=True)
+class Abandon:
+    """Recovery of an attempt with no recorded end (a crash): charge its reservation, count it
+    as a failed attempt. Repeated execution is thus counted, never hidden."""
+
+    node: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        return _in_attempt(graph, s, self.node)
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        s = replace(s, settled=s.settled + s.reserved, reserved=0.0)
+        return _end_attempt(graph, s, self.node, passed=False)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A worker's self-report ("done", "all tests pass"). Recorded; never moves control flow."""
+
+    node: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        return _in_attempt(graph, s, self.node)
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return s
+
+
+def _repair_budget_left(graph: LoopGraph, s: RunState) -> bool:
+    return s.repairs_used < graph.repair_budget
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Exhausted `node` triggers repair `target`: S_target returns to PENDING with a new
+    activation and a fresh attempt counter; the global repair budget K is spent, never reset."""
+
+    node: str
+    target: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _live(s)) is not None:
+            return why
+        if (self.node, self.target) not in graph.repair_pairs:
+            return f"({self.node!r}, {self.target!r}) is not in the repair relation"
+        if s.status_of(graph, self.node) is not Status.EXHAUSTED:
+            return f"{self.node!r} is not EXHAUSTED"
+        return None if _repair_budget_left(graph, s) else "the global repair budget K is spent"
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        for w in graph.subtree(self.target):
+            i = graph.index(w)
+            s = with_node(s, i, status=Status.PENDING, activation=s.activation[i] + 1, attempts=0)
+        return replace(s, repairs_used=s.repairs_used + 1)
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Exhausted `node` with no repair left (none declared, or K spent): the run ends FAILED."""
+
+    node: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _live(s)) is not None:
+            return why
+        if s.status_of(graph, self.node) is not Status.EXHAUSTED:
+            return f"{self.node!r} is not EXHAUSTED"
+        has_pair = any(d == self.node for d, _ in graph.repair_pairs)
+        if has_pair and _repair_budget_left(graph, s):
+            return "a repair is still available"
+        return None
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return replace(s, outcome=Outcome.FAILED)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Every node is DONE: the run ends DONE."""
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        if (why := _live(s)) is not None:
+            return why
+        if any(st is not Status.DONE for st in s.status):
+            return "not every node is DONE"
+        return None
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return replace(s, outcome=Outcome.DONE)
+
+
+EVENT_TYPES: tuple[type, ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
+                                 Repair, Fail, Finish)
+
+
+def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
+    """Every enabled event except spend metering: what a scheduler, the gates and the repair
+    rule may do next. The explorer searches these; spend events take amounts, so are left out."""
+    candidates: list[Event] = [Finish()]
+    for name in graph.names:
+        candidates += [Begin(name), Refuse(name), Verdict(name, True), Verdict(name, False),
+                       Fail(name)]
+    candidates += [Repair(d, u) for d, u in graph.repair_pairs]
+    for e in candidates:
+        if e.why_not(graph, s) is None:
+            yield e

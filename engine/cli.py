@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from engine.errors import BadInput, LedgerCorrupt
+
 EXIT_OK, EXIT_REJECT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUDGET, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
 
 COMMANDS: dict[str, str] = {
@@ -22,12 +24,8 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class BadInput(Exception):
-    """Bad input from a user file: the message is one line naming the file, the field and the fix."""
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="loopproof", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="loopproof", description="Bounded loops for agent harnesses: run, resume, verify, bound, audit.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -58,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as exc:
         print(f"loopproof {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except LedgerCorrupt as exc:
+        print(f"loopproof {args.command}: ledger corrupt: {exc}", file=sys.stderr)
+        return EXIT_CORRUPT
 
 
 if __name__ == "__main__":

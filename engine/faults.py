@@ -1,0 +1,40 @@
+"""Crash injection at named commit boundaries, for the crash experiment and crash tests.
+
+Code at a commit boundary calls `crashpoint("site")`. When the environment variable
+LOOPPROOF_CRASH_AT is "site:n", the n-th call (1-based) at that site kills this process with
+SIGKILL: no cleanup, no flush, exactly like a power cut from the process's point of view.
+Unset (the normal case), a crashpoint costs one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "LOOPPROOF_CRASH_AT"
+_counts: dict[str, int] = {}
+
+
+def _target() -> tuple[str, int] | None:
+    spec = os.environ.get(ENV)
+    if not spec:
+        return None
+    site, _, n = spec.rpartition(":")
+    if not site or not n.isdigit() or int(n) < 1:
+        raise ValueError(f"{ENV}={spec!r}: expected SITE:N with N >= 1")
+    return site, int(n)
+
+
+def crashpoint(site: str) -> None:
+    """Die here, by SIGKILL, if this is the call LOOPPROOF_CRASH_AT names."""
+    target = _target()
+    if target is None or target[0] != site:
+        return
+    _counts[site] = _counts.get(site, 0) + 1
+    if _counts[site] == target[1]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def reset() -> None:
+    """Forget the per-site counts (for tests that crash a child, not this process)."""
+    _counts.clear()

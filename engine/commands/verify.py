@@ -1,0 +1,42 @@
+"""`loopproof verify LEDGER`: check a ledger's hash chain (and, given a public key, its signed head)
+without changing the file. Exit 0 verified or torn-tail, 5 broken, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from engine.ledger import Verification, verify
+
+EXIT_OK, EXIT_CORRUPT = 0, 5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ledger", type=Path, metavar="LEDGER", help="the ledger file (JSON Lines)")
+    parser.add_argument("--public-key", type=Path, default=None, metavar="PEM",
+                        help="check the signed head (LEDGER.sig) with this Ed25519 public key")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def check(ledger: Path, public_key: Path | None = None) -> Verification:
+    """The chain check, plus the signature check when a public key is given."""
+    if public_key is None:
+        return verify(ledger)
+    from engine.signing import verify_signed
+
+    return verify_signed(ledger, public_key)
+
+
+def main(args: argparse.Namespace) -> int:
+    result = check(args.ledger, args.public_key)
+    if args.json:
+        print(json.dumps(result.as_dict(), sort_keys=True))
+    else:
+        line = f"{args.ledger}: {result.status}, {result.records} records"
+        if result.head:
+            line += f", head {result.head[:16]}"
+        if result.error:
+            line += f" — {result.error}"
+        print(line)
+    return EXIT_CORRUPT if result.status == "broken" else EXIT_OK

@@ -1,0 +1,409 @@
+"""engine.ledger and `loopproof verify`: the chain, every damage it must catch, torn tails,
+group commit, crashpoints, and the CLI's statuses and exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine import ledger as ledger_mod
+from engine.cli import main as cli_main
+from engine.errors import BadInput, LedgerCorrupt
+from engine.ledger import GENESIS, Ledger, canonical, record_hash, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make(path: Path, n: int = 6) -> Ledger:
+    led = Ledger.create(path, {"type": "run_start", "graph": "g.toml", "policy": "abc"})
+    for i in range(1, n):
+        led.append({"type": "attempt", "node": f"n{i % 3}", "attempt": i, "spend": i * 0.5,
+                    "note": "é ✓"})
+    return led
+
+
+def lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def write(path: Path, parts: list[bytes]) -> None:
+    path.write_bytes(b"".join(parts))
+
+
+# ---- the format -----------------------------------------------------------------------------
+
+def test_records_chain_and_are_canonical(tmp_path):
+    path = tmp_path / "l.jsonl"
+    led = make(path)
+    recs = list(led.records)
+    assert [r["seq"] for r in recs] == list(range(6))
+    assert recs[0]["prev"] == GENESIS
+    for a, b in zip(recs, recs[1:], strict=False):
+        assert b["prev"] == a["hash"]
+    for r, raw in zip(recs, lines(path), strict=True):
+        assert raw == canonical(r) + b"\n"
+        body = {k: v for k, v in r.items() if k != "hash"}
+        assert r["hash"] == hashlib.sha256(canonical(body)).hexdigest() == record_hash(r)
+    assert led.head == recs[-1]["hash"] and led.torn is None
+    led.close()
+    again = Ledger.open(path)
+    assert list(again.records) == recs and again.head == led.head
+    assert verify(path).as_dict() == {"status": "verified", "records": 6, "head": led.head,
+                                      "error": None}
+
+
+def test_canonical_is_the_documented_form():
+    assert canonical({"b": 1, "a": [1, 2], "c": "é"}) == '{"a":[1,2],"b":1,"c":"é"}'.encode()
+    with pytest.raises(ValueError):
+        canonical({"x": float("nan")})
+
+
+def test_append_returns_stored_record_and_leaves_input_alone(tmp_path):
+    led = make(tmp_path / "l.jsonl", 1)
+    rec = {"type": "verdict", "v": "PASS"}
+    stored = led.append(rec)
+    assert rec == {"type": "verdict", "v": "PASS"}
+    assert stored["seq"] == 1 and stored["prev"] == led.records[0]["hash"]
+    assert stored["hash"] == led.head
+
+
+def test_records_view_is_read_only(tmp_path):
+    led = make(tmp_path / "l.jsonl", 2)
+    with pytest.raises(TypeError):
+        led.records[0] = {}  # type: ignore[index]
+    assert not hasattr(led.records, "append")
+
+
+def test_append_resumes_after_reopen(tmp_path):
+    path = tmp_path / "l.jsonl"
+    make(path, 3).close()
+    led = Ledger.open(path)
+    led.append({"type": "more"})
+    led.close()
+    assert verify(path).status == "verified" and verify(path).records == 4
+
+
+def test_append_never_reads_the_file(tmp_path, monkeypatch):
+    led = make(tmp_path / "l.jsonl", 2)
+
+    def boom(*a, **k):
+        raise AssertionError("append re-read the ledger")
+
+    monkeypatch.setattr(ledger_mod, "_read", boom)
+    monkeypatch.setattr(Path, "read_bytes", boom)
+    for i in range(50):
+        led.append({"type": "tick", "i": i})
+    monkeypatch.undo()
+    assert verify(led.path).records == 52
+
+
+def test_group_commit_fsyncs_once(tmp_path, monkeypatch):
+    led = make(tmp_path / "l.jsonl", 1)
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(ledger_mod.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    with led.group():
+        for i in range(20):
+            led.append({"type": "tick", "i": i})
+        with led.group():  # nested groups commit with the outer one
+            led.append({"type": "tick", "i": 99})
+        assert calls == []
+    assert len(calls) == 1
+    led.append({"type": "alone"})
+    assert len(calls) == 2
+
+
+# ---- bad input to the API ----------------------------------------------------------------------
+
+def test_create_refuses_an_existing_file(tmp_path):
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b"keep me")
+    with pytest.raises(BadInput, match="already exists"):
+        Ledger.create(path, {"type": "run_start"})
+    assert path.read_bytes() == b"keep me"
+
+
+def test_create_in_missing_folder_is_bad_input(tmp_path):
+    with pytest.raises(BadInput, match="folder does not exist"):
+        Ledger.create(tmp_path / "no" / "l.jsonl", {"type": "run_start"})
+
+
+def test_open_missing_file_is_bad_input(tmp_path):
+    with pytest.raises(BadInput, match="file not found"):
+        Ledger.open(tmp_path / "missing.jsonl")
+    with pytest.raises(BadInput, match="directory"):
+        verify(tmp_path)
+
+
+@pytest.mark.parametrize("record, error", [
+    ({"no": "type"}, ValueError), ({"type": ""}, ValueError), ({"type": 3}, ValueError),
+    ({"type": "x", "seq": 4}, ValueError), ({"type": "x", "hash": "h"}, ValueError),
+    ({"type": "x", "prev": ""}, ValueError), (["type"], TypeError),
+    ({"type": "x", "v": object()}, TypeError), ({"type": "x", "v": float("inf")}, ValueError),
+])
+def test_bad_records_are_refused_and_nothing_written(tmp_path, record, error):
+    led = make(tmp_path / "l.jsonl", 2)
+    before = led.path.read_bytes()
+    with pytest.raises(error):
+        led.append(record)
+    assert led.path.read_bytes() == before and len(led) == 2
+    assert led.append({"type": "ok"})["seq"] == 2
+
+
+def test_failed_write_fails_closed(tmp_path, monkeypatch):
+    led = make(tmp_path / "l.jsonl", 2)
+
+    def enospc(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ledger_mod.os, "write", enospc)
+    with pytest.raises(OSError):
+        led.append({"type": "x"})
+    monkeypatch.undo()
+    with pytest.raises(LedgerCorrupt, match="reopen"):
+        led.append({"type": "y"})
+
+
+# ---- damage: every kind is caught, named, and nothing is written ---------------------------------
+
+def _edit(ls):
+    rec = json.loads(ls[2])
+    rec["spend"] = 999
+    ls[2] = canonical(rec) + b"\n"
+
+
+def _edit_rehash(ls):
+    rec = json.loads(ls[2])
+    rec["spend"] = 999
+    rec["hash"] = record_hash(rec)
+    ls[2] = canonical(rec) + b"\n"
+
+
+def _wrong_prev(ls):
+    rec = json.loads(ls[3])
+    rec["prev"] = "0" * 64
+    rec["hash"] = record_hash(rec)
+    ls[3] = canonical(rec) + b"\n"
+
+
+def _seq_gap(ls):
+    rec = json.loads(ls[3])
+    rec["seq"] = 7
+    rec["hash"] = record_hash(rec)
+    ls[3] = canonical(rec) + b"\n"
+
+
+def _bad_hash_format(ls):
+    rec = json.loads(ls[1])
+    rec["hash"] = "XYZ"
+    ls[1] = canonical(rec) + b"\n"
+
+
+def _no_type(ls):
+    rec = json.loads(ls[1])
+    del rec["type"]
+    rec["hash"] = record_hash(rec)
+    ls[1] = canonical(rec) + b"\n"
+
+
+def _foreign_tail(ls, other):
+    ls.append(lines(other)[-1])
+
+
+DAMAGE = {
+    "edited": (_edit, "line 3 (seq 2): hash does not match"),
+    "edited-and-rehashed": (_edit_rehash, "line 4 (seq 3): prev does not equal"),
+    "deleted": (lambda ls: ls.pop(2), "line 3: seq is 3, expected 2"),
+    "deleted-first": (lambda ls: ls.pop(0), "line 1: seq is 1, expected 0"),
+    "reordered": (lambda ls: ls.insert(2, ls.pop(3)), "line 3: seq is 3, expected 2"),
+    "duplicated": (lambda ls: ls.insert(3, ls[2]), "line 4: seq is 2, expected 3"),
+    "duplicated-last": (lambda ls: ls.append(ls[-1]), "line 7: seq is 5, expected 6"),
+    "wrong-prev": (_wrong_prev, "line 4 (seq 3): prev does not equal"),
+    "seq-gap": (_seq_gap, "line 4: seq is 7, expected 3"),
+    "bad-hash-field": (_bad_hash_format, "line 2: field 'hash' is missing or not 64"),
+    "no-type": (_no_type, "line 2 (seq 1): field 'type'"),
+    "garbage-middle": (lambda ls: ls.insert(2, b"rm -rf /\n"), "line 3: not valid JSON"),
+    "garbage-last": (lambda ls: ls.append(b"not json at all\n"), "line 7: not valid JSON"),
+    "json-not-object": (lambda ls: ls.append(b"[1,2,3]\n"), "line 7: not a JSON object"),
+    "cut-mid-chain": (lambda ls: ls.__setitem__(slice(2, 5), [ls[2][:40] + ls[4][40:]]),
+                      "line 3"),
+    "blank-line": (lambda ls: ls.insert(1, b"\n"), "line 2: not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGE))
+def test_damage_is_caught_and_nothing_written(tmp_path, kind):
+    path = tmp_path / "l.jsonl"
+    make(path).close()
+    ls = lines(path)
+    damage, message = DAMAGE[kind]
+    damage(ls)
+    write(path, ls)
+    before = path.read_bytes()
+    result = verify(path)
+    assert result.status == "broken", result
+    assert message in result.error and str(path) in result.error and "fix:" in result.error
+    with pytest.raises(LedgerCorrupt, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Ledger.open(path)
+    assert path.read_bytes() == before  # fail closed: nothing truncated, nothing appended
+
+
+def test_record_from_another_ledger_does_not_chain(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    make(a).close()
+    led = Ledger.create(b, {"type": "run_start", "graph": "other.toml"})
+    for i in range(6):
+        led.append({"type": "attempt", "i": i})
+    led.close()
+    ls = lines(a)
+    ls.append(lines(b)[6])  # seq 6 from b: right seq, wrong prev
+    write(a, ls)
+    result = verify(a)
+    assert result.status == "broken" and "line 7 (seq 6): prev does not equal" in result.error
+    assert result.records == 6
+
+
+def test_splice_of_two_ledgers_is_caught(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    make(a, 8).close()
+    led = Ledger.create(b, {"type": "run_start", "graph": "other.toml", "policy": "abc"})
+    for i in range(1, 8):
+        led.append({"type": "attempt", "node": f"n{i % 3}", "attempt": i, "spend": i * 0.5,
+                    "note": "é ✓"})
+    led.close()
+    write(a, lines(a)[:4] + lines(b)[4:])  # every record is genuine, the seams do not chain
+    result = verify(a)
+    assert result.status == "broken" and "line 5 (seq 4): prev does not equal" in result.error
+
+
+# ---- torn tails ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tail", [
+    lambda last: last[: len(last) // 2],               # half a line, no newline
+    lambda last: last[:-1],                              # everything but the newline
+    lambda last: last[:10] + b"\n",                      # a cut line that still got a newline
+    lambda last: last[:30] + b"\x00" * 40 + b"\n",       # zero-filled block after a crash
+    lambda last: b"\x00" * 20,                           # only zeros, no newline
+])
+def test_torn_tail_is_reported_then_truncated_and_appending_resumes(tmp_path, tail):
+    path = tmp_path / "l.jsonl"
+    make(path, 5).close()
+    ls = lines(path)
+    good = b"".join(ls[:-1])
+    head = json.loads(ls[-2])["hash"]
+    write(path, ls[:-1] + [tail(ls[-1])])
+    damaged = path.read_bytes()
+    v = verify(path)
+    assert v.status == "torn-tail" and v.records == 4 and v.head == head and "line 5" in v.error
+    assert path.read_bytes() == damaged  # verify never modifies
+    led = Ledger.open(path)
+    assert led.torn and "line 5" in led.torn and len(led) == 4 and led.head == head
+    assert path.read_bytes() == good
+    assert led.append({"type": "resumed"})["seq"] == 4
+    led.close()
+    assert verify(path).status == "verified"
+
+
+def test_torn_first_record_leaves_an_empty_ledger(tmp_path):
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b'{"hash":"ab')
+    led = Ledger.open(path)
+    assert len(led) == 0 and led.head == GENESIS and led.torn
+    assert led.append({"type": "run_start"})["seq"] == 0
+
+
+@given(st.data())
+def test_any_single_byte_change_is_never_verified(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("flip") / "l.jsonl"
+    make(path, 4).close()
+    original = path.read_bytes()
+    last_start = len(original) - len(lines_of(original)[-1])
+    raw = bytearray(original)
+    i = data.draw(st.integers(0, len(raw) - 1), label="offset")
+    new = data.draw(st.integers(0, 255).filter(lambda b: b != raw[i]), label="byte")
+    raw[i] = new
+    path.write_bytes(bytes(raw))
+    result = verify(path)
+    assert result.status in ("broken", "torn-tail"), (i, new, result)
+    assert result.records <= 4
+    if result.status == "torn-tail":  # only damage inside the final record can look torn
+        assert i >= last_start
+
+
+def lines_of(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+# ---- crashpoints: a real SIGKILL inside append ------------------------------------------------------
+
+CHILD = """
+import sys
+from engine.ledger import Ledger
+led = Ledger.create(sys.argv[1], {"type": "run_start"})
+for i in range(1, 6):
+    led.append({"type": "tick", "i": i, "pad": "x" * 50})
+"""
+
+
+@pytest.mark.parametrize("site, survivors, status", [
+    ("ledger.before_append:3", 2, "verified"),
+    ("ledger.torn_write:3", 2, "torn-tail"),
+    ("ledger.after_append:3", 3, "verified"),
+])
+def test_sigkill_at_each_crashpoint(tmp_path, site, survivors, status):
+    path = tmp_path / "l.jsonl"
+    env = dict(os.environ, LOOPPROOF_CRASH_AT=site, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env, cwd=tmp_path,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -9, proc.stderr
+    v = verify(path)
+    assert v.status == status and v.records == survivors
+    led = Ledger.open(path)
+    assert len(led) == survivors and (led.torn is not None) == (status == "torn-tail")
+    led.append({"type": "resumed"})
+    led.close()
+    assert verify(path).status == "verified"
+
+
+# ---- the CLI ---------------------------------------------------------------------------------------
+
+def test_cli_verify_json_statuses_and_exit_codes(tmp_path, capsys):
+    path = tmp_path / "l.jsonl"
+    led = make(path)
+    led.close()
+    assert cli_main(["verify", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"status": "verified", "records": 6, "head": led.head, "error": None}
+
+    write(path, lines(path) + [b'{"se'])
+    assert cli_main(["verify", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "torn-tail"
+
+    ls = lines(path)[:-1]
+    ls.pop(2)
+    write(path, ls)
+    before = path.read_bytes()
+    assert cli_main(["verify", str(path), "--json"]) == 5
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "broken" and out["records"] == 2 and "line 3" in out["error"]
+    assert path.read_bytes() == before
+
+
+def test_cli_verify_human_line_and_missing_file(tmp_path, capsys):
+    path = tmp_path / "l.jsonl"
+    make(path).close()
+    assert cli_main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "verified, 6 records" in out
+    assert cli_main(["verify", str(tmp_path / "nope.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "nope.jsonl" in err and "file not found" in err and "fix:" in err
+    assert not (tmp_path / "nope.jsonl").exists()

@@ -293,3 +293,21 @@ def test_any_planner_stays_inside_the_catalogue(stages: list) -> None:
             len(d.rejected)
         cfg = d.config
     assert replay_config(cat, log) == cfg
+
+
+def test_records_go_through_the_hash_chained_ledger(tmp_path: Path) -> None:
+    from engine.ledger import Ledger, verify
+
+    path = tmp_path / "ledger.jsonl"
+    cat = catalog()
+    with Ledger.create(path, {"type": "run", "note": "evolution test"}) as led:
+        d = evolve(cat, cat.defaults(), {"features": [{"id": "warmup"}, {"id": "nope"}],
+                                         "scope": "everything"},
+                   stage="round", round=1, recorder=led)
+    assert verify(path).status == "verified"
+    with Ledger.open(path) as led:
+        types = [r["type"] for r in led.records]
+        assert types == ["run", "evolution_rejected", "evolution_rejected", "stage_done"]
+        assert {r["reason"] for r in led.records if r["type"] == "evolution_rejected"} == \
+            {"policy_field", "unknown_entry"}
+        assert replay_config(cat, led.records) == d.config == {**cat.defaults(), "lr_scale": 1.5}

@@ -1,0 +1,92 @@
+"""The deterministic graph the crash experiment kills and resumes.
+
+Three nodes and one repair: `prepare` -> `build` -> `check`, with `check` repairing `build`.
+`check` always fails in activation 0, so it is exhausted once and the repair re-runs `build` and
+`check` (activation 1), where both pass. Each worker's verdict is a function of
+(seed, node, activation, attempt) only, so a re-run after a crash does exactly what the first run
+did. Each node passes from a seeded attempt number on and has two attempts of slack, because a
+crash inside an attempt makes resume charge and count that attempt as failed (model.Abandon);
+two slack attempts cover a crash and a crash of the resume.
+
+Workers and gates are small standard-library scripts (worker.py, gate.py). The worker appends
+one line per call to a calls file outside every workspace, so repeated execution is counted.
+Spend is a command worker's wall clock, which differs between runs; the experiment therefore
+sets B well above the pre-run spend bound (so admission never depends on timing) and normalises
+wall-clock amounts out of the trace (docs/crash.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "worker.py"
+GATE = HERE / "gate.py"
+CEILING = 10.0   # c_v, spend units (seconds of wall clock) per attempt
+TIMEOUT = 10.0   # a worker that hangs is killed here; the real ones take milliseconds
+SLACK = 2        # attempts beyond the passing one, per activation
+
+
+@dataclass(frozen=True)
+class CrashNode:
+    name: str
+    needs: tuple[str, ...]
+    repairs: tuple[str, ...]
+    pass_from: dict[int, int]  # activation -> first passing attempt (absent: never passes)
+    attempts: int
+
+
+def _draw(seed: int, node: str) -> int:
+    """1 or 2: the first passing attempt of `node` for `seed` (stable across Python versions)."""
+    return 1 + hashlib.sha256(f"{seed}:{node}".encode()).digest()[0] % 2
+
+
+def nodes(seed: int) -> tuple[CrashNode, ...]:
+    p_prep, p_build, p_check = _draw(seed, "prepare"), _draw(seed, "build"), 1
+    return (
+        CrashNode("prepare", (), (), {0: p_prep}, p_prep + SLACK),
+        CrashNode("build", ("prepare",), (), {0: p_build, 1: p_build}, p_build + SLACK),
+        # activation 0 never passes: `check` is exhausted after `attempts` tries and repairs
+        # `build`; in activation 1 it passes from its first attempt.
+        CrashNode("check", ("build",), ("build",), {1: p_check}, p_check + SLACK),
+    )
+
+
+def budget(seed: int) -> float:
+    """B: room for every attempt the graph can make, so admission never depends on timing."""
+    ns = nodes(seed)
+    total = sum(n.attempts for n in ns) + sum(n.attempts for n in ns if n.name != "prepare")
+    return (total + 2) * CEILING
+
+
+def write_graph(folder: Path, seed: int, calls_file: Path) -> Path:
+    """Write graph.toml for `seed` into `folder`; the workers count their calls in `calls_file`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    py = sys.executable
+    lines = ["[graph]", "repair_budget = 1", f"spend_budget = {budget(seed)!r}", ""]
+    for n in nodes(seed):
+        rule = ",".join(f"{a}:{k}" for a, k in sorted(n.pass_from.items()))
+        worker = [py, "-S", str(WORKER), str(seed), n.name, rule, str(calls_file)]
+        gate = [py, "-S", str(GATE), str(seed), n.name]
+        lines += [
+            f"[node.{n.name}]",
+            f"worker = {_toml_list(worker)}",
+            f"gate = {_toml_list(gate)}",
+            f"attempts = {n.attempts}",
+            f"spend_ceiling = {CEILING!r}",
+            f"timeout_s = {TIMEOUT!r}",
+            f"needs = {_toml_list(n.needs)}",
+            f"repairs = {_toml_list(n.repairs)}",
+            "",
+        ]
+    path = folder / "graph.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _toml_list(items: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join('"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                           for s in items) + "]"

@@ -1,0 +1,398 @@
+"""The runner: schedules attempts, asks gates, opens repairs, and ends runs, one ledger record
+per model event.
+
+Why this shape: the runner holds no state of its own. Its state is `Replayed` (engine/replay.py),
+the fold of the ledger's records through `model.step`; `commit` checks the event against the model
+*before* appending it, appends it (the commit point), then folds it in. So the state after a crash
+is exactly `replay(ledger)`, and `resume` continues from there.
+
+Scheduling is sequential and deterministic: an EXHAUSTED node is repaired (its first listed repair
+target) or fails the run; when every node is DONE the run finishes; otherwise the first PENDING
+node (topological order, ties by declaration order) whose predecessors are DONE runs its next
+attempt, or is refused when settled + c_v does not fit B.
+
+Safe points (where a stop request is honoured) are the moments with no attempt in flight: before
+each scheduling decision. The stop file (or SIGTERM / SIGINT) is checked there and a `stopped`
+record is appended; `resume` continues.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from engine import faults
+from engine.errors import BadInput, LedgerCorrupt
+from engine.gate import copy_tree, file_digest, make_read_only, remove_tree
+from engine.ledger import Ledger
+from engine.meter import METER_SITES, BudgetOverrun, Meter
+from engine.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
+from engine.spec import Spec
+from engine.worker import AttemptContext
+from model import (
+    Abandon,
+    Begin,
+    Claim,
+    Fail,
+    Finish,
+    Outcome,
+    Refuse,
+    Repair,
+    RunState,
+    Verdict,
+    enabled,
+)
+from model.bounds import attempt_bound
+from model.transitions import Event
+
+CRASH_SITES: tuple[str, ...] = (
+    "runner.before_begin",    # a node is chosen; its Begin is not yet recorded
+    "runner.before_worker",   # Begin recorded, workspace prepared, the worker not yet called
+    "meter.after_reserve",    # a reservation recorded, the metered operation not yet run
+    "meter.before_settle",    # the operation ran, its settlement not yet recorded
+    "runner.after_worker",    # the worker returned, its claims not yet recorded
+    "runner.before_verdict",  # claims recorded, the gate not yet run
+    "runner.after_verdict",   # the verdict recorded, the next decision not yet taken
+    "runner.repair",          # a node is exhausted, its Repair not yet recorded
+    "runner.resume",          # resume has verified and replayed the ledger, appended nothing
+)
+assert set(METER_SITES) <= set(CRASH_SITES)
+
+EXIT_CODES = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
+EXIT_PIN_CHANGED = 5
+EXIT_STOPPED = 6
+INPUTS = "inputs"
+
+Progress = Callable[[Replayed, dict[str, Any]], None]
+
+
+class PinChanged(LedgerCorrupt):
+    """A file the gate depends on (or the policy) changed since the run started: exit 5."""
+
+
+def workspace_root(ledger_path: Path) -> Path:
+    """Node workspaces live next to the ledger: <ledger>.work/<node>/."""
+    return Path(f"{ledger_path}.work")
+
+
+def default_stop_file(ledger_path: Path) -> Path:
+    return Path(f"{ledger_path}.stop")
+
+
+class Runner:
+    """Runs one graph against one ledger. Build with `Runner.start` or `Runner.resume`."""
+
+    def __init__(self, spec: Spec, ledger: Ledger, replayed: Replayed, *, stop_file: Path,
+                 progress: Progress | None = None, policy: Any = None) -> None:
+        self.spec, self.ledger, self.replayed = spec, ledger, replayed
+        self.graph = replayed.graph
+        self.stop_file = stop_file
+        self.progress = progress
+        self.policy = policy
+        self.root = workspace_root(ledger.path)
+        self.pins: dict[str, str] = dict(replayed.first.get("pins", {}))
+        self.stop_signal: str | None = None
+        self.stopped = False
+        self.error: str | None = None  # why the run stopped with exit 5
+
+    # ---- construction ------------------------------------------------------------------------
+    @classmethod
+    def start(cls, spec: Spec, ledger_path: Path | str, *, stop_file: Path | None = None,
+              progress: Progress | None = None) -> Runner:
+        """Validate everything, then create the ledger (the first write of the run)."""
+        ledger_path = Path(ledger_path)
+        if spec.strict_bound and not spec.bounds()["fits"]:
+            b = spec.bounds()
+            raise BadInput(str(spec.path), "[graph] strict_bound",
+                           f"the pre-run spend bound W_c = {b['spend']:g} exceeds the budget "
+                           f"B = {b['budget']:g}",
+                           "raise spend_budget, lower attempts / spend_ceiling / repair_budget, "
+                           "or set strict_bound = false")
+        if ledger_path.exists():
+            raise BadInput(str(ledger_path), "--ledger", "already exists",
+                           "use `loopproof resume --ledger` to continue it, or remove it first")
+        if not ledger_path.parent.is_dir():
+            raise BadInput(str(ledger_path), "--ledger", "its folder does not exist",
+                           "create the folder first or choose another path")
+        stop = Path(stop_file or spec.stop_file or default_stop_file(ledger_path)).resolve()
+        if stop.exists():
+            raise BadInput(str(stop), "--stop-file", "the stop file already exists",
+                           "remove it, or give another --stop-file")
+        policy = _load_policy(spec)
+        pins = {str(p): file_digest(p) for cfg in spec.nodes.values()
+                for p in cfg.pinned_files()}
+        first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
+                 "spec": spec.record(), "pins": dict(sorted(pins.items())),
+                 "policy": policy.record() if policy is not None else None,
+                 "stop_file": str(stop), "attempt_bound": attempt_bound(spec.graph),
+                 "bounds": spec.bounds()}
+        root = workspace_root(ledger_path)
+        remove_tree(root)  # an old run's workspaces; the ledger they belonged to is gone
+        ledger = Ledger.create(ledger_path, first)
+        return cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
+                   policy=policy)
+
+    @classmethod
+    def resume(cls, ledger_path: Path | str, *, stop_file: Path | None = None,
+               progress: Progress | None = None) -> Runner:
+        """Verify and replay the ledger; rebuild the spec from its first record. Appends nothing
+        (the `resumed` record and any `abandon` are written by `continue_run`)."""
+        ledger = Ledger.open(ledger_path)
+        replayed = replay(ledger)
+        spec = Spec.from_record(replayed.first.get("spec", {}), str(ledger_path))
+        if graph_record(spec.graph) != replayed.first["graph"]:
+            raise LedgerCorrupt(f"{ledger_path}: the stored spec does not give the stored graph; "
+                                f"fix: restore the ledger from a trusted copy")
+        stop = Path(stop_file or replayed.first.get("stop_file")
+                    or default_stop_file(Path(ledger_path)))
+        policy = _load_policy(spec) if replayed.first.get("policy") is not None else None
+        return cls(spec, ledger, replayed, stop_file=stop, progress=progress, policy=policy)
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def state(self) -> RunState:
+        return self.replayed.state
+
+    def commit(self, event: Event, facts: dict[str, Any]) -> RunState:
+        """The only way the run's state changes: the model must allow `event`; then its record is
+        appended (the commit point) and folded into the replayed state."""
+        reason = event.why_not(self.graph, self.state)
+        if reason is not None:
+            raise RuntimeError(f"engine bug: {event} is not enabled: {reason}")
+        self._append(event_record(event, **facts))
+        return self.state
+
+    def note(self, record: dict[str, Any]) -> None:
+        """Append a fact record (no model event): resumed, stopped, pin_changed, worker_output."""
+        self._append(record)
+
+    def _append(self, record: dict[str, Any]) -> None:
+        stored = self.ledger.append(record)
+        self.replayed.apply(stored)
+        if self.progress is not None:
+            self.progress(self.replayed, stored)
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def run(self) -> int:
+        """Run until the run ends, a stop is requested, or a pinned file changes; exit code."""
+        with self._signals():
+            try:
+                while self.step():
+                    pass
+            except PinChanged as exc:
+                self.error = str(exc)
+        return self.exit_code()
+
+    def exit_code(self) -> int:
+        if self.state.ended:
+            return EXIT_CODES[self.state.outcome]
+        return EXIT_PIN_CHANGED if self.error else EXIT_STOPPED
+
+    def continue_run(self) -> int:
+        """After `resume`: record the resume, recover an attempt with no recorded end, run on."""
+        if self.state.ended:
+            return self.exit_code()  # a finished run: report, change nothing
+        if self.stop_file.exists():
+            self.stopped = True
+            return EXIT_STOPPED
+        try:
+            self.check_pins(self.spec.nodes)
+            self.check_policy()
+        except PinChanged as exc:
+            self.error = str(exc)
+            return EXIT_PIN_CHANGED
+        faults.crashpoint("runner.resume")
+        self.note({"type": "resumed", "resume": self.replayed.resumes + 1,
+                   "settled": self.state.settled, "reserved": self.state.reserved})
+        node = self.state.running(self.graph)
+        if node is not None:
+            self.commit(Abandon(node), {
+                "outcome": "unknown", "charged": self.state.reserved,
+                "activation": self.state.activation_of(self.graph, node),
+                "attempt": self.state.attempts_of(self.graph, node),
+                "why": "this attempt started before a crash or stop and has no recorded end: "
+                       "it is charged its open reservation and counted as a failed attempt; "
+                       "if attempts remain the node runs again (repeated execution)"})
+        return self.run()
+
+    def stop_reason(self) -> str | None:
+        if self.stop_signal is not None:
+            return f"signal {self.stop_signal}"
+        if self.stop_file.exists():
+            return f"stop file {self.stop_file}"
+        return None
+
+    def step(self) -> bool:
+        """Take one scheduling decision (at a safe point); False when the run has ended or
+        stopped."""
+        s, g = self.state, self.graph
+        if s.ended:
+            return False
+        reason = self.stop_reason()
+        if reason is not None:
+            self.note({"type": "stopped", "reason": reason, "settled": s.settled})
+            self.stopped = True
+            return False
+        if (node := s.running(g)) is not None:  # only after a crash inside this process
+            raise RuntimeError(f"{node!r} has an attempt in flight; use resume")
+        if (x := s.exhausted(g)) is not None:
+            self._repair_or_fail(x)
+            return True
+        if enabled(g, s, Finish()):
+            self.commit(Finish(), {"settled": s.settled})
+            return True
+        node = self.next_node()
+        if enabled(g, s, Refuse(node)):
+            self.commit(Refuse(node), {
+                "settled": s.settled, "ceiling": g.node(node).spend_ceiling,
+                "budget": g.spend_budget,
+                "why": "settled + c_v exceeds B: the next attempt could not be paid for"})
+            return True
+        self.attempt(node)
+        return True
+
+    def next_node(self) -> str:
+        s, g = self.state, self.graph
+        for name in g.names:
+            if enabled(g, s, Begin(name)) or enabled(g, s, Refuse(name)):
+                return name
+        raise RuntimeError(f"engine bug: nothing can run in {s.summary(g)}")
+
+    def _repair_or_fail(self, x: str) -> None:
+        g, s = self.graph, self.state
+        targets = [u for d, u in g.repair_pairs if d == x]
+        if targets and enabled(g, s, Repair(x, targets[0])):
+            faults.crashpoint("runner.repair")
+            self.commit(Repair(x, targets[0]), {
+                "rerun": sorted(g.subtree(targets[0])), "repairs_left":
+                    g.repair_budget - s.repairs_used - 1})
+            return
+        why = "no repair declared" if not targets else "the global repair budget K is spent"
+        self.commit(Fail(x), {"why": why})
+
+    # ---- one attempt -------------------------------------------------------------------------
+    def attempt(self, node: str) -> None:
+        g = self.graph
+        cfg = self.spec.nodes[node]
+        self.check_policy()
+        faults.crashpoint("runner.before_begin")
+        e = self.state.activation_of(g, node)
+        i = self.state.attempts_of(g, node) + 1
+        self.commit(Begin(node), {"activation": e, "attempt": i})
+        ws = self.prepare_workspace(node)
+        meter = Meter(g, node, self.commit, lambda: self.state)
+        ctx = AttemptContext(node, e, i, ws, meter, env={
+            "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)})
+        faults.crashpoint("runner.before_worker")
+        try:
+            claims = cfg.worker.run(ctx)
+        except BudgetOverrun as exc:  # an adapter that lets the overrun through
+            claims = {"overrun": str(exc)}
+        faults.crashpoint("runner.after_worker")
+        meter.close()
+        where = {"activation": e, "attempt": i}
+        if self.state.running(g) != node:  # the attempt ended inside the worker (Overrun)
+            self.note({"type": "worker_output", "node": node, **where, "claims": claims})
+            return
+        self.commit(Claim(node), {**where, "claims": claims})
+        try:
+            self.check_pins({node: cfg})
+        except PinChanged as exc:
+            self.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
+                                               "detail": f"not judged: {exc}", "snapshot": ""})
+            raise
+        self.check_policy()
+        faults.crashpoint("runner.before_verdict")
+        result = cfg.gate.judge(ws)
+        self.commit(Verdict(node, result.accepted), {
+            **where, "verdict": result.verdict, "detail": result.detail,
+            "seconds": round(result.seconds, 6), "snapshot": result.snapshot})
+        faults.crashpoint("runner.after_verdict")
+
+    def prepare_workspace(self, node: str) -> Path:
+        """The node's workspace persists across its attempts and activations. Before each
+        attempt, every predecessor's workspace (without its own inputs/) is copied, read-only,
+        to inputs/<predecessor>/, replacing any older copy."""
+        ws = self.root / node
+        ws.mkdir(parents=True, exist_ok=True)
+        inputs = ws / INPUTS
+        remove_tree(inputs)
+        preds = self.graph.predecessors(node)
+        if preds:
+            inputs.mkdir()
+            for p in preds:
+                src = self.root / p
+                dst = inputs / p
+                if src.is_dir():
+                    copy_tree(src, dst, ignore=(INPUTS,))
+                else:
+                    dst.mkdir()
+                make_read_only(dst)
+        return ws
+
+    # ---- integrity ---------------------------------------------------------------------------
+    def check_pins(self, nodes: dict[str, Any]) -> None:
+        """Re-hash the files the gates depend on; a change is recorded and stops the run."""
+        for name, cfg in nodes.items():
+            for p in cfg.pinned_files():
+                expected = self.pins.get(str(p))
+                found = file_digest(p)
+                if expected is not None and found != expected:
+                    self.note({"type": "pin_changed", "node": name, "file": str(p),
+                               "expected": expected, "found": found})
+                    raise PinChanged(f"{p}: a file the gate of {name!r} depends on changed "
+                                     f"since the run started (sha256 {expected[:12]}... -> "
+                                     f"{found[:12]}...); fix: restore it, then resume")
+
+    def check_policy(self) -> None:
+        if self.policy is None:
+            return
+        try:
+            self.policy.check()
+        except LedgerCorrupt as exc:
+            self.note({"type": "pin_changed", "file": str(self.spec.policy),
+                       "what": "policy", "error": str(exc)})
+            raise PinChanged(str(exc)) from exc
+
+    # ---- signals ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        """SIGTERM / SIGINT request a stop at the next safe point (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def request(signum: int, _frame: object) -> None:
+            self.stop_signal = signal.Signals(signum).name
+
+        old = {sig: signal.signal(sig, request) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+    def report(self) -> dict[str, Any]:
+        out = self.replayed.summary()
+        out["stopped"] = out["stopped"] or self.stopped
+        out["ledger"] = str(self.ledger.path)
+        out["attempt_bound"] = self.replayed.first.get("attempt_bound")
+        out["exit"] = self.exit_code()
+        out["error"] = self.error
+        out["torn"] = self.ledger.torn
+        return out
+
+    def close(self) -> None:
+        self.ledger.close()
+
+
+def _load_policy(spec: Spec) -> Any:
+    if spec.policy is None:
+        return None
+    from engine.policy import PolicyPin  # the policy module is optional until a graph names one
+    return PolicyPin.load(spec.policy)
+

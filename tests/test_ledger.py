@@ -407,3 +407,26 @@ def test_cli_verify_human_line_and_missing_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "nope.jsonl" in err and "file not found" in err and "fix:" in err
     assert not (tmp_path / "nope.jsonl").exists()
+
+
+# ---- the benchmark, at a tiny size -----------------------------------------------------------------
+
+def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
+    from engine import bench
+
+    bench.register("fake", lambda args: {"records_seen": args.records})
+    try:
+        assert bench.main(["--records", "60", "--fsync-records", "5", "--group-size", "7",
+                           "--repeat", "1", "--out", str(tmp_path), "--json",
+                           "--only", "ledger", "--only", "fake"]) == 0
+    finally:
+        del bench.BENCHMARKS["fake"]
+    printed = json.loads(capsys.readouterr().out)
+    stored = json.loads((tmp_path / "bench.json").read_text())
+    assert printed == stored and stored["fake"] == {"records_seen": 60}
+    figures = stored["ledger"]
+    assert figures["records"] == 60 and figures["fsync_records"] == 5
+    assert figures["appends_per_s_group"] > 0 and figures["verified_records_per_s"] > 0
+    assert figures["ratio_vs_peer"]["verify"] == round(figures["verified_records_per_s"] / 140_000, 2)
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # the ledgers are cleaned up
+    assert bench.main(["--out", str(tmp_path), "--only", "nope"]) == 2

@@ -1,0 +1,189 @@
+"""`python -m engine.bench --json`: how fast the engine's bookkeeping is, next to the peer engine.
+
+Figures (all measured in this run, on ledger files under --out so fsync hits the real disk):
+- appends/s with an fsync per append (on `--fsync-records`, fewer than --records, because each
+  fsync waits for the disk; the output says how many);
+- appends/s with group commit (`Ledger.group()` around every `--group-size` appends);
+- verified records/s: `engine.ledger.verify` over the --records ledger, and `Ledger.open`
+  (verify + keep the records for replay), best of --repeat runs.
+The peer engine of the Bounded Loops paper appends ~160 records/s at 10,000 records (each append
+re-reads the file) and verifies ~140,000 records/s; ratios against those are printed.
+
+Registry: every entry of `BENCHMARKS` (name -> function(args) -> dict) runs and its dict is
+stored under its name. Other modules add entries with `register(name, fn)`; `engine.bench_attempt`
+is imported when it exists, so it only has to call `register("attempt_overhead", ...)`.
+Timings vary run to run, so bench.json is exempt from the same-bytes rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.ledger import Ledger, verify
+
+PEER_APPENDS_PER_S = 160.0       # Bounded Loops paper, at 10,000 records, append re-reads the file
+PEER_VERIFIED_PER_S = 140_000.0  # Bounded Loops paper
+TARGET_GROUP_APPENDS_PER_S = 20_000.0
+TARGET_VERIFIED_PER_S = 300_000.0
+
+Benchmark = Callable[[argparse.Namespace], dict]
+BENCHMARKS: dict[str, Benchmark] = {}
+
+
+def register(name: str, fn: Benchmark) -> None:
+    """Add a benchmark; its result dict appears under `name` in bench.json."""
+    _registry()[name] = fn
+
+
+def _registry() -> dict[str, Benchmark]:
+    # Under `python -m engine.bench` this file runs as __main__; plugins import `engine.bench`,
+    # a second module object. Both must share one registry: the one in `engine.bench`.
+    return importlib.import_module("engine.bench").BENCHMARKS
+
+
+def sample_record(i: int) -> dict:
+    """A record shaped like the runner's attempt records (about 250 bytes on disk)."""
+    return {"type": "attempt_end", "node": f"node{i % 7}", "activation": 1 + i % 3,
+            "attempt": 1 + i % 4, "verdict": ("PASS", "REJECT", "ERROR")[i % 3],
+            "spend": round(0.37 * (i % 11), 2), "reserved": 10.0,
+            "code_hash": f"{(i * 2654435761) % (1 << 64):016x}", "exit": i % 3, "seconds": 0.125}
+
+
+def _rate(n: int, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else float("inf")
+
+
+def bench_ledger(args: argparse.Namespace) -> dict:
+    """Append (fsync per append, group commit) and verify rates on real files."""
+    n, n_fsync, group = args.records, min(args.fsync_records, args.records), args.group_size
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out, prefix="ledgers-") as tmp:
+        fsync_path, group_path = Path(tmp) / "fsync.jsonl", Path(tmp) / "group.jsonl"
+
+        led = Ledger.create(fsync_path, {"type": "run_start", "bench": "fsync"})
+        t = time.perf_counter()
+        for i in range(1, n_fsync):
+            led.append(sample_record(i))
+        fsync_s = time.perf_counter() - t
+        led.close()
+
+        led = Ledger.create(group_path, {"type": "run_start", "bench": "group"})
+        t = time.perf_counter()
+        i = 1
+        while i < n:
+            with led.group():
+                for j in range(i, min(i + group, n)):
+                    led.append(sample_record(j))
+            i += group
+        group_s = time.perf_counter() - t
+        led.close()
+        size = group_path.stat().st_size
+
+        verify_s = open_s = float("inf")
+        for _ in range(args.repeat):  # best of --repeat: the machine is shared
+            t = time.perf_counter()
+            result = verify(group_path)
+            verify_s = min(verify_s, time.perf_counter() - t)
+            if result.status != "verified" or result.records != n:
+                raise RuntimeError(f"benchmark ledger did not verify: {result}")
+            t = time.perf_counter()
+            reopened = Ledger.open(group_path)
+            open_s = min(open_s, time.perf_counter() - t)
+            if len(reopened) != n:
+                raise RuntimeError(f"benchmark ledger reopened with {len(reopened)} records")
+            reopened.close()
+
+    fsync_rate, group_rate = _rate(n_fsync - 1, fsync_s), _rate(n - 1, group_s)
+    verify_rate, open_rate = _rate(n, verify_s), _rate(n, open_s)
+    return {
+        "records": n,
+        "bytes_per_record": round(size / n, 1),
+        "fsync_records": n_fsync,
+        "fsync_note": (f"fsync per append measured on {n_fsync} records (each waits for the disk)"
+                       if n_fsync < n else "fsync per append measured on all records"),
+        "appends_per_s_fsync": fsync_rate,
+        "group_size": group,
+        "appends_per_s_group": group_rate,
+        "verified_records_per_s": verify_rate,
+        "verify_repeats": args.repeat,
+        "opened_records_per_s": open_rate,
+        "peer": {"appends_per_s": PEER_APPENDS_PER_S, "verified_records_per_s": PEER_VERIFIED_PER_S},
+        "ratio_vs_peer": {
+            "appends_fsync": round(fsync_rate / PEER_APPENDS_PER_S, 2),
+            "appends_group": round(group_rate / PEER_APPENDS_PER_S, 2),
+            "verify": round(verify_rate / PEER_VERIFIED_PER_S, 2),
+        },
+        "targets": {
+            "appends_per_s_group": TARGET_GROUP_APPENDS_PER_S,
+            "verified_records_per_s": TARGET_VERIFIED_PER_S,
+            "appends_group_met": group_rate >= TARGET_GROUP_APPENDS_PER_S,
+            "verify_met": verify_rate >= TARGET_VERIFIED_PER_S,
+        },
+    }
+
+
+BENCHMARKS["ledger"] = bench_ledger
+
+
+def _load_plugins() -> None:
+    try:
+        importlib.import_module("engine.bench_attempt")
+    except ModuleNotFoundError as exc:
+        if exc.name != "engine.bench_attempt":
+            raise
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=100_000, help="ledger size (default 100,000)")
+    p.add_argument("--fsync-records", type=int, default=2_000,
+                   help="appends timed with an fsync each (default 2,000)")
+    p.add_argument("--group-size", type=int, default=1_000, help="appends per group commit")
+    p.add_argument("--repeat", type=int, default=3, help="verify timings: best of this many")
+    p.add_argument("--out", type=Path, default=Path("results/bench"), help="results folder")
+    p.add_argument("--only", action="append", default=None, metavar="NAME",
+                   help="run only this benchmark (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = p.parse_args(argv)
+    for name, least in (("records", 2), ("fsync_records", 2), ("group_size", 1), ("repeat", 1)):
+        if getattr(args, name) < least:
+            p.error(f"--{name.replace('_', '-')} must be at least {least}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    _load_plugins()
+    registry = _registry()
+    unknown = sorted(set(args.only or ()) - set(registry))
+    if unknown:
+        print(f"engine.bench: unknown benchmark(s) {unknown}; fix: choose from {sorted(registry)}",
+              file=sys.stderr)
+        return 2
+    results = {name: fn(args) for name, fn in sorted(registry.items())
+               if not args.only or name in args.only}
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = args.out / "bench.json.tmp"
+    tmp.write_text(json.dumps(results, sort_keys=True, indent=2) + "\n")
+    os.replace(tmp, args.out / "bench.json")
+    if args.json:
+        print(json.dumps(results, sort_keys=True))
+    else:
+        for name, figures in results.items():
+            print(f"{name}:")
+            for key, value in figures.items():
+                print(f"  {key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""What `run` and `resume` print: one JSON object (--json) or a few plain lines, and messages
+on stderr for a stop or a pinned-file change."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from engine import progress as progress_mod
+from engine.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, Runner
+
+
+@contextlib.contextmanager
+def runner_progress(json_output: bool) -> Iterator[Any]:
+    if not progress_mod.wanted(json_output):
+        yield None
+        return
+    with progress_mod.LiveProgress() as live:
+        yield live
+
+
+def finish(runner: Runner, code: int, json_output: bool) -> int:
+    report = runner.report()
+    report["exit"] = code
+    if code == EXIT_PIN_CHANGED and runner.error:
+        print(f"loopproof: run stopped: {runner.error}", file=sys.stderr)
+    if code == EXIT_STOPPED:
+        if runner.stop_file.exists():
+            print(f"loopproof: run stopped (kill switch {runner.stop_file}); remove that file, "
+                  f"then `loopproof resume --ledger {runner.ledger.path}`", file=sys.stderr)
+        else:
+            print(f"loopproof: run stopped by signal; `loopproof resume --ledger "
+                  f"{runner.ledger.path}` continues it", file=sys.stderr)
+    if runner.ledger.torn:
+        print(f"loopproof: {runner.ledger.torn}; truncated to the last complete record",
+              file=sys.stderr)
+    if json_output:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        spend = report["spend"]
+        print(f"{report['outcome']}{' (stopped)' if report['stopped'] else ''}: "
+              f"{report['attempts_total']} attempts (bound {report['attempt_bound']}), "
+              f"{report['repairs_used']} repairs, spend {spend['settled']:g} of "
+              f"{spend['budget']:g}")
+        for name, n in report["nodes"].items():
+            print(f"  {name}: {n['status']} after {n['attempts']} attempt(s) in activation "
+                  f"{n['activation']}; verdicts {' '.join(n['verdicts']) or '-'}")
+        if report["outcome_unknown"]:
+            print(f"  {report['outcome_unknown']} attempt(s) had no recorded end (crash) and "
+                  f"were charged and re-run")
+        print(f"  ledger {report['ledger']} ({report['records']} records, head "
+              f"{report['head'][:16]})")
+    return code

@@ -1,0 +1,28 @@
+"""`loopproof bound GRAPH.toml`: the closed-form worst cases of a graph before it runs.
+
+Prints {"attempts": W, "spend": W_c, "budget": B, "fits": W_c <= B}. Exit 0; 2 on a bad spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from engine import spec as spec_mod
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("graph", type=Path, metavar="GRAPH.toml", help="the graph spec")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(args: argparse.Namespace) -> int:
+    b = spec_mod.load(args.graph).bounds()
+    if args.json:
+        print(json.dumps(b, sort_keys=True))
+    else:
+        verdict = "fits" if b["fits"] else "does NOT fit"
+        print(f"{args.graph}: at most {b['attempts']} attempts; worst-case spend "
+              f"W_c = {b['spend']:g} {verdict} the budget B = {b['budget']:g}")
+    return 0

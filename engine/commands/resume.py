@@ -1,0 +1,34 @@
+"""`loopproof resume --ledger L`: continue a run from its verified ledger.
+
+The ledger is verified (a torn final line is cut and reported; anything else is exit 5) and
+replayed; the spec is rebuilt from the ledger's first record. An attempt that started with no
+recorded end is charged its open reservation and marked outcome-unknown (`abandon`), and the
+node runs again if attempts remain. A finished run is reported and left unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engine.commands._report import finish, runner_progress
+from engine.runner import Runner
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ledger", type=Path, required=True, metavar="L",
+                        help="the ledger written by `loopproof run`")
+    parser.add_argument("--stop-file", type=Path, default=None, metavar="PATH",
+                        help="kill switch file (default: the one the run recorded)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(args: argparse.Namespace) -> int:
+    runner = Runner.resume(args.ledger, stop_file=args.stop_file)
+    try:
+        with runner_progress(args.json) as progress:
+            runner.progress = progress
+            code = runner.continue_run()
+    finally:
+        runner.close()
+    return finish(runner, code, args.json)

@@ -1,0 +1,35 @@
+"""`loopproof run GRAPH.toml --ledger L`: run a bounded-loop graph and write its ledger.
+
+Exit 0 DONE, 2 bad input (nothing written), 3 FAILED, 4 BUDGET_EXHAUSTED, 5 a pinned file or
+the policy changed (recorded), 6 stopped by the kill switch (resume continues).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engine import spec as spec_mod
+from engine.commands._report import finish, runner_progress
+from engine.runner import Runner
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("graph", type=Path, metavar="GRAPH.toml", help="the graph spec")
+    parser.add_argument("--ledger", type=Path, required=True, metavar="L",
+                        help="the ledger to create (must not exist); workspaces go to L.work/")
+    parser.add_argument("--stop-file", type=Path, default=None, metavar="PATH",
+                        help="kill switch: when this file exists the run stops at the next safe "
+                             "point (default: the graph's stop_file, else L.stop)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(args: argparse.Namespace) -> int:
+    spec = spec_mod.load(args.graph)
+    with runner_progress(args.json) as progress:
+        runner = Runner.start(spec, args.ledger, stop_file=args.stop_file, progress=progress)
+        try:
+            code = runner.run()
+        finally:
+            runner.close()
+    return finish(runner, code, args.json)

@@ -2,7 +2,7 @@
 the frozen starts every condition begins from.
 
 Why three suites: the paper judges executable correctness Y by visible, challenge and hidden
-tests. Here *visible* is the first third of a task's `check` assertions, *challenge* the rest, and
+tests. Here *visible* is the first third of a task's `check` assertions (at least two), *challenge* the rest, and
 *hidden* is differential: the candidate must agree with the reference solution on inputs made by
 perturbing the assertions' inputs (seeded, so the same every run). Y = passes all three.
 
@@ -338,7 +338,7 @@ def build_task(task_id: str, *, wrong_needed: int = 2) -> Task | None:
         reference = normalize(prob["prompt"] + prob["canonical_solution"])
     except SyntaxError:
         return None
-    k = max(1, len(cases) // 3)
+    k = max(2, -(-len(cases) // 3))
     visible, challenge = Suite("visible", tuple(cases[:k])), Suite("challenge", tuple(cases[k:]))
     inputs = _hidden_inputs(task_id, cases)
     hidden_cases: list[Case] = []

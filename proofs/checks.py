@@ -1,0 +1,220 @@
+"""Small check functions in mypyvy's style: each returns None when the check passes, or a
+counterexample `Trace` when it fails. `Unknown` (timeout, incompleteness) is raised, never hidden.
+
+They work on any `System`: an encoding with fresh states, Init, declared events and a transition
+relation (proofs/encoding.py for runs, proofs/unbounded.py, proofs/g4_evidence.py, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import z3
+
+from proofs.solver import QUERY_TIMEOUT_MS, Unknown
+from proofs.trace import Step, Trace
+
+
+class System(Protocol):
+    def fresh(self, tag: str) -> Any: ...
+    def axioms(self) -> list[z3.BoolRef]: ...
+    def init(self, s: Any) -> z3.BoolRef: ...
+    def events(self, tag: str) -> Sequence[Any]: ...
+    def transition(self, s: Any, t: Any, ev: Any) -> z3.BoolRef: ...
+    def describe(self, model: z3.ModelRef, s: Any) -> dict[str, Any]: ...
+
+
+Invariant = Callable[[Any], z3.BoolRef]
+
+
+class _Session:
+    """A base set of formulas asked together with one extra question at a time. Each question
+    gets a fresh solver (Z3's incremental mode gives up on quantified lambdas) with the
+    per-query timeout; `sat` raises Unknown on unknown."""
+
+    def __init__(self, what: str, *formulas: z3.BoolRef) -> None:
+        self.what = what
+        self.base = list(formulas)
+
+    def sat(self, *formulas: z3.BoolRef) -> z3.ModelRef | None:
+        solver = z3.Solver()
+        solver.set("timeout", QUERY_TIMEOUT_MS)
+        solver.add(*self.base, *formulas)
+        r = solver.check()
+        if r == z3.unknown:
+            raise Unknown(self.what, solver.reason_unknown())
+        return solver.model() if r == z3.sat else None
+
+    def add(self, *formulas: z3.BoolRef) -> None:
+        self.base.extend(formulas)
+
+
+def _params(sys: System, model: z3.ModelRef) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if hasattr(sys, "case"):
+        out["graph"] = sys.case
+    if hasattr(sys, "describe_params"):
+        out |= sys.describe_params(model)
+    return out
+
+
+def _step(sys: System, model: z3.ModelRef, s: Any, ev: Any | None) -> Step:
+    label = None if ev is None else ev.label(model)
+    step = Step(label, sys.describe(model, s))
+    if hasattr(sys, "concrete"):
+        step.state_obj, step.event_obj = sys.concrete(model, s, ev)
+    return step
+
+
+# ---- induction ----------------------------------------------------------------------------------
+
+def check_init(sys: System, inv: Invariant) -> Trace | None:
+    """Init => Inv."""
+    s = sys.fresh("0")
+    m = _Session("Init => Inv", *sys.axioms(), sys.init(s)).sat(z3.Not(inv(s)))
+    if m is None:
+        return None
+    return Trace("trace", "an initial state breaks the invariant", [_step(sys, m, s, None)],
+                 _params(sys, m))
+
+
+def check_transitions(sys: System, inv: Invariant) -> Trace | None:
+    """Inv and Trans => Inv', for every declared transition separately."""
+    s, t = sys.fresh("pre"), sys.fresh("post")
+    session = _Session("Inv and Trans => Inv'", *sys.axioms(), inv(s), z3.Not(inv(t)))
+    for ev in sys.events("step"):
+        m = session.sat(sys.transition(s, t, ev))
+        if m is not None:
+            return Trace("cti", f"{ev.label(m)} leads from a state satisfying the invariant "
+                         "to one that breaks it",
+                         [_step(sys, m, s, None), _step(sys, m, t, ev)], _params(sys, m))
+    return None
+
+
+def check_implies(sys: System, inv: Invariant, prop: Invariant, what: str) -> Trace | None:
+    """Inv => Prop: the invariant is strong enough for the property it is for."""
+    s = sys.fresh("s")
+    m = _Session("Inv => Prop", *sys.axioms(), inv(s)).sat(z3.Not(prop(s)))
+    if m is None:
+        return None
+    return Trace("cti", f"a state satisfies the invariant but not {what}", [_step(sys, m, s, None)],
+                 _params(sys, m))
+
+
+def check_inductive(sys: System, inv: Invariant, prop: Invariant | None = None,
+                    what: str = "the property") -> Trace | None:
+    """Init => Inv, Inv and Trans => Inv', and (if given) Inv => Prop."""
+    return (check_init(sys, inv) or check_transitions(sys, inv)
+            or (None if prop is None else check_implies(sys, inv, prop, what)))
+
+
+# ---- ranking ------------------------------------------------------------------------------------
+
+def lex_less(new: Sequence[z3.ArithRef], old: Sequence[z3.ArithRef]) -> z3.BoolRef:
+    """`new` < `old` in the lexicographic order of tuples of integers."""
+    if not new:
+        return z3.BoolVal(False)
+    return z3.Or(new[0] < old[0], z3.And(new[0] == old[0], lex_less(new[1:], old[1:])))
+
+
+def check_ranking(sys: System, inv: Invariant,
+                  rank: Callable[[Any], Sequence[z3.ArithRef]]) -> Trace | None:
+    """Inv and Trans => rank(s) is in N^k and rank(s') <_lex rank(s), for every transition.
+    With Inv inductive this shows every run is finite (N^k under <_lex is well-founded)."""
+    s, t = sys.fresh("pre"), sys.fresh("post")
+    r, r2 = rank(s), rank(t)
+    ok = z3.And(*[x >= 0 for x in r], lex_less(r2, r))
+    session = _Session("ranking", *sys.axioms(), inv(s), z3.Not(ok))
+    for ev in sys.events("step"):
+        m = session.sat(sys.transition(s, t, ev))
+        if m is not None:
+            before = [m.eval(x, model_completion=True) for x in r]
+            after = [m.eval(x, model_completion=True) for x in r2]
+            return Trace("cti", f"{ev.label(m)} does not decrease the ranking "
+                         f"({', '.join(map(str, before))}) -> ({', '.join(map(str, after))})",
+                         [_step(sys, m, s, None), _step(sys, m, t, ev)], _params(sys, m))
+    return None
+
+
+# ---- sanity -------------------------------------------------------------------------------------
+
+def check_init_satisfiable(sys: System, inv: Invariant | None = None) -> Trace | None:
+    """Init (and Inv) has a model: nothing is proved about an empty set of runs."""
+    s = sys.fresh("0")
+    extra = [] if inv is None else [inv(s)]
+    if _Session("Init satisfiable", *sys.axioms(), sys.init(s), *extra).sat() is not None:
+        return None
+    return Trace("vacuous", "Init is unsatisfiable (or contradicts the invariant)")
+
+
+def check_enabled(sys: System, inv: Invariant) -> Trace | None:
+    """Every declared transition can fire from some state satisfying Inv."""
+    s, t = sys.fresh("pre"), sys.fresh("post")
+    session = _Session("transition satisfiable", *sys.axioms(), inv(s))
+    for ev in sys.events("step"):
+        if session.sat(sys.transition(s, t, ev)) is None:
+            return Trace("vacuous", f"{ev.label()} can never fire from a state satisfying the "
+                         "invariant, so every proof about it would hold vacuously")
+    return None
+
+
+# ---- bounded model checking ---------------------------------------------------------------------
+
+class _Unrolling:
+    """Init(s0), Trans(s0, s1), ..., one chosen event per step (selected by an Int)."""
+
+    def __init__(self, sys: System, what: str) -> None:
+        self.sys = sys
+        self.states = [sys.fresh("0")]
+        self.events: list[Sequence[Any]] = []
+        self.choice: list[z3.ArithRef] = []
+        self.session = _Session(what, *sys.axioms(), sys.init(self.states[0]))
+
+    def extend(self) -> None:
+        k = len(self.states)
+        s, t = self.states[-1], self.sys.fresh(str(k))
+        evs = self.sys.events(str(k))
+        sel = z3.Int(f"event@{k}")
+        self.session.add(z3.Or([z3.And(sel == j, self.sys.transition(s, t, ev))
+                                for j, ev in enumerate(evs)]))
+        self.states.append(t)
+        self.events.append(evs)
+        self.choice.append(sel)
+
+    def trace(self, m: z3.ModelRef, upto: int, kind: str, note: str) -> Trace:
+        steps = [_step(self.sys, m, self.states[0], None)]
+        for k in range(upto):
+            ev = self.events[k][m.eval(self.choice[k], model_completion=True).as_long()]
+            steps.append(_step(self.sys, m, self.states[k + 1], ev))
+        return Trace(kind, note, steps, _params(self.sys, m))
+
+
+def bmc(sys: System, bad: Invariant, depth: int, what: str) -> Trace | None:
+    """The shortest run from Init, of at most `depth` steps, that ends in a `bad` state."""
+    u = _Unrolling(sys, f"BMC for {what}")
+    for k in range(depth + 1):
+        m = u.session.sat(bad(u.states[k]))
+        if m is not None:
+            return u.trace(m, k, "trace", f"a run from Init reaches a state that breaks {what}")
+        if k < depth:
+            u.extend()
+    return None
+
+
+def find_lasso(sys: System, project: Callable[[Any], Sequence[z3.ExprRef]], depth: int,
+               what: str) -> Trace | None:
+    """The shortest run from Init whose last state repeats an earlier one on `project`
+    (the fields every guard and every update of them read), i.e. a loop that runs forever."""
+    u = _Unrolling(sys, f"lasso search for {what}")
+    for k in range(1, depth + 1):
+        u.extend()
+        last = project(u.states[k])
+        for i in range(k):
+            m = u.session.sat(z3.And([a == b for a, b in zip(project(u.states[i]), last,
+                                                              strict=True)]))
+            if m is not None:
+                tr = u.trace(m, k, "lasso", f"{what}: a reachable state repeats")
+                tr.loop_start = i
+                return tr
+    return None

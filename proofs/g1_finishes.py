@@ -1,0 +1,250 @@
+"""G1 (finishes): the attempt bound W is an inductive invariant; a lexicographic ranking function
+decreases on every transition; and per-activation repair counters (the broken variant) loop.
+
+Family: every DAG with up to 3 nodes and every repair relation (proofs/family.py), with a_v, c_v,
+K and B symbolic, so each shape's proof covers all numbers at once.
+
+Termination, precisely: Claim, Reserve and Settle change no control state (Claim changes nothing
+at all), so nothing in the model itself stops a worker from calling them forever. We prove
+termination under one stated assumption: at most P (symbolic, any P >= 0) metered operations and
+claims per attempt, a ghost counter `ops` reset by Begin. Under it, the tuple
+(live, K - repairs_used, sum_v mu_v, P - ops) lies in N^4 and strictly decreases, lexicographically,
+on every transition. Without the assumption the ranking fails on Claim (refuted obligation below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import z3
+
+from model.bounds import rerun_set
+from model.graph import LoopGraph, NodeSpec
+from proofs.checks import check_inductive, check_ranking, find_lasso
+from proofs.encoding import (
+    O_RUNNING,
+    S_DONE,
+    S_EXHAUSTED,
+    S_PENDING,
+    S_RUNNING,
+    Ev,
+    Params,
+    RunEncoding,
+    Semantics,
+    State,
+)
+from proofs.family import shapes
+from proofs.trace import Trace
+
+# ---- the invariant ------------------------------------------------------------------------------
+
+
+def structural(enc: RunEncoding, s: State) -> z3.BoolRef:
+    """What every reachable state satisfies whatever the property: attempt counters in range,
+    at most one attempt in flight, and (J) a node that has started in its activation has every
+    ancestor DONE -- so when d is exhausted, none of desc(d) has started."""
+    g, a = enc.graph, enc.params.attempts
+    cs: list[z3.BoolRef] = []
+    for v in g.names:
+        st, i = s.st(v), s.att(v)
+        cs += [i >= 0, i <= a[v],
+               z3.Implies(st == S_PENDING, i < a[v]),
+               z3.Implies(st == S_RUNNING, i >= 1),
+               z3.Implies(st == S_EXHAUSTED, i == a[v])]
+        for w in g.names:
+            if w != v:
+                cs.append(z3.Not(z3.And(st == S_RUNNING,
+                                        z3.Or(s.st(w) == S_RUNNING, s.st(w) == S_EXHAUSTED))))
+        for w in g.desc(v):
+            started = z3.Or(s.st(w) != S_PENDING, s.att(w) > 0)
+            cs.append(z3.Implies(started, st == S_DONE))
+    cs += [s["repairs_used"] >= 0, s["repairs_used"] <= enc.params.repair_budget]
+    return z3.And(cs)
+
+
+def remaining(enc: RunEncoding, s: State, v: str) -> z3.ArithRef:
+    """Attempts v may still start in its current activation."""
+    a = enc.params.attempts[v]
+    return z3.If(z3.Or(s.st(v) == S_DONE, s.st(v) == S_EXHAUSTED), 0, a - s.att(v))
+
+
+def per_repair(enc: RunEncoding) -> z3.ArithRef:
+    """M = max over (d, u) in R of sum_{w in S_u minus desc(d)} a_w (0 when R is empty)."""
+    a = enc.params.attempts
+    m: z3.ArithRef = z3.IntVal(0)
+    for (d, u), in_r in enc.params.repairs.items():
+        x = z3.Sum([a[w] for w in sorted(rerun_set(enc.graph, d, u))])
+        m = z3.If(z3.And(in_r, x > m), x, m)
+    return m
+
+
+def closed_form(enc: RunEncoding) -> z3.ArithRef:
+    """W = sum_v a_v + K * M, as in model/bounds.py."""
+    return z3.Sum(list(enc.params.attempts.values())) + enc.params.repair_budget * per_repair(enc)
+
+
+def attempt_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
+    """structural and attempts_total + sum_v remaining(v) <= sum_v a_v + repairs_used * M."""
+    a = enc.params.attempts
+    lhs = s["attempts_total"] + z3.Sum([remaining(enc, s, v) for v in enc.graph.names])
+    rhs = z3.Sum(list(a.values())) + s["repairs_used"] * per_repair(enc)
+    return z3.And(structural(enc, s), lhs <= rhs)
+
+
+def within_w(enc: RunEncoding, s: State) -> z3.BoolRef:
+    return s["attempts_total"] <= closed_form(enc)
+
+
+def check_attempt_bound(graph: LoopGraph) -> Trace | None:
+    enc = RunEncoding(graph, Params.symbolic(graph))
+    return check_inductive(enc, lambda s: attempt_invariant(enc, s), lambda s: within_w(enc, s),
+                           "attempts_total <= W")
+
+
+# ---- ranking ------------------------------------------------------------------------------------
+
+P = z3.Int("P")  # the assumed bound on metered operations and claims per attempt
+
+
+class OpsBound(Semantics):
+    """The model plus the termination assumption: a ghost `ops` counts Reserve, Settle and Claim
+    in the current attempt (Begin resets it) and they are enabled only while ops < P."""
+
+    name = "model + at most P metered operations/claims per attempt"
+    COUNTED = ("Reserve", "Settle", "Claim")
+
+    def extra_fields(self, enc):
+        return {"ops": z3.IntSort()}
+
+    def extra_init(self, enc, s):
+        return [s["ops"] == 0]
+
+    def guard(self, enc, s, ev: Ev):
+        g = super().guard(enc, s, ev)
+        return z3.And(g, s["ops"] < P) if ev.kind in self.COUNTED else g
+
+    def update(self, enc, s, ev: Ev):
+        upd = super().update(enc, s, ev)
+        if ev.kind in self.COUNTED:
+            upd["ops"] = s["ops"] + 1
+        elif ev.kind == "Begin":
+            upd["ops"] = z3.IntVal(0)
+        return upd
+
+
+def mu(enc: RunEncoding, s: State, v: str) -> z3.ArithRef:
+    """Per node: 0 once DONE or EXHAUSTED, else 2 * (a_v - attempts) + (1 if RUNNING)."""
+    a = enc.params.attempts[v]
+    open_ = 2 * (a - s.att(v)) + z3.If(s.st(v) == S_RUNNING, 1, 0)
+    return z3.If(z3.Or(s.st(v) == S_DONE, s.st(v) == S_EXHAUSTED), 0, open_)
+
+
+def control_rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
+    return [z3.If(s["outcome"] == O_RUNNING, 1, 0),
+            enc.params.repair_budget - s["repairs_used"],
+            z3.Sum([mu(enc, s, v) for v in enc.graph.names])]
+
+
+def rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
+    return control_rank(enc, s) + [P - s["ops"]]
+
+
+def ops_encoding(graph: LoopGraph) -> RunEncoding:
+    return RunEncoding(graph, Params.symbolic(graph).with_constraints(P >= 0), OpsBound())
+
+
+def check_ranking_with_ops_bound(graph: LoopGraph) -> Trace | None:
+    enc = ops_encoding(graph)
+
+    def inv(s: State) -> z3.BoolRef:
+        return z3.And(structural(enc, s), s["ops"] >= 0, s["ops"] <= P)
+
+    return check_inductive(enc, inv) or check_ranking(enc, inv, lambda s: rank(enc, s))
+
+
+def check_ranking_without_ops_bound(graph: LoopGraph) -> Trace | None:
+    enc = RunEncoding(graph, Params.symbolic(graph))
+    return check_ranking(enc, lambda s: structural(enc, s), lambda s: control_rank(enc, s))
+
+
+# ---- the broken variant: per-activation repair counters -----------------------------------------
+
+class PerActivationRepairs(Semantics):
+    """Broken: each activation carries its own repair counter (`repairs_of`), checked against K;
+    a repair starts fresh activations for S_u -- with fresh counters. There is no global count."""
+
+    name = "per-activation repair counters"
+
+    def extra_fields(self, enc):
+        return {f"repairs_of:{v}": z3.IntSort() for v in enc.graph.names}
+
+    def extra_init(self, enc, s):
+        return [s[f"repairs_of:{v}"] == 0 for v in enc.graph.names]
+
+    def guard_repair(self, enc, s, ev):
+        return z3.And(enc.in_relation(ev.node, ev.target), enc.live(s),
+                      s.st(ev.node) == S_EXHAUSTED,
+                      s[f"repairs_of:{ev.node}"] < enc.params.repair_budget)
+
+    def update_repair(self, enc, s, ev):
+        upd = enc.reset_subtree(s, ev.target)
+        upd[f"repairs_of:{ev.node}"] = s[f"repairs_of:{ev.node}"] + 1
+        for w in enc.graph.subtree(ev.target):
+            upd[f"repairs_of:{w}"] = z3.IntVal(0)  # a fresh activation, a fresh counter
+        return upd
+
+    def guard_fail(self, enc, s, ev):
+        spent = s[f"repairs_of:{ev.node}"] >= enc.params.repair_budget
+        return z3.And(enc.live(s), s.st(ev.node) == S_EXHAUSTED,
+                      z3.Or(z3.Not(enc.has_pair(ev.node)), spent))
+
+
+def guard_relevant(enc: RunEncoding, s: State) -> list[z3.ExprRef]:
+    """Every field a guard reads, or an update of such a field reads: all but activation,
+    passes and attempts_total (history that no guard consults). A repeat on these fields
+    therefore repeats forever."""
+    skip = ("activation:", "passes:", "attempts_total")
+    return [x for k, x in s.vars.items() if not k.startswith(skip)]
+
+
+LASSO_GRAPH = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=1.0),
+                               NodeSpec("b", attempts=1, spend_ceiling=1.0, needs=("a",),
+                                        repairs=("a",))],
+                              repair_budget=1, spend_budget=float("inf"))
+
+
+CONTROL = ("Begin", "Refuse", "Verdict", "Repair", "Fail", "Finish")
+
+
+class ControlRuns(RunEncoding):
+    """Runs of control events only (as `model.control_events`): no metering, no claims, so a
+    loop found here is not the stutter the ranking's assumption excludes."""
+
+    def events(self, tag: str) -> list[Ev]:
+        return [ev for ev in super().events(tag) if ev.kind in CONTROL]
+
+
+def lasso_per_activation_repairs(depth: int = 8) -> Trace | None:
+    enc = ControlRuns(LASSO_GRAPH, Params.of(LASSO_GRAPH), PerActivationRepairs())
+    return find_lasso(enc, lambda s: guard_relevant(enc, s), depth,
+                      "per-activation repair counters")
+
+
+def first(checks: Iterator[Trace | None]) -> Trace | None:
+    """The first counterexample of a family of checks, or None when every one passes."""
+    for cex in checks:
+        if cex is not None:
+            return cex
+    return None
+
+
+def attempt_bound_family() -> Trace | None:
+    return first(check_attempt_bound(g) for g in shapes())
+
+
+def ranking_family() -> Trace | None:
+    return first(check_ranking_with_ops_bound(g) for g in shapes())
+
+
+def ranking_without_ops_bound_family() -> Trace | None:
+    return first(check_ranking_without_ops_bound(g) for g in shapes())

@@ -1,0 +1,74 @@
+"""G2 (no drift): no node is DONE without a PASS, for its current activation, in the ledger.
+
+Proved as an inductive invariant over an unbounded set of nodes (proofs/unbounded.py), so for
+every graph of every size and every repair relation. Broken variant: a worker's self-report
+(Claim) marks its node DONE -- refuted both as a failed induction step over the unbounded model
+and as a concrete run from Init on a two-node graph.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from model.graph import LoopGraph, NodeSpec
+from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable
+from proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
+from proofs.trace import Trace
+from proofs.unbounded import Node, UnboundedRuns, UState
+
+
+def no_drift(s: UState) -> z3.BoolRef:
+    """Every DONE node has a PASS for its current activation."""
+    x = z3.Const("x", Node)
+    return z3.ForAll([x], z3.Implies(s.status[x] == S_DONE, s.passes[x, s.activation[x]]))
+
+
+def one_running(s: UState) -> z3.BoolRef:
+    x, y = z3.Consts("x y", Node)
+    return z3.ForAll([x, y], z3.Implies(z3.And(s.status[x] == S_RUNNING,
+                                               s.status[y] == S_RUNNING), x == y))
+
+
+def check_no_drift() -> Trace | None:
+    return check_inductive(UnboundedRuns(), no_drift)
+
+
+def check_no_drift_self_report() -> Trace | None:
+    """The broken variant; must be refuted."""
+    return check_inductive(UnboundedRuns(claim_marks_done=True), no_drift)
+
+
+def check_sanity() -> Trace | None:
+    """Init is satisfiable and every transition can fire from a state satisfying the invariant
+    (with at most one attempt in flight, as on every reachable state)."""
+    sys = UnboundedRuns()
+
+    def inv(s: UState) -> z3.BoolRef:
+        return z3.And(no_drift(s), one_running(s))
+
+    return check_init_satisfiable(sys, inv) or check_enabled(sys, inv)
+
+
+# ---- the broken variant as a run from Init on a concrete graph ---------------------------------
+
+class SelfReportMarksDone(Semantics):
+    """Broken: a worker's "done" is taken at its word."""
+
+    name = "self-report marks DONE"
+
+    def update_claim(self, enc, s, ev):
+        return {f"status:{ev.node}": S_DONE, "attempt_spend": z3.RealVal(0)}
+
+
+CHAIN = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", attempts=1, needs=("a",))],
+                        repair_budget=0, spend_budget=10.0)
+
+
+def drift(enc: RunEncoding, s: State) -> z3.BoolRef:
+    return z3.Or([z3.And(s.st(v) == S_DONE, z3.Not(s.passes(v)[s.act(v)]))
+                  for v in enc.graph.names])
+
+
+def run_self_report(depth: int = 4) -> Trace | None:
+    enc = RunEncoding(CHAIN, Params.of(CHAIN), SelfReportMarksDone())
+    return bmc(enc, lambda s: drift(enc, s), depth, "G2 (DONE without a current PASS)")

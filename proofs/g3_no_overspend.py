@@ -1,0 +1,68 @@
+"""G3 (no overspend): at every step settled + reserved <= B (+ the model's float tolerance EPS),
+because admission checks settled + c_v <= B and every metered operation reserves first.
+
+Proved as an inductive invariant over the family (every DAG up to 3 nodes, every repair relation,
+symbolic a_v, c_v, K, B). Broken variant: spend checked only between attempts (admission checks
+settled <= B; reservations are not checked) -- refuted by a run from Init that overspends.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from model.graph import LoopGraph, NodeSpec
+from proofs.checks import bmc, check_inductive
+from proofs.encoding import EPS, Params, RunEncoding, Semantics, State
+from proofs.family import shapes
+from proofs.g1_finishes import first
+from proofs.trace import Trace
+
+
+def within_budget(enc: RunEncoding, s: State) -> z3.BoolRef:
+    b = enc.params.spend_budget
+    assert b is not None, "G3 is about a finite budget B"
+    return s["settled"] + s["reserved"] <= b + EPS
+
+
+def spend_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
+    return z3.And(s["settled"] >= 0, s["reserved"] >= 0, within_budget(enc, s))
+
+
+def check_no_overspend(graph: LoopGraph) -> Trace | None:
+    enc = RunEncoding(graph, Params.symbolic(graph))
+    return check_inductive(enc, lambda s: spend_invariant(enc, s))
+
+
+def no_overspend_family() -> Trace | None:
+    return first(check_no_overspend(g) for g in shapes())
+
+
+class BetweenAttempts(Semantics):
+    """Broken: the budget is checked only when an attempt is admitted (settled <= B), and the
+    metered operations inside an attempt reserve without any check."""
+
+    name = "spend checked only between attempts"
+
+    def fits_between(self, enc, s):
+        return enc.within_budget(s["settled"])
+
+    def guard_begin(self, enc, s, ev):
+        return z3.And(enc.ready(s, ev.node), self.fits_between(enc, s))
+
+    def guard_refuse(self, enc, s, ev):
+        return z3.And(enc.ready(s, ev.node), z3.Not(self.fits_between(enc, s)))
+
+    def guard_reserve(self, enc, s, ev):
+        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS)
+
+    def guard_overrun(self, enc, s, ev):
+        return z3.BoolVal(False)  # every reservation "fits"
+
+
+ONE_NODE = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0)], spend_budget=1.0)
+
+
+def run_between_attempts(depth: int = 3) -> Trace | None:
+    enc = RunEncoding(ONE_NODE, Params.of(ONE_NODE), BetweenAttempts())
+    return bmc(enc, lambda s: z3.Not(within_budget(enc, s)), depth,
+               "G3 (settled + reserved <= B)")

@@ -1,0 +1,340 @@
+"""The run model over an UNBOUNDED set of nodes: an uninterpreted sort `Node`, node fields as
+arrays over it, the ledger's PASS verdicts as a relation over (node, activation), and the graph as
+uninterpreted relations constrained by axioms. A proof here holds for every graph of every size.
+
+Graph axioms: `reach(u, w)` means w is in S_u = {u} + desc(u); it is reflexive, transitive and
+antisymmetric (the graph is acyclic); every need p -> v has reach(p, v) and p != v; every repair
+pair (d, u) has reach(u, d); a_v >= 1, c_v >= 0, K >= 0, B >= 0. Nothing more is assumed: G2 holds
+for any relation with these properties, so it holds for the true descendant relation.
+
+Guards are the model's, with one deliberate over-approximation: "the attempt in flight is n"
+is encoded as "n is RUNNING" (the model picks the first RUNNING node). The two agree on every
+reachable state (at most one node runs); elsewhere the encoding allows more transitions, which
+can only make an invariant harder to prove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from model import transitions as mt
+from model.graph import LoopGraph
+from model.state import RunState
+from proofs.encoding import (
+    EPS,
+    METERED,
+    O_BUDGET,
+    O_DONE,
+    O_FAILED,
+    O_RUNNING,
+    OUTCOME,
+    S_DONE,
+    S_EXHAUSTED,
+    S_PENDING,
+    S_RUNNING,
+    STATUS,
+    OutcomeSort,
+    StatusSort,
+    real,
+    value,
+)
+from proofs.trace import number
+
+Node = z3.DeclareSort("Node")
+INT = z3.IntSort()
+
+
+@dataclass(frozen=True)
+class UState:
+    status: z3.ArrayRef          # Node -> Status
+    activation: z3.ArrayRef      # Node -> Int
+    attempts: z3.ArrayRef        # Node -> Int
+    passes: z3.ArrayRef          # Node x Int -> Bool: a PASS for (node, activation) is in the ledger
+    repairs_used: z3.ArithRef
+    attempts_total: z3.ArithRef
+    settled: z3.ArithRef
+    reserved: z3.ArithRef
+    attempt_spend: z3.ArithRef
+    outcome: z3.ExprRef
+
+    def fields(self) -> dict[str, z3.ExprRef]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class UEv:
+    """A transition with its node arguments as Node constants (fresh per step in proofs)."""
+
+    kind: str
+    system: UnboundedRuns = field(compare=False, repr=False)
+    node: z3.ExprRef | None = None
+    target: z3.ExprRef | None = None
+    passed: bool | None = None
+    amount: z3.ArithRef | None = None
+
+    def label(self, model: z3.ModelRef | None = None) -> str:
+        def name(x: z3.ExprRef | None) -> str:
+            return "?" if model is None or x is None else self.system.node_name(model, x)
+        if self.kind in METERED:
+            amt = "?" if model is None else str(number(value(model, self.amount)))
+            return f"{self.kind}({amt}) while {name(self.node)} runs"
+        if self.kind == "Verdict":
+            return f"Verdict({name(self.node)}, {'PASS' if self.passed else 'FAIL'})"
+        if self.kind == "Repair":
+            return f"Repair({name(self.node)} -> {name(self.target)})"
+        return "Finish()" if self.kind == "Finish" else f"{self.kind}({name(self.node)})"
+
+
+class UnboundedRuns:
+    """States, Init, graph axioms and transitions over the uninterpreted sort `Node`.
+
+    `claim_marks_done` is the G2 broken variant: a worker's self-report marks its node DONE."""
+
+    def __init__(self, claim_marks_done: bool = False) -> None:
+        self.claim_marks_done = claim_marks_done
+        self.needs = z3.Function("needs", Node, Node, z3.BoolSort())
+        self.reach = z3.Function("reach", Node, Node, z3.BoolSort())
+        self.repair = z3.Function("R", Node, Node, z3.BoolSort())
+        self.a = z3.Function("a", Node, INT)
+        self.c = z3.Function("c", Node, z3.RealSort())
+        self.K = z3.Int("K")
+        self.B = z3.Real("B")
+        self.B_unbounded = z3.Bool("B_is_inf")
+        self._names: dict[int, dict[str, str]] = {}
+
+    # ---- the System protocol (proofs/checks.py)
+    def fresh(self, tag: str) -> UState:
+        return UState(
+            z3.Array(f"status@{tag}", Node, StatusSort),
+            z3.Array(f"activation@{tag}", Node, INT),
+            z3.Array(f"attempts@{tag}", Node, INT),
+            z3.Const(f"passes@{tag}", z3.ArraySort(Node, INT, z3.BoolSort())),
+            z3.Int(f"repairs_used@{tag}"), z3.Int(f"attempts_total@{tag}"),
+            z3.Real(f"settled@{tag}"), z3.Real(f"reserved@{tag}"),
+            z3.Real(f"attempt_spend@{tag}"), z3.Const(f"outcome@{tag}", OutcomeSort))
+
+    def axioms(self) -> list[z3.BoolRef]:
+        x, y, z = z3.Consts("x y z", Node)
+        reach = self.reach
+        return [
+            z3.ForAll([x], reach(x, x)),
+            z3.ForAll([x, y, z], z3.Implies(z3.And(reach(x, y), reach(y, z)), reach(x, z))),
+            z3.ForAll([x, y], z3.Implies(z3.And(reach(x, y), reach(y, x)), x == y)),
+            z3.ForAll([x, y], z3.Implies(self.needs(x, y), z3.And(reach(x, y), x != y))),
+            z3.ForAll([x, y], z3.Implies(self.repair(x, y), reach(y, x))),
+            z3.ForAll([x], z3.And(self.a(x) >= 1, self.c(x) >= 0)),
+            self.K >= 0, self.B >= 0,
+        ]
+
+    def init(self, s: UState) -> z3.BoolRef:
+        x, e = z3.Const("x", Node), z3.Int("e")
+        return z3.And(
+            s.status == z3.K(Node, S_PENDING), s.activation == z3.K(Node, z3.IntVal(0)),
+            s.attempts == z3.K(Node, z3.IntVal(0)),
+            s.passes == z3.Lambda([x, e], z3.BoolVal(False)),
+            s.repairs_used == 0, s.attempts_total == 0, s.settled == 0, s.reserved == 0,
+            s.attempt_spend == 0, s.outcome == O_RUNNING)
+
+    def events(self, tag: str) -> list[UEv]:
+        def n(name: str) -> z3.ExprRef:
+            return z3.Const(f"{name}@{tag}", Node)
+        evs = [UEv(k, self, n("n")) for k in ("Begin", "Refuse", "Abandon", "Claim", "Fail")]
+        evs += [UEv("Verdict", self, n("n"), passed=True), UEv("Verdict", self, n("n"),
+                                                               passed=False)]
+        evs += [UEv(k, self, n("r"), amount=z3.Real(f"amount_{k}@{tag}")) for k in METERED]
+        evs += [UEv("Repair", self, n("d"), n("u")), UEv("Finish", self)]
+        return evs
+
+    def transition(self, s: UState, t: UState, ev: UEv) -> z3.BoolRef:
+        guard, upd = getattr(self, f"_{ev.kind.lower()}")(s, ev)
+        now, nxt = s.fields(), t.fields()
+        return z3.And(guard, *[nxt[k] == upd.get(k, now[k]) for k in now])
+
+    # ---- shared guards
+    def live(self, s: UState) -> z3.BoolRef:
+        return s.outcome == O_RUNNING
+
+    def none_is(self, s: UState, status: z3.ExprRef) -> z3.BoolRef:
+        x = z3.Const("x", Node)
+        return z3.ForAll([x], s.status[x] != status)
+
+    def ready(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
+        p = z3.Const("p", Node)
+        return z3.And(self.live(s), self.none_is(s, S_RUNNING), self.none_is(s, S_EXHAUSTED),
+                      s.status[n] == S_PENDING,
+                      z3.ForAll([p], z3.Implies(self.needs(p, n), s.status[p] == S_DONE)))
+
+    def within_budget(self, amount: z3.ArithRef) -> z3.BoolRef:
+        return z3.Or(self.B_unbounded, amount <= self.B + EPS)
+
+    def fits(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
+        return self.within_budget(s.settled + self.c(n))
+
+    def in_attempt(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
+        return z3.And(self.live(s), s.status[n] == S_RUNNING)
+
+    def reservation_fits(self, s: UState, r: z3.ExprRef, amount: z3.ArithRef) -> z3.BoolRef:
+        return z3.And(s.attempt_spend + amount <= self.c(r) + EPS,
+                      self.within_budget(s.settled + s.reserved + amount))
+
+    def end_attempt(self, s: UState, n: z3.ExprRef, passed: bool) -> dict[str, z3.ExprRef]:
+        if passed:
+            return {"status": z3.Store(s.status, n, S_DONE),
+                    "passes": z3.Store(s.passes, n, s.activation[n], True),
+                    "attempt_spend": real(0)}
+        after = z3.If(s.attempts[n] < self.a(n), S_PENDING, S_EXHAUSTED)
+        return {"status": z3.Store(s.status, n, after), "attempt_spend": real(0)}
+
+    # ---- one guard and update per declared transition
+    def _begin(self, s, ev):
+        n = ev.node
+        return (z3.And(self.ready(s, n), self.fits(s, n)),
+                {"status": z3.Store(s.status, n, S_RUNNING),
+                 "attempts": z3.Store(s.attempts, n, s.attempts[n] + 1),
+                 "attempts_total": s.attempts_total + 1, "attempt_spend": real(0)})
+
+    def _refuse(self, s, ev):
+        return z3.And(self.ready(s, ev.node), z3.Not(self.fits(s, ev.node))), {"outcome": O_BUDGET}
+
+    def _reserve(self, s, ev):
+        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, s.reserved <= EPS,
+                       self.reservation_fits(s, ev.node, ev.amount))
+        return guard, {"reserved": ev.amount, "attempt_spend": s.attempt_spend + ev.amount}
+
+    def _overrun(self, s, ev):
+        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, s.reserved <= EPS,
+                       z3.Not(self.reservation_fits(s, ev.node, ev.amount)))
+        return guard, self.end_attempt(s, ev.node, False)
+
+    def _settle(self, s, ev):
+        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, ev.amount <= s.reserved)
+        return guard, {"settled": s.settled + ev.amount, "reserved": real(0),
+                       "attempt_spend": s.attempt_spend - s.reserved + ev.amount}
+
+    def _verdict(self, s, ev):
+        return (z3.And(self.in_attempt(s, ev.node), s.reserved <= EPS),
+                self.end_attempt(s, ev.node, ev.passed))
+
+    def _abandon(self, s, ev):
+        upd = self.end_attempt(s, ev.node, False)
+        upd |= {"settled": s.settled + s.reserved, "reserved": real(0)}
+        return self.in_attempt(s, ev.node), upd
+
+    def _claim(self, s, ev):
+        if self.claim_marks_done:  # the broken variant: the worker's word is taken
+            return self.in_attempt(s, ev.node), {"status": z3.Store(s.status, ev.node, S_DONE)}
+        return self.in_attempt(s, ev.node), {}
+
+    def _repair(self, s, ev):
+        d, u = ev.node, ev.target
+        x = z3.Const("x", Node)
+        guard = z3.And(self.live(s), self.repair(d, u), s.status[d] == S_EXHAUSTED,
+                       s.repairs_used < self.K)
+        inside = self.reach(u, x)
+        return guard, {
+            "status": z3.Lambda([x], z3.If(inside, S_PENDING, s.status[x])),
+            "activation": z3.Lambda([x], z3.If(inside, s.activation[x] + 1, s.activation[x])),
+            "attempts": z3.Lambda([x], z3.If(inside, 0, s.attempts[x])),
+            "repairs_used": s.repairs_used + 1}
+
+    def _fail(self, s, ev):
+        u = z3.Const("u", Node)
+        no_repair = z3.Or(z3.ForAll([u], z3.Not(self.repair(ev.node, u))),
+                          s.repairs_used >= self.K)
+        return (z3.And(self.live(s), s.status[ev.node] == S_EXHAUSTED, no_repair),
+                {"outcome": O_FAILED})
+
+    def _finish(self, s, ev):
+        x = z3.Const("x", Node)
+        return (z3.And(self.live(s), z3.ForAll([x], s.status[x] == S_DONE)),
+                {"outcome": O_DONE})
+
+    # ---- readable counterexamples
+    def node_name(self, model: z3.ModelRef, x: z3.ExprRef) -> str:
+        names = self._universe(model)
+        return names.get(str(model.eval(x, model_completion=True)), "?")
+
+    def _universe(self, model: z3.ModelRef) -> dict[str, str]:
+        key = id(model)
+        if key not in self._names:
+            elems = model.get_universe(Node) or []
+            self._names = {key: {str(e): f"n{i}" for i, e in enumerate(elems)}}
+        return self._names[key]
+
+    def _elements(self, model: z3.ModelRef) -> list[tuple[str, z3.ExprRef]]:
+        names = self._universe(model)
+        return [(names[str(e)], e) for e in (model.get_universe(Node) or [])]
+
+    def describe(self, model: z3.ModelRef, s: UState) -> dict[str, Any]:
+        nodes = {}
+        for name, e in self._elements(model):
+            act = value(model, s.activation[e])
+            nodes[name] = {"status": value(model, s.status[e]), "activation": act,
+                           "attempts": value(model, s.attempts[e]),
+                           "pass_current": value(model, s.passes[e, act])}
+        return {"nodes": nodes, "outcome": value(model, s.outcome),
+                "repairs_used": value(model, s.repairs_used),
+                "attempts_total": value(model, s.attempts_total),
+                "settled": number(value(model, s.settled)),
+                "reserved": number(value(model, s.reserved))}
+
+    def describe_params(self, model: z3.ModelRef) -> dict[str, Any]:
+        els = self._elements(model)
+        return {"nodes": len(els),
+                "needs": [f"{p}->{v}" for p, x in els for v, y in els
+                          if value(model, self.needs(x, y))],
+                "R": [f"({d},{u})" for d, x in els for u, y in els
+                      if value(model, self.repair(x, y))]}
+
+    # ---- pinning a concrete graph and state (for the differential test)
+    def pin_graph(self, graph: LoopGraph) -> tuple[dict[str, z3.ExprRef], list[z3.BoolRef]]:
+        """Node constants for `graph` and constraints that make the sort exactly these nodes
+        and the relations exactly the graph's."""
+        k = {v: z3.Const(f"node_{v}", Node) for v in graph.names}
+        x = z3.Const("x", Node)
+        cs: list[z3.BoolRef] = [z3.Distinct(*k.values())] if len(k) > 1 else []
+        cs.append(z3.ForAll([x], z3.Or([x == c for c in k.values()])))
+        for v in graph.names:
+            for w in graph.names:
+                cs += [self.needs(k[v], k[w]) == (v in graph.predecessors(w)),
+                       self.reach(k[v], k[w]) == (w in graph.subtree(v)),
+                       self.repair(k[v], k[w]) == ((v, w) in graph.repair_pairs)]
+            node = graph.node(v)
+            cs += [self.a(k[v]) == node.attempts, self.c(k[v]) == real(node.spend_ceiling)]
+        cs += [graph.repair_budget == self.K]
+        if graph.spend_budget == float("inf"):
+            cs.append(self.B_unbounded)
+        else:
+            cs += [z3.Not(self.B_unbounded), real(graph.spend_budget) == self.B]
+        return k, cs
+
+    def pin_state(self, k: dict[str, z3.ExprRef], graph: LoopGraph, s: UState,
+                  r: RunState) -> z3.BoolRef:
+        x, e = z3.Const("x", Node), z3.Int("e")
+        passed = z3.Or([z3.And(x == k[v], e == a) for v, a in r.passes] or [False])
+        cs = [s.passes == z3.Lambda([x, e], passed)]
+        for v in graph.names:
+            cs += [s.status[k[v]] == STATUS[r.status_of(graph, v)],
+                   s.activation[k[v]] == r.activation_of(graph, v),
+                   s.attempts[k[v]] == r.attempts_of(graph, v)]
+        cs += [s.repairs_used == r.repairs_used, s.attempts_total == r.attempts_total,
+               s.settled == real(r.settled), s.reserved == real(r.reserved),
+               s.attempt_spend == real(r.attempt_spend), s.outcome == OUTCOME[r.outcome]]
+        return z3.And(cs)
+
+    def event(self, k: dict[str, z3.ExprRef], graph: LoopGraph, r: RunState,
+              event: mt.Event) -> UEv:
+        """The encoded transition for a concrete model event (metered events name the node
+        whose attempt is in flight, or any node when none is)."""
+        kind = type(event).__name__
+        if kind in METERED:
+            running = r.running(graph) or graph.names[0]
+            return UEv(kind, self, k[running], amount=real(event.amount))
+        if kind == "Repair":
+            return UEv(kind, self, k[event.node], k[event.target])
+        if kind == "Finish":
+            return UEv(kind, self)
+        return UEv(kind, self, k[event.node], passed=getattr(event, "passed", None))

@@ -20,7 +20,6 @@ from typing import Any
 
 from engine.admission import AdmissionBroker, GuardPolicy
 from engine.evidence import CallableCheck, CheckResult, Evidence
-
 from experiments.coders import SOLUTION, Coder, Reply, Request, patched_source
 from experiments.conditions import evidence_for, trace
 from experiments.tasks import Task, code_hash, evaluate

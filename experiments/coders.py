@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from engine.actions import Action, Escalate, Keep, Patch, parse_reply
 from engine.evidence import Evidence
-
 from experiments.edits import enumerate_edits, normalize, restorations
 from experiments.tasks import Case, Task, code_hash, run_cases
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from engine.evidence import Evidence, digest
-
 from experiments.tasks import Suite, Task, code_hash, evaluate
 
 CONDITIONS: tuple[str, ...] = ("current_binary", "current_trace", "stale_trace", "unavailable",

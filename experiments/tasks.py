@@ -27,7 +27,6 @@ from typing import Any
 
 from engine.evidence import digest
 from engine.process import run_command, safe_environment
-
 from experiments.edits import enumerate_edits, normalize
 
 CALL_TIMEOUT_S = 0.5      # per call of a candidate on one input

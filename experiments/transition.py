@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import BadInput
-
 from experiments import arms, metrics
 from experiments.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.conditions import CONDITIONS

@@ -109,6 +109,22 @@ def check_inductive(sys: System, inv: Invariant, prop: Invariant | None = None,
             or (None if prop is None else check_implies(sys, inv, prop, what)))
 
 
+def check_unchanged(sys: System, keep: Callable[[Any, Any], z3.BoolRef],
+                    allowed: Sequence[str], what: str) -> Trace | None:
+    """A frame condition: every transition whose kind is not in `allowed` satisfies keep(s, t),
+    from ANY state (no invariant assumed)."""
+    s, t = sys.fresh("pre"), sys.fresh("post")
+    session = _Session(f"frame of {what}", *sys.axioms(), z3.Not(keep(s, t)))
+    for ev in sys.events("step"):
+        if ev.kind in allowed:
+            continue
+        m = session.sat(sys.transition(s, t, ev))
+        if m is not None:
+            return Trace("cti", f"{ev.label(m)} changes {what}",
+                         [_step(sys, m, s, None), _step(sys, m, t, ev)], _params(sys, m))
+    return None
+
+
 # ---- ranking ------------------------------------------------------------------------------------
 
 def lex_less(new: Sequence[z3.ArithRef], old: Sequence[z3.ArithRef]) -> z3.BoolRef:

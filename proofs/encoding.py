@@ -28,6 +28,11 @@ StatusSort, (S_PENDING, S_RUNNING, S_DONE, S_EXHAUSTED) = z3.EnumSort(
 OutcomeSort, (O_RUNNING, O_DONE, O_FAILED, O_BUDGET) = z3.EnumSort(
     "Outcome", ["RUN", "DONE_RUN", "FAILED", "BUDGET_EXHAUSTED"])
 
+def outcome_name(z3_name: str) -> str:
+    """The model's name (`Outcome.value`) of an Outcome enum constant printed by Z3."""
+    return {str(z): o.value for o, z in OUTCOME.items()}[z3_name]
+
+
 STATUS = {Status.PENDING: S_PENDING, Status.RUNNING: S_RUNNING, Status.DONE: S_DONE,
           Status.EXHAUSTED: S_EXHAUSTED}
 OUTCOME = {Outcome.RUNNING: O_RUNNING, Outcome.DONE: O_DONE, Outcome.FAILED: O_FAILED,

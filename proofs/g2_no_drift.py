@@ -13,6 +13,7 @@ import z3
 from model.graph import LoopGraph, NodeSpec
 from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable
 from proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
+from proofs.family import shapes
 from proofs.trace import Trace
 from proofs.unbounded import Node, UnboundedRuns, UState
 
@@ -72,3 +73,18 @@ def drift(enc: RunEncoding, s: State) -> z3.BoolRef:
 def run_self_report(depth: int = 4) -> Trace | None:
     enc = RunEncoding(CHAIN, Params.of(CHAIN), SelfReportMarksDone())
     return bmc(enc, lambda s: drift(enc, s), depth, "G2 (DONE without a current PASS)")
+
+
+# ---- the same invariant on the run encoding of the family --------------------------------------
+
+def no_drift_run(enc: RunEncoding, s: State) -> z3.BoolRef:
+    return z3.Not(drift(enc, s))
+
+
+def check_no_drift_family() -> Trace | None:
+    from proofs.g1_finishes import first  # one helper for every family proof
+
+    def one(graph: LoopGraph) -> Trace | None:
+        enc = RunEncoding(graph, Params.symbolic(graph))
+        return check_inductive(enc, lambda s: no_drift_run(enc, s))
+    return first(one(g) for g in shapes())

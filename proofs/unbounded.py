@@ -38,6 +38,7 @@ from proofs.encoding import (
     STATUS,
     OutcomeSort,
     StatusSort,
+    outcome_name,
     real,
     value,
 )
@@ -275,7 +276,7 @@ class UnboundedRuns:
             nodes[name] = {"status": value(model, s.status[e]), "activation": act,
                            "attempts": value(model, s.attempts[e]),
                            "pass_current": value(model, s.passes[e, act])}
-        return {"nodes": nodes, "outcome": value(model, s.outcome),
+        return {"nodes": nodes, "outcome": outcome_name(value(model, s.outcome)),
                 "repairs_used": value(model, s.repairs_used),
                 "attempts_total": value(model, s.attempts_total),
                 "settled": number(value(model, s.settled)),

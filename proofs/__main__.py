@@ -1,0 +1,64 @@
+"""`python -m proofs`: discharge every obligation, print a table (or `--json`), exit 0 iff every
+result equals its expectation. `--out PATH` also writes the JSON array to PATH."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from proofs.obligations import Result, discharge, select
+
+
+def table(results: list[Result]) -> str:
+    head = ("id", "guarantee", "expect", "result", "seconds", "")
+    rows = [head] + [(r.obligation.id, r.obligation.guarantee, r.obligation.expect, r.result,
+                      f"{r.seconds:.2f}", "ok" if r.ok else "MISMATCH") for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def report(results: list[Result]) -> str:
+    out = [table(results), ""]
+    for r in results:
+        if r.counterexample is not None or r.error:
+            out.append(f"== {r.obligation.id} ({r.result}, expected {r.obligation.expect}): "
+                       f"{r.obligation.statement}")
+            out.append(r.error or r.counterexample.render())
+            out.append("")
+    bad = [r.obligation.id for r in results if not r.ok]
+    total = sum(r.seconds for r in results)
+    refuted = sum(1 for r in results if r.obligation.broken and r.ok)
+    out.append(f"{len(results)} obligations, {len(results) - len(bad)} as expected "
+               f"({refuted} broken variants refuted), {total:.1f} s"
+               + (f"; MISMATCH: {', '.join(bad)}" if bad else ""))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m proofs", description=__doc__)
+    ap.add_argument("--json", action="store_true", help="print a JSON array, one per obligation")
+    ap.add_argument("--out", type=Path, help="also write the JSON array to this file")
+    ap.add_argument("--only", nargs="*", metavar="ID",
+                    help="only obligations whose id starts with ID, or guarantee equals ID")
+    args = ap.parse_args(argv)
+    obligations = select(args.only)
+    if not obligations:
+        print(f"python -m proofs: --only {' '.join(args.only)} matches no obligation; "
+              "fix: use an id prefix or a guarantee such as G2", file=sys.stderr)
+        return 2
+    results = [discharge(ob) for ob in obligations]
+    doc = json.dumps([r.to_json() for r in results], indent=2, sort_keys=True)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(doc + "\n")
+    print(doc if args.json else report(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

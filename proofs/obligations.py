@@ -1,0 +1,157 @@
+"""Every proof obligation, tagged with its guarantee id (DESIGN.md) and the result it must give.
+
+An obligation's `check` returns None (no counterexample: "proved") or a `Trace` ("refuted").
+For a sanity obligation, "proved" means every satisfiability question was answered sat.
+A broken variant expects "refuted"; if Z3 ever proves it, the proof machinery is not able to
+fail and `python -m proofs` exits non-zero. `unknown` never matches an expectation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from proofs import g1_finishes as g1
+from proofs import g2_no_drift as g2
+from proofs import g3_no_overspend as g3
+from proofs import g4_evidence as g4
+from proofs import g5_checkpoint as g5
+from proofs import sanity
+from proofs.solver import Unknown
+from proofs.trace import Trace
+
+Expect = Literal["proved", "refuted"]
+
+FAMILY = "every DAG with up to 3 nodes and every repair relation, a_v, c_v, K, B symbolic"
+
+
+@dataclass(frozen=True)
+class Obligation:
+    id: str
+    guarantee: str
+    expect: Expect
+    statement: str
+    check: Callable[[], Trace | None]
+
+    @property
+    def broken(self) -> bool:
+        return self.expect == "refuted"
+
+
+OBLIGATIONS: tuple[Obligation, ...] = (
+    # ---- G1 finishes
+    Obligation("G1-attempt-bound", "G1", "proved",
+               "attempts_total + sum_v remaining_v <= sum_v a_v + repairs_used * M is inductive "
+               f"and implies attempts_total <= W ({FAMILY})", g1.attempt_bound_family),
+    Obligation("G1-ranking", "G1", "proved",
+               "(live, K - repairs_used, sum_v mu_v, P - ops) in N^4 decreases lexicographically "
+               "on every transition, assuming at most P metered operations/claims per attempt "
+               f"({FAMILY}, P symbolic)", g1.ranking_family),
+    Obligation("G1-ranking-needs-ops-bound", "G1", "refuted",
+               "without the per-attempt bound on metered operations/claims the control ranking "
+               "does not decrease (Claim changes nothing): the assumption is needed",
+               g1.ranking_without_ops_bound_family),
+    Obligation("G1-broken-per-activation-repairs", "G1", "refuted",
+               "broken: per-activation repair counters reset by a repair -- a reachable state "
+               "repeats (lasso over control events)", g1.lasso_per_activation_repairs),
+    Obligation("G1-sanity", "G1", "proved",
+               "Init and every transition are satisfiable under the G1 invariants "
+               f"({FAMILY})", sanity.check_g1_sanity),
+    # ---- G2 no drift
+    Obligation("G2-no-drift-unbounded", "G2", "proved",
+               "every DONE node has a PASS for its current activation: inductive over an "
+               "unbounded uninterpreted sort of nodes (any graph, any size, any R)",
+               g2.check_no_drift),
+    Obligation("G2-no-drift-family", "G2", "proved",
+               f"the same invariant on the run encoding the differential test checks ({FAMILY})",
+               g2.check_no_drift_family),
+    Obligation("G2-broken-self-report-step", "G2", "refuted",
+               "broken: a worker's self-report (Claim) marks DONE -- the induction step fails "
+               "over unbounded nodes", g2.check_no_drift_self_report),
+    Obligation("G2-broken-self-report-run", "G2", "refuted",
+               "broken: a worker's self-report (Claim) marks DONE -- a run from Init drifts",
+               g2.run_self_report),
+    Obligation("G2-sanity-unbounded", "G2", "proved",
+               "Init and every transition of the unbounded encoding are satisfiable under the "
+               "invariant", g2.check_sanity),
+    # ---- G3 no overspend
+    Obligation("G3-no-overspend", "G3", "proved",
+               "settled + reserved <= B + EPS (EPS = model's float tolerance 1e-9) is inductive "
+               f"when admission and every reservation are checked ({FAMILY})",
+               g3.no_overspend_family),
+    Obligation("G3-broken-between-attempts", "G3", "refuted",
+               "broken: spend checked only between attempts -- a run from Init overspends",
+               g3.run_between_attempts),
+    Obligation("G3-sanity", "G3", "proved",
+               f"Init and every transition are satisfiable under the G3 invariant ({FAMILY})",
+               sanity.check_g3_sanity),
+    # ---- G4 evidence is bound
+    Obligation("G4-evidence-bound", "G4", "proved",
+               "every commit was driven by evidence whose state hash and suite hash equalled "
+               "the current ones (hashes uninterpreted)", g4.check_bound),
+    Obligation("G4-broken-stale-accepted", "G4", "refuted",
+               "broken: a commit accepts evidence whose hashes differ -- a run from Init commits "
+               "on stale evidence", g4.run_stale_accepted),
+    Obligation("G4-sanity", "G4", "proved",
+               "Init and every transition of the evidence model are satisfiable",
+               g4.check_sanity),
+    # ---- G5 checkpoint
+    Obligation("G5-checkpoint-gated", "G5", "proved",
+               "the checkpoint only holds an admitted, gate-passing state; a completed node's "
+               "receipt names it and it passed recertification", g5.check_gated),
+    Obligation("G5-checkpoint-frame", "G5", "proved",
+               "rejected proposals, malformed actions, Keep, regressions, restores and "
+               "completion never change the checkpoint; only an admitted Patch does",
+               g5.check_frame),
+    Obligation("G5-broken-malformed-overwrites", "G5", "refuted",
+               "broken: a malformed action overwrites the checkpoint -- a run from Init puts an "
+               "ungated state in it", g5.run_malformed_overwrites),
+    Obligation("G5-sanity", "G5", "proved",
+               "Init and every transition of the checkpoint model are satisfiable",
+               g5.check_sanity),
+)
+
+
+@dataclass
+class Result:
+    obligation: Obligation
+    result: str
+    seconds: float
+    counterexample: Trace | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.result == self.obligation.expect
+
+    def to_json(self) -> dict[str, Any]:
+        ob = self.obligation
+        out: dict[str, Any] = {"id": ob.id, "guarantee": ob.guarantee, "expect": ob.expect,
+                               "result": self.result, "seconds": self.seconds,
+                               "statement": ob.statement}
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample.to_json()
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def discharge(ob: Obligation) -> Result:
+    """Run one obligation; a Z3 `unknown` (timeout included) is the result "unknown"."""
+    start = time.perf_counter()
+    try:
+        cex = ob.check()
+        result, error = ("proved" if cex is None else "refuted"), ""
+    except Unknown as e:
+        cex, result, error = None, "unknown", str(e)
+    return Result(ob, result, round(time.perf_counter() - start, 3), cex, error)
+
+
+def select(only: list[str] | None) -> list[Obligation]:
+    """The obligations whose id or guarantee starts with one of `only` (all when empty)."""
+    if not only:
+        return list(OBLIGATIONS)
+    return [ob for ob in OBLIGATIONS if any(ob.id.startswith(p) or ob.guarantee == p
+                                            for p in only)]

@@ -1,0 +1,41 @@
+"""Sanity obligations for the run encoding: Init is satisfiable and every declared transition can
+fire from some state satisfying the invariant it is proved against, on every DAG of the family.
+Without these, a proof over a contradictory invariant or a dead transition would pass vacuously."""
+
+from __future__ import annotations
+
+import z3
+
+from proofs.checks import check_enabled, check_init_satisfiable
+from proofs.encoding import Params, RunEncoding
+from proofs.family import shapes
+from proofs.g1_finishes import P, attempt_invariant, first, ops_encoding, structural
+from proofs.g3_no_overspend import spend_invariant
+from proofs.trace import Trace
+
+
+def check_g1_sanity() -> Trace | None:
+    def one(graph) -> Trace | None:
+        enc = RunEncoding(graph, Params.symbolic(graph))
+        ops = ops_encoding(graph)
+
+        def inv(s):
+            return attempt_invariant(enc, s)
+
+        def ops_inv(s):
+            return z3.And(structural(ops, s), s["ops"] >= 0, s["ops"] <= P)
+
+        return (check_init_satisfiable(enc, inv) or check_enabled(enc, inv)
+                or check_init_satisfiable(ops, ops_inv) or check_enabled(ops, ops_inv))
+    return first(one(g) for g in shapes())
+
+
+def check_g3_sanity() -> Trace | None:
+    def one(graph) -> Trace | None:
+        enc = RunEncoding(graph, Params.symbolic(graph))
+
+        def inv(s):
+            return spend_invariant(enc, s)
+
+        return check_init_satisfiable(enc, inv) or check_enabled(enc, inv)
+    return first(one(g) for g in shapes())

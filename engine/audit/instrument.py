@@ -1,0 +1,153 @@
+"""The audit of a whole catalogue: reference check, mutants and probes, oracle, gate, report.
+
+Order matters for honesty and speed: a gate that does not accept its own reference workspace is
+reported broken (never safe) and gets no mutants; the oracle is asked first, so a mutant the
+oracle finds harmless never costs a gate run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.audit import report
+from engine.audit.catalogue import Loop
+from engine.audit.judge import ACCEPT, Job, Judge, Verdict
+from engine.audit.mutants import Files, Mutant, apply, corpus, read_reference, selfattest_probes
+
+Progress = Callable[[str, int], Callable[[], None]]
+
+
+@dataclass
+class Audit:
+    """What an audit found (`gates`, `summary`: deterministic for a given catalogue and seed)
+    and how long it took (`timing`: kept apart so result files can stay byte-identical)."""
+
+    gates: list[dict]
+    summary: dict
+    timing: dict = field(default_factory=dict)
+
+    def as_json(self, with_timing: bool = True) -> dict:
+        summary = dict(self.summary, **self.timing) if with_timing else self.summary
+        return {"gates": self.gates, "summary": summary}
+
+
+def _no_progress(phase: str, total: int) -> Callable[[], None]:
+    return lambda: None
+
+
+def _jobs(loop: Loop, reference: Files, mutants: list[Mutant], role: str) -> list[Job]:
+    return [Job(loop, role, apply(reference, m.changes), m.key) for m in mutants]
+
+
+def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, jobs: int | None = None,
+          cap: dict[int, int | None] | None = None, progress: Progress = _no_progress,
+          judge: Judge | None = None) -> Audit:
+    """Audit every loop. `cap[t]` bounds tier t's mutants per loop (a seeded sample). Tier-1
+    absence mutants and the self-attestation probes always run: vacuity and self-attestation are
+    reported whatever tiers are selected."""
+    cap = cap or {}
+    judge = judge or Judge(jobs)
+    started = time.monotonic()
+    runs_before = judge.runs
+    loops = sorted(loops, key=lambda lp: lp.id)
+    references = {lp.id: read_reference(lp) for lp in loops}
+
+    ref_jobs = [Job(lp, "gate", references[lp.id], "reference") for lp in loops]
+    ref_jobs += [Job(lp, "oracle", references[lp.id], "reference") for lp in loops if lp.oracle]
+    ref_verdicts = dict(zip([(j.loop.id, j.role) for j in ref_jobs],
+                            judge.run(ref_jobs, progress("reference", len(ref_jobs))), strict=True))
+
+    broken: dict[str, str] = {}
+    for lp in loops:
+        gate_ref = ref_verdicts[(lp.id, "gate")]
+        if gate_ref.outcome != ACCEPT:
+            broken[lp.id] = f"gate does not accept its reference workspace ({gate_ref.detail})"
+        elif lp.oracle and ref_verdicts[(lp.id, "oracle")].outcome != ACCEPT:
+            broken[lp.id] = ("oracle does not accept the reference workspace "
+                             f"({ref_verdicts[(lp.id, 'oracle')].detail})")
+    live = [lp for lp in loops if lp.id not in broken]
+
+    corpora: dict[str, dict[int, list[Mutant]]] = {}
+    probes: dict[str, list[Mutant]] = {}
+    for lp in live:
+        ref = references[lp.id]
+        per_tier = {t: corpus(lp, ref, t, seed, cap.get(t)) for t in sorted(set(tiers) | {1})}
+        if 1 not in tiers:
+            per_tier[1] = [m for m in per_tier[1] if m.family == "absence"]
+        corpora[lp.id] = per_tier
+        probes[lp.id] = selfattest_probes(lp, ref)
+
+    oracle_jobs = [job for lp in live if lp.oracle for t in corpora[lp.id]
+                   for job in _jobs(lp, references[lp.id],
+                                    [m for m in corpora[lp.id][t] if not m.by_construction],
+                                    "oracle")]
+    oracle: dict[str, dict[str, Verdict]] = {lp.id: {} for lp in live}
+    for job, verdict in zip(oracle_jobs, judge.run(oracle_jobs, progress("oracle", len(oracle_jobs))),
+                            strict=True):
+        oracle[job.loop.id][job.key] = verdict
+
+    gate_jobs: list[Job] = []
+    for lp in live:
+        wanted = list(probes[lp.id])
+        for mutants in corpora[lp.id].values():
+            wanted += [m for m in mutants
+                       if report.is_destroying(m, oracle[lp.id].get(m.key)) is True]
+        gate_jobs += _jobs(lp, references[lp.id], wanted, "gate")
+    gate: dict[str, dict[str, Verdict]] = {lp.id: {} for lp in live}
+    for job, verdict in zip(gate_jobs, judge.run(gate_jobs, progress("gate", len(gate_jobs))),
+                            strict=True):
+        gate[job.loop.id][job.key] = verdict
+
+    gates = []
+    for lp in loops:
+        entry: dict = {"gate": lp.id, "description": lp.description,
+                       "gate_dir": lp.gate_dir.name}
+        if lp.id in broken:
+            entry.update(status="broken", reason=broken[lp.id], vacuous=None, vacuous_by=[],
+                         self_attesting=None, self_attesting_on=[], flagged=True, tiers={})
+            gates.append(entry)
+            continue
+        per_tier = corpora[lp.id]
+        absence = [m for m in per_tier[1] if m.family == "absence"]
+        vacuous_by = report.vacuity(absence, probes[lp.id], gate[lp.id])
+        trusts = report.self_attestation(probes[lp.id], gate[lp.id])
+        stats = {str(t): report.tier_stats(per_tier[t], oracle[lp.id], gate[lp.id])
+                 for t in sorted(tiers)}
+        entry.update(status="audited", vacuous=bool(vacuous_by), vacuous_by=vacuous_by,
+                     self_attesting=bool(trusts), self_attesting_on=trusts, tiers=stats)
+        entry["flagged"] = bool(vacuous_by or trusts
+                                or any(s["false_accepts"] for s in stats.values()))
+        gates.append(entry)
+
+    summary = _summary(gates, tiers)
+    summary["mutants_judged"] = sum(len(m) for lp in live for m in corpora[lp.id].values())
+    summary["probes_judged"] = sum(len(p) for p in probes.values())
+    wall = time.monotonic() - started
+    runs = judge.runs - runs_before
+    timing = {"wall_s": round(wall, 2), "gate_runs": runs, "jobs": judge.jobs,
+              "runs_per_s": round(runs / wall, 1) if wall else None,
+              "mutants_per_s": round(summary["mutants_judged"] / wall, 1) if wall else None}
+    return Audit(gates, summary, timing)
+
+
+def _summary(gates: list[dict], tiers: tuple[int, ...]) -> dict:
+    audited = [g for g in gates if g["status"] == "audited"]
+    out: dict = {"loops": len(gates), "broken": len(gates) - len(audited),
+                 "vacuous": sum(bool(g["vacuous"]) for g in audited),
+                 "self_attesting": sum(bool(g["self_attesting"]) for g in audited),
+                 "neither": sum(not g["vacuous"] and not g["self_attesting"] for g in audited),
+                 "flagged": sum(g["flagged"] for g in gates), "tiers": {}}
+    for t in sorted(tiers):
+        rows = [g["tiers"][str(t)] for g in audited]
+        destroying = sum(r["destroying"] for r in rows)
+        errors = sum(r["errors"] for r in rows)
+        fa = sum(r["false_accepts"] for r in rows)
+        judged = destroying - errors
+        out["tiers"][str(t)] = {
+            "mutants": sum(r["mutants"] for r in rows), "destroying": destroying,
+            "errors": errors, "false_accepts": fa,
+            "alpha": round(fa / judged, report.DIGITS) if judged else None,
+            "alpha_upper95": report.wilson_upper(fa, judged)}
+    return out

@@ -1,0 +1,114 @@
+"""Run a gate (or an oracle) on mutants, each in its own scratch copy, in parallel.
+
+Why threads: each job is a child process (engine.process.run_command), so threads only wait;
+the cores go to the gates. Why a cache: probes and corpus mutants often build the same workspace,
+and a gate's verdict on a given workspace is asked once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.audit.catalogue import Command, Loop
+from engine.process import ProcessError, run_command, safe_environment
+
+ACCEPT, REJECT, ERROR = "accept", "reject", "error"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate protocol's outcome: exit 0 accept, 1 reject; anything else (2, a timeout, a
+    signal, a command that cannot start) is an error, never an accept."""
+
+    outcome: str
+    detail: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Job:
+    loop: Loop
+    role: str  # "gate" or "oracle"
+    files: dict[str, bytes]
+    key: str
+
+    @property
+    def command(self) -> Command:
+        return self.loop.gate if self.role == "gate" else self.loop.oracle
+
+
+def _verdict(result) -> Verdict:
+    if result.timed_out or result.killed:
+        return Verdict(ERROR, f"killed: {result.killed}", result.seconds)
+    code = result.returncode
+    if code == 0:
+        return Verdict(ACCEPT, "exit 0", result.seconds)
+    if code == 1:
+        return Verdict(REJECT, "exit 1", result.seconds)
+    return Verdict(ERROR, f"exit {code}", result.seconds)
+
+
+def judge_one(job: Job, scratch_root: Path) -> Verdict:
+    """Write the job's workspace into a fresh scratch folder and run the command there."""
+    scratch = Path(tempfile.mkdtemp(prefix="ws-", dir=scratch_root))
+    try:
+        for name, content in job.files.items():
+            target = scratch / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        argv = job.command.render(job.loop.gate_dir, scratch)
+        try:
+            result = run_command(argv, scratch, job.command.timeout_s,
+                                 env=safe_environment(home=scratch))
+        except ProcessError as exc:
+            return Verdict(ERROR, f"cannot start: {exc}", 0.0)
+        return _verdict(result)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class Judge:
+    """Judges jobs with `jobs` parallel workers, caching by (loop, gate folder, role, workspace)."""
+
+    def __init__(self, jobs: int | None = None) -> None:
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.cache: dict[tuple[str, str, str, str], Verdict] = {}
+        self.runs = 0
+        self.busy_s = 0.0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _cache_key(job: Job) -> tuple[str, str, str, str]:
+        return (job.loop.id, str(job.loop.gate_dir), job.role, job.key)
+
+    def run(self, jobs: Iterable[Job], on_done: Callable[[], None] | None = None) -> list[Verdict]:
+        jobs = list(jobs)
+        todo: dict[tuple, Job] = {}
+        for job in jobs:
+            k = self._cache_key(job)
+            if k not in self.cache and k not in todo:
+                todo[k] = job
+        if todo:
+            with tempfile.TemporaryDirectory(prefix="loopproof-audit-") as root, \
+                    ThreadPoolExecutor(max_workers=self.jobs) as pool:
+                futures = {k: pool.submit(self._timed, job, Path(root), on_done)
+                           for k, job in todo.items()}
+                for k, future in futures.items():
+                    self.cache[k] = future.result()
+        return [self.cache[self._cache_key(job)] for job in jobs]
+
+    def _timed(self, job: Job, root: Path, on_done) -> Verdict:
+        verdict = judge_one(job, root)
+        with self._lock:
+            self.runs += 1
+            self.busy_s += verdict.seconds
+        if on_done is not None:
+            on_done()
+        return verdict

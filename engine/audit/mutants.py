@@ -1,0 +1,173 @@
+"""Turn a loop's reference workspace into mutants and self-attestation probes.
+
+A mutant is the reference workspace with some files replaced or removed. Two mutants that give the
+same workspace after normalisation (Python by AST, JSON by canonical form, else bytes) are one
+mutant, and a mutant equal to the reference is equivalent and dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+
+from engine.audit.catalogue import Loop, workspace_files
+from engine.audit.operators import DELETED, TIERS, kind_of
+from engine.audit.operators import selfattest as sa
+
+Files = dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One workspace to judge. `tier` is 1 or 2 for corpus mutants and 0 for probes; `role` says
+    what a probe is for (see selfattest_probes); `claim` names the trusted file or field."""
+
+    loop: str
+    operator: str
+    family: str
+    tier: int
+    label: str
+    changes: tuple[tuple[str, bytes | None], ...]
+    by_construction: bool
+    key: str
+    role: str = "corpus"
+    claim: str = ""
+
+
+def read_reference(loop: Loop) -> Files:
+    return {name: (loop.workspace / name).read_bytes() for name in workspace_files(loop.workspace)}
+
+
+def apply(reference: Files, changes) -> Files:
+    files = dict(reference)
+    for name, content in changes:
+        if content is None:
+            files.pop(name, None)
+        else:
+            files[name] = content
+    return files
+
+
+def _normal(name: str, content: bytes) -> bytes:
+    kind = kind_of(name)
+    try:
+        if kind == "python":
+            return ast.dump(ast.parse(content)).encode()
+        if kind == "json":
+            return json.dumps(json.loads(content), sort_keys=True).encode()
+    except (SyntaxError, ValueError):
+        pass
+    return content
+
+
+def workspace_key(files: Files, normalize: bool = False) -> str:
+    """The identity of a workspace: exact bytes for the verdict cache (a comment can be a claim),
+    normalised content for deciding that two mutants are the same mutant."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        content = _normal(name, files[name]) if normalize else files[name]
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    return digest.hexdigest()
+
+
+def _text(content: bytes) -> str | None:
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _encode(variant: str | None) -> bytes | None:
+    return None if variant is DELETED else variant.encode("utf-8")
+
+
+def corpus(loop: Loop, reference: Files, tier: int, seed: int, cap: int | None) -> list[Mutant]:
+    """The tier's mutants of the loop's artifact files, deduplicated, equivalents dropped, and
+    at most `cap` of them (a seeded sample; absence mutants are never sampled away)."""
+    seen = {workspace_key(reference, normalize=True)}
+    out: list[Mutant] = []
+
+    def add(op, label: str, changes, key_files: Files | None = None) -> None:
+        files = key_files if key_files is not None else apply(reference, changes)
+        same = workspace_key(files, normalize=True)
+        if same in seen:
+            return
+        seen.add(same)
+        out.append(Mutant(loop.id, op.name, op.family, tier, label, tuple(changes),
+                          op.destroys_by_construction, workspace_key(files)))
+
+    operators = TIERS[tier]
+    if tier == 1 and len(loop.artifact_files) > 1:
+        for op in operators:  # the whole artifact absent or empty at once
+            if op.name in ("delete", "empty"):
+                variant = op.variants("*", "x")[0]
+                add(op, f"{op.name}:*", [(f, _encode(variant)) for f in loop.artifact_files])
+    for name in loop.artifact_files:
+        text = _text(reference[name])
+        for op in operators:
+            if not op.applies_to(name) or (text is None and op.family != "absence"):
+                continue
+            for i, variant in enumerate(op.variants(name, text if text is not None else "")):
+                add(op, f"{op.name}:{name}#{i}", [(name, _encode(variant))])
+    if cap is not None and len(out) > cap:
+        keep = [m for m in out if m.family == "absence"]
+        rest = [m for m in out if m.family != "absence"]
+        room = max(cap - len(keep), 0)
+        chosen = set(random.Random(f"{seed}:{loop.id}:{tier}").sample(range(len(rest)), room))
+        out = keep + [m for i, m in enumerate(rest) if i in chosen]
+    return out
+
+
+def selfattest_probes(loop: Loop, reference: Files) -> list[Mutant]:
+    """Probes for self-attestation, each with the artifact destroyed (deleted or emptied):
+    `base` keeps no claim; `claim` keeps one claim group (all the worker's claim files, one of
+    them, or a forged one); `negated` keeps the same group turned into its opposite; `field`
+    negates one JSON field of it; `marker` keeps only the artifact's claim comments.
+    report.self_attestation reads them together; `claim` names the group."""
+    probes: list[Mutant] = []
+    existing = {name: reference[name] for name in loop.claim_files}
+
+    def probe(role: str, how: str, tag: str, claim: str, keep: dict[str, bytes]) -> None:
+        destroy = None if how == "deleted" else b""
+        changes = [(f, destroy) for f in loop.artifact_files]
+        changes += [(f, None) for f in existing if f not in keep]
+        changes += sorted(keep.items())
+        files = apply(reference, changes)
+        probes.append(Mutant(loop.id, "selfattest", "selfattest", 0, f"{how}:{tag}",
+                             tuple(changes), True, workspace_key(files), role=role, claim=claim))
+
+    def negated(group: dict[str, bytes]) -> dict[str, bytes]:
+        return {n: sa.negate(n, c.decode("utf-8", "replace")).encode() for n, c in group.items()}
+
+    groups: list[tuple[str, dict[str, bytes], tuple[str, ...]]] = []
+    if len(existing) > 1:
+        groups.append(("+".join(sorted(existing)), existing, ("deleted", "emptied")))
+    for name, content in sorted(existing.items()):
+        groups.append((name, {name: content}, ("deleted", "emptied")))
+    for name, text in sorted(sa.FORGED.items()):
+        if name not in existing and name not in loop.artifact_files:
+            groups.append((name, {name: text.encode()}, ("emptied",)))
+
+    for how in ("deleted", "emptied"):
+        probe("base", how, "no-claims", "", {})
+    for claim, group, hows in groups:
+        for how in hows:
+            probe("claim", how, claim, claim, group)
+            if claim in existing or "+" in claim:  # a forged claim is only ever kept as forged
+                probe("negated", how, f"{claim}:negated", claim, negated(group))
+            if len(group) == 1 and claim in existing:
+                for field, new in sa.field_negations(claim, existing[claim].decode("utf-8", "replace")):
+                    probe("field", how, f"{claim}:{field}", claim, {claim: new.encode()})
+    for name in loop.artifact_files:
+        text = _text(reference[name])
+        marker = sa.marker_lines(text) if text is not None else None
+        if marker is not None:
+            changes = [(f, b"" if f != name else marker.encode()) for f in loop.artifact_files]
+            changes += [(f, None) for f in existing]
+            probes.append(Mutant(loop.id, "selfattest", "selfattest", 0, f"emptied:marker:{name}",
+                                 tuple(changes), True, workspace_key(apply(reference, changes)),
+                                 role="marker", claim=f"{name}: {marker.strip()!r}"))
+    return probes

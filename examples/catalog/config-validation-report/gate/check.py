@@ -1,0 +1,20 @@
+import csv
+import io
+import json
+import re
+import sys
+from datetime import date
+from pathlib import Path
+
+WS = Path(sys.argv[1])
+
+
+def text(name):
+    return (WS / name).read_text(encoding="utf-8")
+
+
+def verdict(ok):
+    sys.exit(0 if ok else 1)
+
+r = json.loads(text("validation.json"))
+verdict(r.get("valid") is True and not r.get("errors"))

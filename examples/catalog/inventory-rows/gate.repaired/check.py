@@ -1,0 +1,21 @@
+import csv
+import io
+import json
+import re
+import sys
+from datetime import date
+from pathlib import Path
+
+WS = Path(sys.argv[1])
+
+
+def text(name):
+    return (WS / name).read_text(encoding="utf-8")
+
+
+def verdict(ok):
+    sys.exit(0 if ok else 1)
+
+rows = list(csv.reader(io.StringIO(text("inventory.csv"))))
+verdict(len(rows) >= 2 and rows[0] == ["sku", "name", "qty", "price"]
+        and all(len(r) == 4 and r[2].isdigit() for r in rows[1:]))

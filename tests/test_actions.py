@@ -1,0 +1,91 @@
+"""The fail-closed reply parser and the patch path rules."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.actions import (
+    Escalate,
+    Keep,
+    Patch,
+    action_record,
+    apply_patch,
+    parse_reply,
+    path_violation,
+)
+
+INVALID = [None, "", "   ", "STATUS: DONE", "All tests pass. DONE", "{", "[]", "null", "42",
+           '{"action": "patch"}', '{"action": "patch", "files": {}}',
+           '{"action": "patch", "files": []}', '{"action": "patch", "files": {"a": 1}}',
+           '{"action": "escalate"}', '{"action": "escalate", "reason": "  "}',
+           '{"action": "keep", "verdict": "pass"}', '{"action": "KEEP"}', '{"files": {"a": "b"}}',
+           '{"action": "keep", "note": 3}', b"\xff", b"x" * (5 << 20)]
+
+
+@pytest.mark.parametrize("reply", INVALID)
+def test_invalid_replies_are_keep_or_escalate(reply) -> None:
+    parsed = parse_reply(reply)
+    assert not parsed.valid and isinstance(parsed.action, Keep) and parsed.problem
+    assert isinstance(parse_reply(reply, on_invalid="escalate").action, Escalate)
+
+
+def test_valid_replies() -> None:
+    p = parse_reply(json.dumps({"action": "patch", "files": {"a.py": "x", "b": None},
+                                "note": "fixed"}))
+    assert p.valid and isinstance(p.action, Patch) and p.action.files == {"a.py": "x", "b": None}
+    assert p.note == "fixed"
+    assert isinstance(parse_reply('{"action": "keep"}').action, Keep)
+    e = parse_reply('{"action": "escalate", "reason": "stuck"}')
+    assert isinstance(e.action, Escalate) and e.action.reason == "stuck"
+
+
+@given(st.one_of(st.text(max_size=200), st.binary(max_size=200),
+                 st.recursive(st.none() | st.booleans() | st.text(max_size=5),
+                              lambda c: st.lists(c, max_size=3) |
+                              st.dictionaries(st.sampled_from(["action", "files", "reason",
+                                                               "note", "x"]), c, max_size=4),
+                              max_leaves=8).map(json.dumps)))
+def test_parser_never_raises_and_only_a_well_formed_patch_is_a_patch(reply) -> None:
+    parsed = parse_reply(reply)
+    if isinstance(parsed.action, Patch):
+        obj = json.loads(reply)
+        assert obj["action"] == "patch" and obj["files"] and parsed.valid
+    assert parsed.valid or parsed.problem
+
+
+@pytest.mark.parametrize("rel,why", [("/etc/passwd", "absolute"), ("../x", "normal"),
+                                     ("a/../../x", "normal"), ("./a", "normal"),
+                                     ("a//b", "normal"), ("", "empty"), ("a\\b", "backslash"),
+                                     ("gate/check.py", "protected"), ("ledger.jsonl", "protected"),
+                                     ("link/x", "symlink")])
+def test_path_violations(tmp_path: Path, rel: str, why: str) -> None:
+    os.symlink(".", tmp_path / "link")
+    problem = path_violation(rel, tmp_path, ["gate/*", "*.jsonl"])
+    assert problem is not None and why in problem
+
+
+def test_ordinary_paths_are_allowed(tmp_path: Path) -> None:
+    for rel in ("a.py", "src/pkg/b.py", "new/dir/c.txt"):
+        assert path_violation(rel, tmp_path, ["gate/*"]) is None
+
+
+def test_apply_patch_writes_and_deletes(tmp_path: Path) -> None:
+    (tmp_path / "old.py").write_text("x")
+    apply_patch(Patch({"new/a.py": "a\n", "old.py": None}), tmp_path)
+    assert (tmp_path / "new" / "a.py").read_text() == "a\n" and not (tmp_path / "old.py").exists()
+    with pytest.raises(ValueError):
+        apply_patch(Patch({"../escape": "x"}), tmp_path)
+    assert not (tmp_path.parent / "escape").exists()
+
+
+def test_action_record_is_content_addressed() -> None:
+    reply = '{"action": "keep"}'
+    a, b = action_record(parse_reply(reply), reply), action_record(parse_reply(reply), reply)
+    assert a["digest"] == b["digest"]
+    assert action_record(parse_reply("DONE"), "DONE")["digest"] != a["digest"]

@@ -1,0 +1,127 @@
+"""The AdmissionBroker as a library (the guarded arm's API): the loop, policies, receipts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.admission import (
+    AdmissionBroker,
+    GuardPolicy,
+    MemoryLog,
+    Outcome,
+    run_revisions,
+    verify_receipt,
+)
+from engine.errors import BadInput
+from engine.evidence import CallableCheck, CheckResult, Evidence
+
+GOOD, BAD = "k = 4\n", "k = 12\n"
+
+
+def _shift_is_4(candidate: Path) -> CheckResult:
+    text = (candidate / "shift.py").read_text()
+    ok = text == GOOD
+    return CheckResult("pass" if ok else "fail", "" if ok else f"expected k = 4, got {text!r}")
+
+
+def _broker(tmp: Path, start: str = BAD, **policy) -> AdmissionBroker:
+    ws = tmp / "ws"
+    ws.mkdir(parents=True)
+    (ws / "shift.py").write_text(start)
+    check = CallableCheck("visible", _shift_is_4)
+    return AdmissionBroker(ws, tmp / "state", admission=[check], policy=GuardPolicy(**policy))
+
+
+def _patch(text: str) -> str:
+    return json.dumps({"action": "patch", "files": {"shift.py": text}})
+
+
+def test_run_revisions_repairs_then_survives_a_regression(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def coder(ev: Evidence) -> str:
+        seen.append(ev.verdict)
+        return _patch(GOOD) if ev.verdict == "fail" else _patch(BAD)  # repairs, then regresses
+
+    broker = _broker(tmp_path)
+    decisions, completion = run_revisions(broker, coder, 3)
+    assert [d.outcome for d in decisions] == [Outcome.ADMITTED, Outcome.REJECTED,
+                                              Outcome.ESCALATED]
+    assert seen == ["fail", "pass", "pass"]
+    assert completion.completed and (broker.workspace / "shift.py").read_text() == GOOD
+    assert verify_receipt(completion.receipt, broker.records, broker.store) == []
+    assert isinstance(broker.log, MemoryLog)
+
+
+def test_start_state_and_order_are_enforced(tmp_path: Path) -> None:
+    broker = _broker(tmp_path)
+    with pytest.raises(RuntimeError):
+        broker.submit('{"action": "keep"}')
+    broker.start()
+    with pytest.raises(RuntimeError):
+        broker.start()
+    reused = AdmissionBroker(broker.workspace, broker.state_dir, admission=broker.admission)
+    broker.submit(_patch(GOOD), based_on=broker.evidence())
+    with pytest.raises(BadInput, match="already holds a checkpoint"):
+        reused.start()
+
+
+def test_state_dir_inside_the_workspace_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    with pytest.raises(BadInput, match="inside the guarded workspace"):
+        AdmissionBroker(tmp_path / "ws", tmp_path / "ws" / ".state",
+                        admission=[CallableCheck("v", _shift_is_4)])
+    with pytest.raises(ValueError):
+        AdmissionBroker(tmp_path / "ws", tmp_path / "s", admission=[])
+
+
+@pytest.mark.parametrize("kwargs", [{"on_stale": "ignore"}, {"on_invalid": "patch"},
+                                    {"candidate_budget": -1}, {"repeat_limit": 0},
+                                    {"wall_budget_s": 0}])
+def test_guard_policy_validates(kwargs) -> None:
+    with pytest.raises(ValueError):
+        GuardPolicy(**kwargs)
+
+
+def test_a_patch_without_evidence(tmp_path: Path) -> None:
+    strict = _broker(tmp_path / "a")
+    strict.start()
+    assert strict.submit(_patch(GOOD)).outcome is Outcome.STALE
+    lax = _broker(tmp_path / "b", require_evidence=False)
+    lax.start()
+    assert lax.submit(_patch(GOOD)).outcome is Outcome.ADMITTED
+
+
+def test_feedback_check_is_separate_from_admission(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "shift.py").write_text(BAD)
+    trace = CallableCheck("trace", lambda c: CheckResult("fail", "k should be 4"))
+    broker = AdmissionBroker(ws, tmp_path / "state", feedback=trace,
+                             admission=[CallableCheck("visible", _shift_is_4)])
+    ev = broker.start()
+    assert ev.check == "trace" and ev.payload["detail"] == "k should be 4"
+    d = broker.submit(_patch(GOOD), based_on=ev)
+    assert d.outcome is Outcome.ADMITTED
+    completion = broker.complete()
+    assert [v["check"] for v in completion.receipt["verdicts"]
+            if v["phase"] == "recertification"] == ["visible"]
+
+
+def test_two_different_checks_cannot_share_a_name(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    a = CallableCheck("v", _shift_is_4)
+    b = CallableCheck("v", _shift_is_4, version="2")
+    with pytest.raises(ValueError, match="both named"):
+        AdmissionBroker(tmp_path / "ws", tmp_path / "s", admission=[a], completion=[b])
+
+
+def test_complete_is_idempotent_and_closes(tmp_path: Path) -> None:
+    broker = _broker(tmp_path, start=GOOD)
+    broker.start()
+    first = broker.complete()
+    assert first.completed and broker.complete() is first and broker.closed
+    assert broker.submit(_patch(BAD)).outcome is Outcome.CLOSED

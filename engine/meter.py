@@ -49,8 +49,9 @@ class Meter:
     `settle`) before each paid operation; command workers go through `run_command`."""
 
     def __init__(self, graph: LoopGraph, node: str, commit: Commit,
-                 state: Callable[[], RunState]) -> None:
+                 state: Callable[[], RunState], sync: Callable[[], None] | None = None) -> None:
         self.graph, self.node, self._commit, self._state = graph, node, commit, state
+        self._sync = sync  # makes the Reserve record durable before the operation runs
         self.outstanding = 0.0
         self.overrun = False
 
@@ -86,6 +87,8 @@ class Meter:
             raise BudgetOverrun(f"{self.node}: reserving {amount:g} would exceed the ceiling "
                                 f"c_v={self.ceiling:g} or the budget B={self.graph.spend_budget:g}")
         self._commit(Reserve(amount), base)
+        if self._sync is not None:
+            self._sync()
         self.outstanding = amount
         crashpoint("meter.after_reserve")
         return amount

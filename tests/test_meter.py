@@ -1,0 +1,170 @@
+"""The meter stops an overspend inside the attempt (not after it), charges commands by wall clock,
+kills them at their ceiling or timeout, and refuses an attempt that does not fit the budget."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import spec as spec_mod
+from engine.gate import CallableGate
+from engine.meter import BudgetOverrun
+from engine.runner import Runner
+from engine.worker import CallableWorker
+
+KIND = "test_meter_py"
+FUNCS: dict[str, tuple] = {}
+
+
+def _factory(table, spec_dir):
+    worker_fn, gate_fn = FUNCS[table["fn"]]
+    return CallableWorker(worker_fn), CallableGate(gate_fn)
+
+
+spec_mod.register_kind(KIND, _factory, ["fn"])
+
+
+def records(ledger: Path) -> list[dict]:
+    return [json.loads(line) for line in ledger.read_text().splitlines()]
+
+
+def g3_every_prefix(recs: list[dict], budget: float) -> None:
+    settled = reserved = 0.0
+    for r in recs:
+        if r["type"] == "reserve":
+            reserved = r["amount"]
+        elif r["type"] == "settle":
+            settled += r["amount"]
+            reserved = 0.0
+        elif r["type"] == "abandon":
+            settled += reserved
+            reserved = 0.0
+        assert settled + reserved <= budget + 1e-9, (r, settled, reserved)
+
+
+def py_graph(tmp_path: Path, name: str, worker, gate, *, ceiling: float, budget: float,
+             attempts: int = 1) -> spec_mod.Spec:
+    FUNCS[name] = (worker, gate)
+    p = tmp_path / "graph.toml"
+    p.write_text(f'[graph]\nspend_budget = {budget}\n[node.n]\nkind = "{KIND}"\nfn = "{name}"\n'
+                 f"attempts = {attempts}\nspend_ceiling = {ceiling}\n")
+    return spec_mod.load(p)
+
+
+def test_overspend_is_stopped_inside_the_attempt(tmp_path: Path) -> None:
+    done: list[float] = []
+
+    def greedy(ctx):
+        for price in (0.4, 0.4, 0.4, 0.4):
+            ctx.meter.charge(price, "api call")
+            done.append(price)  # the paid call would happen here
+        return "finished"  # never reached
+
+    spec = py_graph(tmp_path, "greedy", greedy, lambda snap: "accept", ceiling=1.0, budget=5.0)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    assert runner.run() == 3  # FAILED: the one attempt ended by the overrun
+    runner.close()
+    assert done == [0.4, 0.4]  # the third call never ran: stopped inside the attempt
+    recs = records(ledger)
+    kinds = [r["type"] for r in recs]
+    assert kinds == ["run", "begin", "reserve", "settle", "reserve", "settle", "overrun",
+                     "worker_output", "fail"]
+    assert "verdict" not in kinds  # no gate verdict for an attempt that overran
+    over = recs[kinds.index("overrun")]
+    assert over["amount"] == 0.4 and over["attempt_spend"] == pytest.approx(0.8)
+    assert "overrun" in recs[kinds.index("worker_output")]["claims"]
+    g3_every_prefix(recs, 5.0)
+
+
+def test_a_worker_that_swallows_the_overrun_cannot_spend_more(tmp_path: Path) -> None:
+    tries: list[str] = []
+
+    def stubborn(ctx):
+        for _ in range(3):
+            try:
+                ctx.meter.charge(0.8)
+                tries.append("paid")
+            except BudgetOverrun:
+                tries.append("refused")
+        return "claims it is done"
+
+    spec = py_graph(tmp_path, "stubborn", stubborn, lambda snap: "accept", ceiling=1.0,
+                    budget=5.0)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    assert runner.run() == 3
+    runner.close()
+    assert tries == ["paid", "refused", "refused"]
+    kinds = [r["type"] for r in records(ledger)]
+    assert kinds.count("overrun") == 1 and kinds.count("reserve") == 1
+
+
+def test_reservation_must_fit_the_run_budget_too(tmp_path: Path) -> None:
+    """c_v = 3 fits B = 3 at admission; a second attempt finds only 1 unit of B left."""
+    def spend2(ctx):
+        ctx.meter.charge(2.0)
+
+    spec = py_graph(tmp_path, "spend2", spend2, lambda snap: "reject", ceiling=3.0, budget=3.0,
+                    attempts=3)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    assert runner.run() == 4  # BUDGET_EXHAUSTED: settled 2 + c_v 3 > B 3 at the second Begin
+    runner.close()
+    recs = records(ledger)
+    assert [r["type"] for r in recs][-1] == "refuse"
+    assert runner.state.settled == 2.0
+    g3_every_prefix(recs, 3.0)
+
+
+def command_graph(tmp_path: Path, worker: str, *, ceiling: float, timeout: float,
+                  budget: float = 10.0) -> spec_mod.Spec:
+    p = tmp_path / "graph.toml"
+    p.write_text(f"[graph]\nspend_budget = {budget}\n[node.n]\n"
+                 f'worker = ["sh", "-c", {json.dumps(worker)}]\n'
+                 f'gate = ["sh", "-c", "test -f out.txt"]\n'
+                 f"spend_ceiling = {ceiling}\ntimeout_s = {timeout}\n")
+    return spec_mod.load(p)
+
+
+def test_command_is_killed_at_its_ceiling_and_charged_the_ceiling(tmp_path: Path) -> None:
+    spec = command_graph(tmp_path, "sleep 30; touch out.txt", ceiling=0.3, timeout=30)
+    ledger = tmp_path / "L.jsonl"
+    t = time.monotonic()
+    runner = Runner.start(spec, ledger)
+    assert runner.run() == 3
+    runner.close()
+    assert time.monotonic() - t < 10  # killed, not waited for
+    recs = records(ledger)
+    reserve = next(r for r in recs if r["type"] == "reserve")
+    settle = next(r for r in recs if r["type"] == "settle")
+    assert reserve["amount"] == 0.3 and reserve["what"] == "wall_clock"
+    assert settle["killed"] == "ceiling" and settle["amount"] == 0.3
+    verdict = next(r for r in recs if r["type"] == "verdict")
+    assert verdict["verdict"] == "reject"
+    g3_every_prefix(recs, 10.0)
+
+
+def test_command_timeout_is_metered_as_timeout(tmp_path: Path) -> None:
+    spec = command_graph(tmp_path, "sleep 30", ceiling=5.0, timeout=0.3)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    runner.run()
+    runner.close()
+    settle = next(r for r in records(ledger) if r["type"] == "settle")
+    assert settle["killed"] == "timeout"
+    assert 0.25 <= settle["amount"] <= 0.3
+
+
+def test_command_charged_its_wall_clock(tmp_path: Path) -> None:
+    spec = command_graph(tmp_path, "sleep 0.2; touch out.txt", ceiling=5.0, timeout=5)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    assert runner.run() == 0
+    runner.close()
+    settle = next(r for r in records(ledger) if r["type"] == "settle")
+    assert settle["killed"] is None and 0.2 <= settle["amount"] < 5.0
+    assert runner.state.settled == settle["amount"]

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import z3
 
-from proofs.solver import QUERY_TIMEOUT_MS, Unknown
+from proofs.solver import witness
 from proofs.trace import Step, Trace
 
 
@@ -29,22 +29,15 @@ Invariant = Callable[[Any], z3.BoolRef]
 
 
 class _Session:
-    """A base set of formulas asked together with one extra question at a time. Each question
-    gets a fresh solver (Z3's incremental mode gives up on quantified lambdas) with the
-    per-query timeout; `sat` raises Unknown on unknown."""
+    """A base set of formulas, asked together with one extra question at a time."""
 
     def __init__(self, what: str, *formulas: z3.BoolRef) -> None:
         self.what = what
         self.base = list(formulas)
 
     def sat(self, *formulas: z3.BoolRef) -> z3.ModelRef | None:
-        solver = z3.Solver()
-        solver.set("timeout", QUERY_TIMEOUT_MS)
-        solver.add(*self.base, *formulas)
-        r = solver.check()
-        if r == z3.unknown:
-            raise Unknown(self.what, solver.reason_unknown())
-        return solver.model() if r == z3.sat else None
+        """A model, None when unsatisfiable; `Unknown` is raised, never taken for either."""
+        return witness(self.what, [*self.base, *formulas])
 
     def add(self, *formulas: z3.BoolRef) -> None:
         self.base.extend(formulas)

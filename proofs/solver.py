@@ -36,10 +36,11 @@ class Unknown(Exception):
         self.reason = reason
 
 
-def ask(formulas: Iterable[z3.BoolRef], timeout_ms: int = QUERY_TIMEOUT_MS) -> Reply:
-    """Is the conjunction of `formulas` satisfiable?"""
+def ask(formulas: Iterable[z3.BoolRef], timeout_ms: int | None = None) -> Reply:
+    """Is the conjunction of `formulas` satisfiable? A fresh solver per question (Z3's
+    incremental mode gives up on quantified lambdas that a fresh solver decides at once)."""
     s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    s.set("timeout", QUERY_TIMEOUT_MS if timeout_ms is None else timeout_ms)
     s.add(*formulas)
     r = s.check()
     if r == z3.sat:
@@ -49,9 +50,10 @@ def ask(formulas: Iterable[z3.BoolRef], timeout_ms: int = QUERY_TIMEOUT_MS) -> R
     return Reply(Answer.UNKNOWN, reason=s.reason_unknown())
 
 
-def witness(what: str, formulas: Iterable[z3.BoolRef]) -> z3.ModelRef | None:
+def witness(what: str, formulas: Iterable[z3.BoolRef],
+            timeout_ms: int | None = None) -> z3.ModelRef | None:
     """A model of `formulas`, None when they are unsatisfiable; raises `Unknown` otherwise."""
-    reply = ask(formulas)
+    reply = ask(formulas, timeout_ms)
     if reply.answer is Answer.UNKNOWN:
         raise Unknown(what, reply.reason)
     return reply.model

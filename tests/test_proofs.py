@@ -1,0 +1,319 @@
+"""The proof obligations give their expected results; every broken variant's counterexample really
+breaks its property when checked concretely (replayed through model.step where the variant is a
+run of the model); weakened invariants are caught; the CLI reports what it found."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import z3
+
+from model.bounds import attempt_bound
+from model.graph import LoopGraph, NodeSpec
+from model.state import RunState, Status, initial_state
+from model.transitions import Claim, Disabled, Repair, Reserve, Settle, step
+from proofs import __main__ as cli
+from proofs import g1_finishes as g1
+from proofs import g2_no_drift as g2
+from proofs import g3_no_overspend as g3
+from proofs import g4_evidence as g4
+from proofs import g5_checkpoint as g5
+from proofs import obligations
+from proofs.checks import check_inductive, check_transitions
+from proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
+from proofs.family import dags, shapes
+from proofs.obligations import OBLIGATIONS, Obligation, discharge
+from proofs.trace import Trace
+
+BY_ID = {ob.id: ob for ob in OBLIGATIONS}
+
+
+def cex(ob_id: str) -> Trace:
+    r = discharge(BY_ID[ob_id])
+    assert r.result == "refuted", r.error
+    assert r.counterexample is not None
+    return r.counterexample
+
+
+# ---- the registry ---------------------------------------------------------------------------------
+
+def test_registry_meets_the_card():
+    assert len(OBLIGATIONS) >= 7
+    assert len({ob.id for ob in OBLIGATIONS}) == len(OBLIGATIONS)
+    broken = [ob for ob in OBLIGATIONS if ob.expect == "refuted"]
+    assert len(broken) >= 3
+    assert {ob.guarantee for ob in OBLIGATIONS} >= {"G1", "G2", "G3", "G4", "G5"}
+    assert {ob.guarantee for ob in broken} >= {"G1", "G2", "G3", "G4", "G5"}
+    assert any("sanity" in ob.id for ob in OBLIGATIONS)
+
+
+@pytest.mark.parametrize("ob", OBLIGATIONS, ids=lambda ob: ob.id)
+def test_obligation_gives_its_expected_result(ob: Obligation):
+    r = discharge(ob)
+    assert r.result == ob.expect, (r.error or (r.counterexample and r.counterexample.render()))
+    assert (r.counterexample is not None) == (ob.expect == "refuted")
+    assert r.seconds < 30
+
+
+def test_family_is_every_dag_up_to_three_nodes():
+    # 1 + 2 + 6 isomorphism classes of DAGs on 1, 2, 3 nodes
+    assert len(list(dags())) == 9
+    full = [g for g in shapes() if len(g.names) == 3 and len(g.desc("a")) == 2
+            and g.desc("b") == {"c"}]
+    assert any(len(g.repair_pairs) == 6 for g in full)  # (a,a),(b,a),(b,b),(c,a),(c,b),(c,c)
+
+
+# ---- broken variants: their counterexamples break the property concretely ---------------------
+
+def replay(tr: Trace, upto: int | None = None) -> list[RunState]:
+    """Run the trace's events through the real model from its first state."""
+    steps = tr.steps if upto is None else tr.steps[: upto + 1]
+    graph = _graph_of(tr)
+    s = steps[0].state_obj
+    assert s == initial_state(graph)
+    out = [s]
+    for st in steps[1:]:
+        s = step(graph, s, st.event_obj)
+        out.append(s)
+    return out
+
+
+def _graph_of(tr: Trace) -> LoopGraph:
+    desc = tr.params["graph"]
+    for g in (g1.LASSO_GRAPH, g2.CHAIN, g3.ONE_NODE):
+        if RunEncoding(g, Params.of(g)).case == desc:
+            return g
+    raise AssertionError(f"unknown graph {desc}")
+
+
+def test_lasso_repeats_and_the_real_model_stops_it():
+    tr = cex("G1-broken-per-activation-repairs")
+    assert tr.kind == "lasso" and tr.loop_start is not None
+    loop = tr.steps[tr.loop_start:]
+    # the repeated state agrees with the loop start on every field a guard reads
+    first, last = loop[0].state, loop[-1].state
+    for name in first["nodes"]:
+        for k in ("status", "attempts", "repairs_of"):
+            assert first["nodes"][name][k] == last["nodes"][name][k]
+    for k in ("repairs_used", "settled", "reserved", "outcome"):
+        assert first[k] == last[k]
+    assert any(isinstance(st.event_obj, Repair) for st in loop[1:])
+    # the real model accepts the same events once (its states equal the trace's on the
+    # model's fields up to the global counter) ...
+    graph = g1.LASSO_GRAPH
+    states = replay(tr)
+    for st, real in zip(tr.steps, states, strict=True):
+        assert st.state_obj.status == real.status
+        assert st.state_obj.attempts == real.attempts
+    assert states[-1].repairs_used == 1
+    # ... and refuses to go round the loop a second time: the global budget K is spent
+    s = states[-1]
+    with pytest.raises(Disabled, match="repair budget"):
+        for st in loop[1:]:
+            s = step(graph, s, st.event_obj)
+
+
+def test_self_report_run_drifts_only_in_the_broken_variant():
+    tr = cex("G2-broken-self-report-run")
+    last = tr.steps[-1]
+    assert isinstance(last.event_obj, Claim)
+    drifted = last.state_obj
+    g = g2.CHAIN
+    assert any(st is Status.DONE and (v, e) not in drifted.passes
+               for v, st, e in zip(g.names, drifted.status, drifted.activation, strict=True))
+    # the real model: the same events, and Claim changes nothing
+    states = replay(tr)
+    assert states[-1] == states[-2]
+    assert Status.DONE not in states[-1].status
+
+
+def test_self_report_step_breaks_the_invariant():
+    tr = cex("G2-broken-self-report-step")
+    pre, post = tr.steps[0].state, tr.steps[1].state
+
+    def no_drift(state: dict) -> bool:
+        return all(n["pass_current"] for n in state["nodes"].values() if n["status"] == "DONE")
+
+    assert tr.steps[1].event.startswith("Claim(")
+    assert no_drift(pre) and not no_drift(post)
+
+
+def test_between_attempts_run_overspends_and_the_real_model_refuses():
+    tr = cex("G3-broken-between-attempts")
+    g = g3.ONE_NODE
+    last = tr.steps[-1].state_obj
+    assert last.settled + last.reserved > g.spend_budget + 1e-9
+    # every step before the last is a step of the real model ...
+    states = replay(tr, upto=len(tr.steps) - 2)
+    assert states[-1] == tr.steps[-2].state_obj
+    # ... and the real model refuses the overspending one
+    with pytest.raises(Disabled):
+        step(g, states[-1], tr.steps[-1].event_obj)
+
+
+def test_stale_evidence_trace_commits_stale_evidence():
+    tr = cex("G4-broken-stale-accepted")
+    assert g4.commit_is_bound(tr.steps[0].state)
+    assert not g4.commit_is_bound(tr.steps[-1].state)
+    assert tr.steps[-1].event.startswith("Commit(")
+    # the stale commit names evidence produced on another tree than the one it committed on
+    commits = tr.steps[-1].state["commits(ev_state,ev_suite,state,suite)"]
+    assert any(row[0] != row[2] or row[1] != row[3] for row in commits)
+
+
+def test_malformed_trace_puts_an_ungated_state_in_the_checkpoint():
+    tr = cex("G5-broken-malformed-overwrites")
+    assert g5.checkpoint_is_gated(tr.steps[0].state)
+    assert not g5.checkpoint_is_gated(tr.steps[-1].state)
+    assert tr.steps[-1].event.startswith("Malformed(")
+
+
+def test_ranking_needs_the_ops_bound_because_claim_is_a_real_stutter():
+    tr = cex("G1-ranking-needs-ops-bound")
+    pre, post = tr.steps
+    assert type(post.event_obj).__name__ in ("Claim", "Reserve", "Settle")
+    g = next(g for g in shapes() if RunEncoding(g, Params.of(g)).case == tr.params["graph"])
+    concrete = LoopGraph.build(
+        [NodeSpec(n.name, attempts=tr.params[f"a_{n.name}"],
+                  spend_ceiling=float(tr.params[f"c_{n.name}"]), needs=n.needs,
+                  repairs=tuple(u for d, u in g.repair_pairs
+                                if d == n.name and f"({d},{u})" in tr.params["R"]))
+         for n in g.nodes], repair_budget=tr.params["K"], spend_budget=float(tr.params["B"]))
+    assert step(concrete, pre.state_obj, post.event_obj) == post.state_obj
+
+
+# ---- weakened invariants are caught -------------------------------------------------------------
+
+def _full_chain() -> LoopGraph:
+    return next(g for g in shapes() if len(g.repair_pairs) == 6)
+
+
+def test_attempt_bound_without_the_unstarted_descendants_clause_is_not_inductive():
+    graph = _full_chain()
+    enc = RunEncoding(graph, Params.symbolic(graph))
+
+    def weak(s: State) -> z3.BoolRef:
+        a = enc.params.attempts
+        lhs = s["attempts_total"] + z3.Sum([g1.remaining(enc, s, v) for v in graph.names])
+        counters = [z3.And(s.att(v) >= 0, s.att(v) <= a[v]) for v in graph.names]
+        return z3.And(*counters, lhs <= z3.Sum(list(a.values()))
+                      + s["repairs_used"] * g1.per_repair(enc))
+
+    assert check_inductive(enc, lambda s: g1.attempt_invariant(enc, s)) is None
+    found = check_transitions(enc, weak)
+    assert found is not None and found.kind == "cti"
+
+
+def test_spend_invariant_without_nonnegative_reservation_is_not_inductive():
+    graph = _full_chain()
+    enc = RunEncoding(graph, Params.symbolic(graph))
+
+    def weak(s: State) -> z3.BoolRef:
+        return z3.And(s["settled"] >= 0, g3.within_budget(enc, s))
+
+    found = check_transitions(enc, weak)
+    assert found is not None and found.kind == "cti"
+
+
+def test_a_claim_that_marks_done_is_caught_on_every_family_shape():
+    for graph in shapes():
+        enc = RunEncoding(graph, Params.symbolic(graph), g2.SelfReportMarksDone())
+        found = check_inductive(enc, lambda s, enc=enc: g2.no_drift_run(enc, s))
+        assert found is not None and "Claim" in found.note
+
+
+def test_settle_with_a_tolerance_lets_spend_creep_past_the_budget():
+    """The model once allowed Settle(amount <= reserved + EPS); the G3 proof caught it."""
+    from proofs.encoding import Semantics
+
+    class Tolerant(Semantics):
+        def guard_settle(self, enc, s, ev):
+            return z3.And(enc.in_attempt(s), ev.amount >= 0, ev.amount <= s["reserved"] + EPS)
+
+    graph = g3.ONE_NODE
+    enc = RunEncoding(graph, Params.symbolic(graph), Tolerant())
+    found = check_inductive(enc, lambda s: g3.spend_invariant(enc, s))
+    assert found is not None and "Settle" in found.note
+    # and the fixed model refuses exactly that step
+    s = step(graph, initial_state(graph), __import__("model").Begin("a"))
+    s = step(graph, s, Reserve(1.0))
+    with pytest.raises(Disabled):
+        step(graph, s, Settle(1.0 + 0.5e-9))
+
+
+# ---- the proof's W is the model's W --------------------------------------------------------------
+
+@pytest.mark.parametrize("graph", list(shapes()), ids=lambda g: RunEncoding(g, Params.of(g)).case)
+def test_closed_form_in_z3_equals_model_bounds(graph: LoopGraph):
+    for attempts, k in (((1, 2, 3), 2), ((2, 1, 1), 1), ((3, 3, 1), 0)):
+        for keep in (graph.repair_pairs, graph.repair_pairs[:1], ()):
+            nodes = [NodeSpec(n.name, attempts=a, needs=n.needs,
+                              repairs=tuple(u for d, u in keep if d == n.name))
+                     for n, a in zip(graph.nodes, attempts, strict=False)]
+            concrete = LoopGraph.build(nodes, repair_budget=k, spend_budget=math.inf)
+            w = z3.simplify(g1.closed_form(RunEncoding(concrete, Params.of(concrete))))
+            assert w.as_long() == attempt_bound(concrete)
+
+
+# ---- the command line ------------------------------------------------------------------------------
+
+def test_cli_json_and_out(tmp_path, capsys):
+    out = tmp_path / "deep" / "proofs.json"
+    assert cli.main(["--json", "--only", "G4", "G5", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text())
+    assert {r["guarantee"] for r in printed} == {"G4", "G5"}
+    for r in printed:
+        assert set(r) >= {"id", "guarantee", "expect", "result", "seconds"}
+        assert r["result"] == r["expect"]
+        assert isinstance(r["seconds"], float)
+        if r["expect"] == "refuted":
+            assert r["counterexample"]["steps"]
+
+
+def test_cli_table_shows_counterexamples(capsys):
+    assert cli.main(["--only", "G2-broken-self-report-run"]) == 0
+    text = capsys.readouterr().out
+    assert "G2-broken-self-report-run" in text and "Claim(a)" in text and "init" in text
+
+
+def test_cli_exits_nonzero_when_an_expectation_fails(monkeypatch, capsys):
+    wrong = Obligation("G5-wrongly-expected", "G5", "proved", "a broken variant expected to hold",
+                       g5.run_malformed_overwrites)
+    monkeypatch.setattr(obligations, "OBLIGATIONS", (wrong,))
+    assert cli.main(["--json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["result"] == "refuted"
+
+
+def test_cli_treats_unknown_as_failure(monkeypatch, capsys):
+    def undecided():
+        from proofs.solver import Unknown
+        raise Unknown("a query", "timeout")
+
+    monkeypatch.setattr(obligations, "OBLIGATIONS",
+                        (Obligation("G1-undecided", "G1", "proved", "times out", undecided),))
+    assert cli.main(["--json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["result"] == "unknown"
+
+
+def test_cli_rejects_an_unknown_selection(capsys):
+    assert cli.main(["--only", "G9-nothing"]) == 2
+    assert "fix:" in capsys.readouterr().err
+
+
+def test_z3_really_times_out_into_unknown():
+    """A query Z3 cannot decide (Fermat, n = 3) is `unknown` within a small budget, and
+    `witness` -- what every check asks through -- raises instead of answering."""
+    from proofs.solver import Answer, Unknown, ask, witness
+
+    x, y, z = z3.Ints("x y z")
+    fermat = [x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z]
+    assert ask(fermat, timeout_ms=50).answer is Answer.UNKNOWN
+    with pytest.raises(Unknown):
+        witness("Fermat", fermat, timeout_ms=50)
+
+
+def test_done_constant_is_the_model_status():
+    assert str(S_DONE) == Status.DONE.value

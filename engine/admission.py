@@ -67,13 +67,13 @@ from engine.evidence import (
     Check,
     Evidence,
     UnsafeTree,
-    canonical,
     digest,
     run_check,
     stale_reason,
     suite_hash,
     tree_hash,
 )
+from engine.ledger import canonical
 
 RECEIPT_VERSION = 1
 

@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.evidence import Evidence, canonical, tree_hash
+from engine.evidence import Evidence, tree_hash
+from engine.ledger import canonical
 
 
 class CheckpointError(Exception):

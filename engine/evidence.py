@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import stat
@@ -27,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from engine.errors import BadInput
+from engine.ledger import canonical  # the one byte form every digest is taken over
 from engine.process import ProcessError, run_command, safe_environment
 
 HASH_CHUNK = 1 << 16
@@ -34,12 +34,6 @@ HASH_CHUNK = 1 << 16
 
 class UnsafeTree(BadInput):
     """The workspace holds something a state hash cannot vouch for (an escaping symlink, a fifo)."""
-
-
-def canonical(obj: Any) -> bytes:
-    """The bytes every digest in this module is taken over: sorted keys, no spaces, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode()
 
 
 def digest(obj: Any) -> str:

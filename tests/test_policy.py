@@ -218,3 +218,11 @@ def test_policy_inside_a_worker_folder_is_refused(policy_dir):
     pin.assert_outside(policy_dir.parent / "elsewhere")
     with pytest.raises(BadInput, match="lies inside the worker's folder"):
         pin.assert_outside(policy_dir / "gates")
+
+
+def test_docs_list_every_field():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ledger.md").read_text()
+    for f in FIELDS:
+        assert f"`{f.name}`" in doc, f"docs/ledger.md does not document {f.name}"

@@ -64,7 +64,7 @@ class LoopGraph:
         return cls(ordered, repair_budget, spend_budget, {n.name: i for i, n in enumerate(ordered)})
 
     # ---- structure ----------------------------------------------------------------------
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(n.name for n in self.nodes)
 

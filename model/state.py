@@ -57,16 +57,14 @@ class RunState:
 
     def running(self, graph: LoopGraph) -> str | None:
         """The node with an attempt in flight, if any (the model runs one attempt at a time)."""
-        for name, st in zip(graph.names, self.status, strict=True):
-            if st is Status.RUNNING:
-                return name
-        return None
+        if Status.RUNNING not in self.status:
+            return None
+        return graph.names[self.status.index(Status.RUNNING)]
 
     def exhausted(self, graph: LoopGraph) -> str | None:
-        for name, st in zip(graph.names, self.status, strict=True):
-            if st is Status.EXHAUSTED:
-                return name
-        return None
+        if Status.EXHAUSTED not in self.status:
+            return None
+        return graph.names[self.status.index(Status.EXHAUSTED)]
 
     @property
     def ended(self) -> bool:

@@ -187,7 +187,7 @@ class Settle:
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _in_attempt(graph, s)) is not None:
             return why
-        if not 0 <= self.amount <= s.reserved + EPS:
+        if not 0 <= self.amount <= s.reserved:  # exact: an EPS here lets settled creep past B
             return f"settled amount {self.amount} is outside [0, reserved={s.reserved}]"
         return None
 
@@ -309,12 +309,36 @@ EVENT_TYPES: tuple[type, ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdic
 
 def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
     """Every enabled event except spend metering: what a scheduler, the gates and the repair
-    rule may do next. The explorer searches these; spend events take amounts, so are left out."""
+    rule may do next. The explorer searches these; spend events take amounts, so are left out.
+
+    Order: Finish; then per node Begin, Refuse, Verdict PASS, Verdict FAIL, Fail; then repairs.
+    Candidates are first narrowed by a necessary condition of each guard (a PENDING node for
+    Begin/Refuse, the node in flight for Verdict, an EXHAUSTED node for Fail and Repair), then
+    every guard is checked in full, so the result equals filtering all candidates by `enabled`.
+    """
+    if s.ended:
+        return
+    running = s.running(graph)
+    exhausted = {n for n, st in zip(graph.names, s.status, strict=True) if st is Status.EXHAUSTED}
+    candidates: list[Event] = [Finish()]
+    for name, st in zip(graph.names, s.status, strict=True):
+        if st is Status.PENDING:
+            candidates += [Begin(name), Refuse(name)]
+        if name == running:
+            candidates += [Verdict(name, True), Verdict(name, False)]
+        if st is Status.EXHAUSTED:
+            candidates.append(Fail(name))
+    candidates += [Repair(d, u) for d, u in graph.repair_pairs if d in exhausted]
+    for e in candidates:
+        if e.why_not(graph, s) is None:
+            yield e
+
+
+def all_control_candidates(graph: LoopGraph) -> list[Event]:
+    """Every control event of `graph`, enabled or not (for checking `control_events`)."""
     candidates: list[Event] = [Finish()]
     for name in graph.names:
         candidates += [Begin(name), Refuse(name), Verdict(name, True), Verdict(name, False),
                        Fail(name)]
     candidates += [Repair(d, u) for d, u in graph.repair_pairs]
-    for e in candidates:
-        if e.why_not(graph, s) is None:
-            yield e
+    return candidates

@@ -1,0 +1,318 @@
+"""The bound explorer: on every small graph, the true worst case of attempts equals W.
+
+    python -m model.explore --max-nodes 4 --json
+
+Enumerates every DAG with 1..max-nodes nodes (one per isomorphism class), every repair relation
+(every subset of the allowed pairs (d, u), u = d or u an ancestor of d), a_v in {1, 2} and K in
+{0, 1, 2}. For each case it computes the true worst-case attempt total over all schedules and all
+verdict sequences by exhaustive search of the model's own state space -- successors come from
+`model.transitions.control_events` and `step`, never from a copy of the rules -- and compares it
+with `model.bounds.attempt_bound` (W). A mismatch (W exceeded, W not reached, or a state that has
+not ended yet has no enabled event) exits 1 and prints the case and the schedule reaching the true
+worst case.
+
+Reductions, each sound for the number computed (the maximum of attempts still to come):
+
+- memoised on an abstraction of the state: node statuses, attempt counters (a DONE node's counter
+  is dropped: no guard or effect reads it before a repair resets it to 0), repairs left (K minus
+  repairs used) and the outcome. Activations, the pass set and the running total are dropped: no
+  guard reads them. Spend fields are constant since B is unbounded here (no spend events).
+  Because only K - repairs_used is read, one table serves K = 0, 1 and 2 of the same case.
+- symmetry: for a DAG with automorphisms, a (repair relation, a_v) assignment is explored only
+  if it is the least of its orbit; renaming nodes by an automorphism maps schedules to schedules
+  one for one, so the worst case is the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from model.bounds import attempt_bound
+from model.graph import LoopGraph, NodeSpec
+from model.state import RunState, Status, initial_state
+from model.transitions import Begin, Event, control_events, step
+
+ATTEMPT_CHOICES: tuple[int, ...] = (1, 2)
+K_CHOICES: tuple[int, ...] = (0, 1, 2)
+NAMES = "abcdefghij"
+
+Edges = tuple[tuple[int, int], ...]
+
+
+class Deadlock(Exception):
+    """A state that has not ended has no enabled control event: the run could never finish."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        super().__init__(f"no enabled event in a running state: {state}")
+
+
+# ---- the exhaustive search ----------------------------------------------------------------------
+
+Key = tuple[object, ...]
+
+
+def _key(graph: LoopGraph, s: RunState) -> Key:
+    """The part of a state the future depends on (see the module docstring for why)."""
+    nodes = tuple((st, 0 if st is Status.DONE else i) for st, i in zip(s.status, s.attempts,
+                                                                      strict=True))
+    return (s.outcome, nodes, graph.repair_budget - s.repairs_used)
+
+
+@dataclass
+class WorstCase:
+    """A memo table of the most attempts still to come from a state, and the event that gets them.
+
+    One table may serve several graphs that differ only in K (the key holds repairs left).
+    `spent` holds the states with no repair left; they may be shared by graphs that differ only
+    in their repair relation, since with K spent no guard reads the relation (Repair is disabled,
+    Fail is enabled on any exhausted node)."""
+
+    table: dict[Key, tuple[int, Event | None]] = field(default_factory=dict)
+    spent: dict[Key, tuple[int, Event | None]] = field(default_factory=dict)
+
+    def _memo(self, key: Key) -> dict[Key, tuple[int, Event | None]]:
+        return self.spent if key[2] == 0 else self.table
+
+    def remaining(self, graph: LoopGraph, s: RunState) -> int:
+        """The most attempts any schedule and verdict sequence can still begin from `s`."""
+        key = _key(graph, s)
+        memo = self._memo(key)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[0]
+        best, best_event = -1, None
+        for event in control_events(graph, s):
+            gain = 1 if isinstance(event, Begin) else 0
+            value = gain + self.remaining(graph, step(graph, s, event))
+            if value > best:
+                best, best_event = value, event
+        if best_event is None:
+            if not s.ended:
+                raise Deadlock(s)
+            best = 0
+        memo[key] = (best, best_event)
+        return best
+
+    @property
+    def states(self) -> int:
+        return len(self.table) + len(self.spent)
+
+    def schedule(self, graph: LoopGraph) -> list[Event]:
+        """The events of one run, from the initial state, that begins the most attempts."""
+        s = initial_state(graph)
+        self.remaining(graph, s)
+        events: list[Event] = []
+        while (event := self._memo(key := _key(graph, s))[key][1]) is not None:
+            events.append(event)
+            s = step(graph, s, event)
+        return events
+
+
+def true_worst_case(graph: LoopGraph) -> tuple[int, list[Event]]:
+    """The exact worst-case attempt total of `graph` (B unbounded) and a schedule reaching it."""
+    search = WorstCase()
+    return search.remaining(graph, initial_state(graph)), search.schedule(graph)
+
+
+# ---- the cases ----------------------------------------------------------------------------------
+
+def dags(n: int) -> list[Edges]:
+    """One DAG on nodes 0..n-1 per isomorphism class; every edge (i, j) has i < j."""
+    pairs = list(itertools.combinations(range(n), 2))
+    perms = list(itertools.permutations(range(n)))
+    seen: set[Edges] = set()
+    out: list[Edges] = []
+    for mask in range(1 << len(pairs)):
+        edges = tuple(p for b, p in enumerate(pairs) if mask >> b & 1)
+        canon = min(tuple(sorted((q[i], q[j]) for i, j in edges)) for q in perms)
+        if canon not in seen:
+            seen.add(canon)
+            out.append(edges)
+    return out
+
+
+def automorphisms(n: int, edges: Edges) -> list[tuple[int, ...]]:
+    target = set(edges)
+    return [q for q in itertools.permutations(range(n))
+            if {(q[i], q[j]) for i, j in edges} == target]
+
+
+def ancestors(n: int, edges: Edges) -> list[frozenset[int]]:
+    anc: list[set[int]] = [set() for _ in range(n)]
+    for i, j in sorted(edges):  # i < j, so processing by i sees every ancestor of i first
+        anc[j] |= anc[i] | {i}
+    return [frozenset(a) for a in anc]
+
+
+def allowed_pairs(n: int, edges: Edges) -> tuple[tuple[int, int], ...]:
+    """Every (d, u) a repair relation may hold: u = d or u an ancestor of d."""
+    anc = ancestors(n, edges)
+    return tuple((d, u) for d in range(n) for u in sorted(anc[d] | {d}))
+
+
+def build_graph(n: int, edges: Edges, relation: Sequence[tuple[int, int]],
+                attempts: Sequence[int], k: int) -> LoopGraph:
+    specs = [NodeSpec(name=NAMES[v], attempts=attempts[v],
+                      needs=tuple(NAMES[i] for i, j in edges if j == v),
+                      repairs=tuple(NAMES[u] for d, u in relation if d == v))
+             for v in range(n)]
+    return LoopGraph.build(specs, repair_budget=k)
+
+
+def _least_in_orbit(relation: tuple[tuple[int, int], ...], attempts: tuple[int, ...],
+                    autos: list[tuple[int, ...]]) -> bool:
+    here = (relation, attempts)
+    for q in autos:
+        rel = tuple(sorted((q[d], q[u]) for d, u in relation))
+        att = [0] * len(attempts)
+        for v, a in enumerate(attempts):
+            att[q[v]] = a
+        if (rel, tuple(att)) < here:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Task:
+    """All cases of one DAG and one a_v vector (every repair relation and K): a unit of work."""
+
+    n: int
+    edges: Edges
+    attempts: tuple[int, ...]
+
+
+@dataclass
+class TaskResult:
+    cases: int = 0
+    states: int = 0
+    mismatch: dict[str, object] | None = None
+
+
+def tasks(max_nodes: int) -> Iterator[Task]:
+    for n in range(1, max_nodes + 1):
+        for edges in dags(n):
+            for attempts in itertools.product(ATTEMPT_CHOICES, repeat=n):
+                yield Task(n, edges, attempts)
+
+
+def relations(n: int, edges: Edges) -> Iterator[tuple[tuple[int, int], ...]]:
+    """Every repair relation on this DAG: every subset of the allowed pairs."""
+    pairs = allowed_pairs(n, edges)
+    for mask in range(1 << len(pairs)):
+        yield tuple(p for b, p in enumerate(pairs) if mask >> b & 1)
+
+
+def run_task(task: Task) -> TaskResult:
+    """Check every repair relation and K for one DAG and a_v; stop at the first mismatch."""
+    result = TaskResult()
+    autos = [q for q in automorphisms(task.n, task.edges) if q != tuple(range(task.n))]
+    spent: dict[Key, tuple[int, Event | None]] = {}
+    for relation in relations(task.n, task.edges):
+        if autos and not _least_in_orbit(relation, task.attempts, autos):
+            continue
+        search = WorstCase(spent=spent)
+        for k in K_CHOICES:
+            graph = build_graph(task.n, task.edges, relation, task.attempts, k)
+            result.cases += 1
+            mismatch = check(graph, search)
+            if mismatch is not None:
+                result.mismatch = mismatch
+                break
+        result.states += len(search.table)
+        if result.mismatch is not None:
+            break
+    result.states += len(spent)
+    return result
+
+
+def check(graph: LoopGraph, search: WorstCase | None = None) -> dict[str, object] | None:
+    """None if the true worst case equals W; otherwise the counterexample, as plain data."""
+    search = search or WorstCase()
+    w = attempt_bound(graph)
+    try:
+        worst = search.remaining(graph, initial_state(graph))
+    except Deadlock as exc:
+        return describe(graph, w, None, [], problem="deadlock", state=exc.state.summary(graph))
+    if worst == w:
+        return None
+    problem = "W exceeded" if worst > w else "W not reached"
+    return describe(graph, w, worst, search.schedule(graph), problem=problem)
+
+
+def describe(graph: LoopGraph, w: int, worst: int | None, schedule: list[Event],
+             **extra: object) -> dict[str, object]:
+    return {
+        "nodes": list(graph.names),
+        "attempts": {n.name: n.attempts for n in graph.nodes},
+        "needs": {n.name: list(n.needs) for n in graph.nodes},
+        "repairs": {n.name: list(n.repairs) for n in graph.nodes},
+        "K": graph.repair_budget,
+        "W": w,
+        "true_worst_case": worst,
+        "schedule": [repr(e) for e in schedule],
+        **extra,
+    }
+
+
+# ---- the command --------------------------------------------------------------------------------
+
+def explore(max_nodes: int, workers: int = 2) -> dict[str, object]:
+    """Check every case up to `max_nodes` nodes; the summary and the first mismatch, if any."""
+    start = time.perf_counter()
+    graphs = sum(len(dags(n)) for n in range(1, max_nodes + 1))
+    total = TaskResult()
+    mismatches = 0
+    # heaviest first (most repair relations), so that two workers finish together
+    work = sorted(tasks(max_nodes), key=lambda t: -len(allowed_pairs(t.n, t.edges)))
+    if workers > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = list(pool.imap(run_task, work, chunksize=1))
+    else:
+        results = [run_task(t) for t in work]
+    for r in results:
+        total.cases += r.cases
+        total.states += r.states
+        if r.mismatch is not None:
+            mismatches += 1
+            total.mismatch = total.mismatch or r.mismatch
+    summary: dict[str, object] = {
+        "graphs": graphs,
+        "cases": total.cases,
+        "mismatches": mismatches,
+        "seconds": round(time.perf_counter() - start, 2),
+        "states": total.states,
+    }
+    if total.mismatch is not None:
+        summary["first_counterexample"] = total.mismatch
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m model.explore", description=__doc__.split(
+        "\n")[0])
+    parser.add_argument("--max-nodes", type=int, default=4, choices=range(1, 6),
+                        help="largest graph to enumerate (default 4)")
+    parser.add_argument("--workers", type=int, default=2, help="processes to use (default 2)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = parser.parse_args(argv)
+    summary = explore(args.max_nodes, max(1, args.workers))
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(f"graphs {summary['graphs']}  cases {summary['cases']}  "
+              f"mismatches {summary['mismatches']}  seconds {summary['seconds']}")
+        if "first_counterexample" in summary:
+            print(json.dumps(summary["first_counterexample"], indent=2, sort_keys=True))
+    return 1 if summary["mismatches"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""G1's closed form W: never exceeded, reached by a concrete schedule, equal to its sympy form."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from experiments.bounds import SCALES, graph_text, load_results, plot_series, random_graph
+from experiments.bounds import run as run_experiment
+from model.bounds import (
+    attempt_bound,
+    peer_bound,
+    rerun_set,
+    spend_bound,
+    symbolic_attempt_bound,
+    symbolic_spend_bound,
+    symbolic_values,
+    worst_repair_pair,
+)
+from model.explore import true_worst_case
+from model.graph import LoopGraph, NodeSpec
+from model.state import Outcome, RunState, Status, initial_state
+from model.transitions import Begin, Finish, Repair, Verdict, control_events, step
+
+
+@st.composite
+def graphs(draw: st.DrawFn, max_nodes: int = 4, max_attempts: int = 3, max_k: int = 3) -> LoopGraph:
+    """A small DAG (edges i -> j with i < j), a_v, c_v, K and a repair relation drawn from the
+    allowed pairs (d, d) and (d, ancestor of d)."""
+    n = draw(st.integers(1, max_nodes))
+    names = [f"n{i}" for i in range(n)]
+    edges = {(i, j) for i in range(n) for j in range(i + 1, n) if draw(st.booleans())}
+    anc: list[set[int]] = [set() for _ in range(n)]
+    for i, j in sorted(edges):
+        anc[j] |= anc[i] | {i}
+    allowed = [(d, u) for d in range(n) for u in sorted(anc[d] | {d})]
+    relation = draw(st.sets(st.sampled_from(allowed))) if allowed else set()
+    nodes = [NodeSpec(names[v], attempts=draw(st.integers(1, max_attempts)),
+                      spend_ceiling=draw(st.sampled_from([0.5, 1.0, 2.0])),
+                      needs=tuple(names[i] for i, j in sorted(edges) if j == v),
+                      repairs=tuple(names[u] for d, u in sorted(relation) if d == v))
+             for v in range(n)]
+    return LoopGraph.build(nodes, repair_budget=draw(st.integers(0, max_k)))
+
+
+def replay(graph: LoopGraph, events) -> RunState:
+    s = initial_state(graph)
+    for e in events:
+        s = step(graph, s, e)
+    return s
+
+
+@settings(max_examples=60)
+@given(graphs())
+def test_w_is_never_exceeded_and_is_reached(graph: LoopGraph) -> None:
+    worst, schedule = true_worst_case(graph)
+    assert worst == attempt_bound(graph)
+    end = replay(graph, schedule)
+    assert end.ended and end.attempts_total == worst
+    assert attempt_bound(graph) <= peer_bound(graph)
+
+
+def brute_force_worst(graph: LoopGraph, s: RunState) -> int:
+    """Every complete run, no memo, no abstraction: the most attempts any run begins."""
+    events = list(control_events(graph, s))
+    if not events:
+        assert s.ended
+        return s.attempts_total
+    return max(brute_force_worst(graph, step(graph, s, e)) for e in events)
+
+
+@settings(max_examples=25)
+@given(graphs(max_nodes=3, max_attempts=2, max_k=1))
+def test_the_memoised_search_equals_enumerating_every_run(graph: LoopGraph) -> None:
+    # Checks the explorer's state abstraction (it drops activations, passes, a DONE node's counter)
+    assert true_worst_case(graph)[0] == brute_force_worst(graph, initial_state(graph))
+
+
+def maximising_schedule(graph: LoopGraph) -> RunState:
+    """Repeat the maximising pair (d, u) K times, then let everything pass on its last attempt.
+
+    Each activation runs every node outside {d} and desc(d) first, then d, then desc(d); every
+    node fails until its last attempt; d fails that one too while repairs are left, and the repair re-runs
+    S_u \\ desc(d). A hand policy, independent of the explorer."""
+    pair = worst_repair_pair(graph)
+    d, u = pair if pair is not None else (None, None)
+    late = graph.desc(d) if d is not None else frozenset()
+    s = initial_state(graph)
+    while not s.ended:
+        options = list(control_events(graph, s))
+        if (running := s.running(graph)) is not None:
+            last = s.attempts_of(graph, running) == graph.node(running).attempts
+            keep_failing = running == d and s.repairs_used < graph.repair_budget
+            s = step(graph, s, Verdict(running, last and not keep_failing))
+        elif (x := s.exhausted(graph)) is not None:
+            assert x == d and Repair(d, u) in options
+            s = step(graph, s, Repair(d, u))
+        elif begins := [e for e in options if isinstance(e, Begin)]:
+            # everything outside {d} and desc(d) first, then d, then desc(d)
+            order = sorted(begins, key=lambda e: (e.node == d) + 2 * (e.node in late))
+            s = step(graph, s, order[0])
+        else:
+            s = step(graph, s, Finish())
+    return s
+
+
+@settings(max_examples=80)
+@given(graphs(max_nodes=5, max_attempts=4, max_k=4))
+def test_repeating_the_maximising_pair_k_times_reaches_w(graph: LoopGraph) -> None:
+    end = maximising_schedule(graph)
+    assert end.outcome is Outcome.DONE
+    assert end.attempts_total == attempt_bound(graph)
+    assert end.repairs_used == (graph.repair_budget if graph.repair_pairs else 0)
+
+
+def test_a_worked_example() -> None:
+    # a -> b -> c, c may repair a; K = 2. Rerun set of (c, a) is {a, b, c}: W = 6 + 2 * 6 = 18,
+    # the peer engine's bound is (1 + 2) * 6 = 18. With (b, a) only: S_a \ desc(b) = {a, b}.
+    g = LoopGraph.build([NodeSpec("a", attempts=3), NodeSpec("b", attempts=2, needs=("a",)),
+                         NodeSpec("c", attempts=1, needs=("b",), repairs=("a",))], repair_budget=2)
+    assert attempt_bound(g) == 18 and peer_bound(g) == 18
+    h = LoopGraph.build([NodeSpec("a", attempts=3),
+                         NodeSpec("b", attempts=2, needs=("a",), repairs=("a",)),
+                         NodeSpec("c", attempts=1, needs=("b",))], repair_budget=2)
+    assert rerun_set(h, "b", "a") == {"a", "b"}
+    assert attempt_bound(h) == 6 + 2 * 5 and peer_bound(h) == 18
+    assert true_worst_case(h)[0] == 16
+    assert maximising_schedule(h).attempts_total == 16
+
+
+def test_no_repair_relation_means_w_is_the_sum_of_attempts() -> None:
+    g = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", attempts=3)], repair_budget=5)
+    assert attempt_bound(g) == 5 and worst_repair_pair(g) is None
+    assert true_worst_case(g)[0] == 5
+
+
+def test_the_spend_bound_weights_attempts_by_their_ceiling() -> None:
+    g = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.5),
+                         NodeSpec("b", attempts=1, spend_ceiling=4.0, needs=("a",), repairs=("b",))],
+                        repair_budget=3)
+    assert math.isclose(spend_bound(g), 2 * 1.5 + 4.0 + 3 * 4.0)
+
+
+@settings(max_examples=60)
+@given(graphs(max_nodes=5))
+def test_the_symbolic_bounds_equal_the_numeric_ones(graph: LoopGraph) -> None:
+    values = symbolic_values(graph)
+    assert int(symbolic_attempt_bound(graph).subs(values)) == attempt_bound(graph)
+    assert math.isclose(float(symbolic_spend_bound(graph).subs(values)), spend_bound(graph))
+
+
+def test_the_symbolic_bound_is_the_closed_form() -> None:
+    import sympy
+
+    g = LoopGraph.build([NodeSpec("a"), NodeSpec("b", needs=("a",), repairs=("a", "b"))])
+    w = symbolic_attempt_bound(g)
+    a, b, k = sympy.symbols("a_a a_b K", integer=True, positive=True)
+    k = sympy.Symbol("K", integer=True, nonnegative=True)
+    assert sympy.simplify(w - (a + b + k * sympy.Max(a + b, b))) == 0
+    # and it simplifies to the pair (b, a) since a_a >= 1
+    assert sympy.simplify(w - (a + b + k * (a + b))) == 0
+
+
+def test_status_enum_is_used_by_the_schedule() -> None:
+    g = LoopGraph.build([NodeSpec("a", attempts=2, repairs=("a",))], repair_budget=1)
+    end = maximising_schedule(g)
+    assert end.status == (Status.DONE,) and end.attempts_total == 4 == attempt_bound(g)
+
+
+# ---- the experiment (experiments/bounds.py) -----------------------------------------------------
+
+def test_the_experiment_is_byte_identical_for_a_seed(tmp_path) -> None:
+    first, _ = run_experiment("smoke", 3, tmp_path / "one", workers=1)
+    run_experiment("smoke", 3, tmp_path / "two", workers=1)
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == ["explorer.json", "random.csv", "random.json", "summary.json"]
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert "seconds" not in (tmp_path / "one" / "explorer.json").read_text()
+    assert first["worst_equals_w"] == first["random_graphs"] == 24
+    assert first["worst_exceeds_w"] == 0 and first["explorer_mismatches"] == 0
+
+    rows = load_results(tmp_path / "one")["rows"]
+    assert all(r["W"] <= r["peer"] and r["worst"] == r["W"] for r in rows)
+    series = plot_series(rows)
+    assert series["W"] == sorted(series["W"]) and len(series["x"]) == len(rows)
+
+
+def test_the_seed_decides_the_random_graphs() -> None:
+    def draw(seed: int) -> list[str]:
+        rng = random.Random(seed)
+        return [graph_text(random_graph(rng, SCALES["smoke"])) for _ in range(5)]
+
+    assert draw(1) == draw(1) and draw(1) != draw(2)
+    assert len(set(draw(1))) > 1

@@ -1,0 +1,127 @@
+"""The bound explorer: what it enumerates, that it finds no mismatch, and that it can fail."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+
+import model.explore as explore_module
+from model.bounds import attempt_bound
+from model.explore import (
+    Deadlock,
+    WorstCase,
+    allowed_pairs,
+    automorphisms,
+    build_graph,
+    check,
+    dags,
+    explore,
+    main,
+    relations,
+    true_worst_case,
+)
+from model.graph import LoopGraph, NodeSpec
+from model.state import initial_state
+from model.transitions import Begin, all_control_candidates, step
+
+
+def test_one_dag_per_isomorphism_class() -> None:
+    # unlabelled DAGs on n nodes: 1, 2, 6, 31 (OEIS A003087)
+    assert [len(dags(n)) for n in range(1, 5)] == [1, 2, 6, 31]
+    assert all(i < j for g in dags(4) for i, j in g)
+
+
+def test_allowed_pairs_are_self_and_ancestors() -> None:
+    chain = ((0, 1), (1, 2))
+    assert allowed_pairs(3, chain) == ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2))
+    assert len(list(relations(3, chain))) == 2 ** 6
+    assert allowed_pairs(2, ()) == ((0, 0), (1, 1))
+
+
+def test_automorphisms_of_a_fork() -> None:
+    assert automorphisms(3, ((0, 1), (0, 2))) == [(0, 1, 2), (0, 2, 1)]
+    assert len(automorphisms(3, ())) == 6
+    assert automorphisms(3, ((0, 1), (1, 2))) == [(0, 1, 2)]
+
+
+def test_symmetric_cases_have_the_same_worst_case() -> None:
+    # The explorer skips all but the least of each orbit; renaming by an automorphism must not
+    # change the worst case. Checked on every case of a fork and of a 3-node antichain, K = 1.
+    for edges in (((0, 1), (0, 2)), ()):
+        autos = automorphisms(3, edges)
+        for relation in relations(3, edges):
+            for att in itertools.product((1, 2), repeat=3):
+                here = true_worst_case(build_graph(3, edges, relation, att, 1))[0]
+                for q in autos:
+                    rel = tuple(sorted((q[d], q[u]) for d, u in relation))
+                    moved = [0, 0, 0]
+                    for v, a in enumerate(att):
+                        moved[q[v]] = a
+                    assert true_worst_case(build_graph(3, edges, rel, moved, 1))[0] == here
+
+
+def test_one_table_serves_every_k_and_every_relation_when_no_repair_is_left() -> None:
+    # The explorer shares memo entries across K and, for states with K spent, across relations.
+    for relation in relations(2, ((0, 1),)):
+        shared = WorstCase()
+        for k in (2, 0, 1):
+            g = build_graph(2, ((0, 1),), relation, (2, 1), k)
+            assert shared.remaining(g, initial_state(g)) == true_worst_case(g)[0] == attempt_bound(g)
+
+
+def test_explorer_up_to_three_nodes_finds_no_mismatch() -> None:
+    summary = explore(3, workers=1)
+    assert summary["graphs"] == 9
+    assert summary["cases"] == 4518
+    assert summary["mismatches"] == 0 and "first_counterexample" not in summary
+
+
+def test_the_command_prints_the_summary_as_json() -> None:
+    done = subprocess.run([sys.executable, "-m", "model.explore", "--max-nodes", "3", "--json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert {"graphs", "cases", "mismatches", "seconds"} <= set(summary)
+    assert summary["mismatches"] == 0 and summary["cases"] == 4518
+
+
+@pytest.mark.parametrize(("delta", "problem"), [(-1, "W exceeded"), (1, "W not reached")])
+def test_a_wrong_bound_is_a_mismatch_with_a_counterexample(monkeypatch, capsys, delta: int,
+                                                           problem: str) -> None:
+    monkeypatch.setattr(explore_module, "attempt_bound", lambda g: attempt_bound(g) + delta)
+    g = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", needs=("a",), repairs=("a",))],
+                        repair_budget=1)
+    found = check(g)
+    assert found is not None and found["problem"] == problem
+    assert found["true_worst_case"] == 6 and found["W"] == 6 + delta
+    # the schedule reaches the true worst case when replayed through the model
+    s = initial_state(g)
+    events = {repr(e): e for e in all_control_candidates(g)}
+    for text in found["schedule"]:
+        s = step(g, s, events[text])
+    assert s.ended and s.attempts_total == 6
+
+    assert main(["--max-nodes", "2", "--workers", "1", "--json"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["mismatches"] > 0
+    first = summary["first_counterexample"]
+    assert {"nodes", "attempts", "needs", "repairs", "K", "W", "true_worst_case", "schedule"} <= set(first)
+
+
+def test_a_state_with_no_event_that_has_not_ended_is_a_deadlock(monkeypatch) -> None:
+    g = LoopGraph.build([NodeSpec("a")])
+    monkeypatch.setattr(explore_module, "control_events", lambda graph, s: iter(()))
+    with pytest.raises(Deadlock):
+        WorstCase().remaining(g, initial_state(g))
+    found = check(g)
+    assert found is not None and found["problem"] == "deadlock"
+
+
+def test_attempts_are_counted_at_begin() -> None:
+    g = LoopGraph.build([NodeSpec("a", attempts=3)])
+    worst, schedule = true_worst_case(g)
+    assert worst == 3 == sum(isinstance(e, Begin) for e in schedule)

@@ -45,6 +45,7 @@ reproduce: venv
 	$(BIN)/loopproof run examples/repair/graph.toml --ledger results/examples/repair.jsonl --json
 	$(BIN)/loopproof run examples/budget/graph.toml --ledger results/examples/budget.jsonl --json || test $$? -eq 4
 	$(BIN)/python -m experiments.integrity --scale $(SCALE) --seed $(SEED) --json
+	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
 	@echo "make reproduce: results written to results/"
 
 clean:

@@ -8,7 +8,6 @@ import stat
 
 import pytest
 
-from engine.cli import main as cli_main
 from engine.errors import BadInput, LedgerCorrupt
 from engine.ledger import Ledger, canonical, record_hash, verify
 from engine.policy import load_policy
@@ -147,6 +146,22 @@ def test_sign_refuses_a_broken_ledger_and_bad_keys(tmp_path, keys):
     with pytest.raises(LedgerCorrupt, match="line 3"):
         sign_head(path, priv)
     assert verify_signed(path, pub).status == "broken"
+
+
+def cli_main(argv):
+    """`loopproof verify` without importing every other subcommand (the CLI wiring and its exit
+    codes for bad input are tested in test_ledger.py)."""
+    import argparse
+
+    from engine.commands import verify as command
+
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    try:
+        return command.main(args)
+    except BadInput:
+        return 2
 
 
 def test_cli_verify_with_public_key(tmp_path, keys, capsys):

@@ -44,6 +44,7 @@ reproduce: venv
 	$(BIN)/loopproof run examples/pipeline/graph.toml --ledger results/examples/pipeline.jsonl --json
 	$(BIN)/loopproof run examples/repair/graph.toml --ledger results/examples/repair.jsonl --json
 	$(BIN)/loopproof run examples/budget/graph.toml --ledger results/examples/budget.jsonl --json || test $$? -eq 4
+	rm -rf results/examples/regress-restore.jsonl* && $(BIN)/loopproof run examples/regress-restore/graph.toml --ledger results/examples/regress-restore.jsonl --json
 	$(BIN)/python -m experiments.integrity --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
 	@echo "make reproduce: results written to results/"

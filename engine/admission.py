@@ -456,7 +456,7 @@ class AdmissionBroker:
         self.log.append({"type": "guard.checkpoint", "tree": info.tree_hash,
                          "generation": info.generation, "evidence_ids": list(info.evidence_ids),
                          "proposal": proposal})
-        self._ensure_base()
+        self._ensure_base(advance=True)
 
     # ---- completion -----------------------------------------------------------------------------
     def complete(self) -> Completion:
@@ -586,8 +586,9 @@ class AdmissionBroker:
                 return False
         return True
 
-    def _ensure_base(self) -> list[str]:
-        """If the workspace is not exactly the current candidate, restore it (exactly)."""
+    def _ensure_base(self, advance: bool = False) -> list[str]:
+        """If the workspace is not exactly the current candidate, restore it (exactly).
+        `advance`: the candidate just moved to a newly admitted checkpoint (not a recovery)."""
         try:
             now: str | None = tree_hash(self.workspace)
         except UnsafeTree:
@@ -595,9 +596,10 @@ class AdmissionBroker:
         if now == self.base:
             return []
         leftovers = self.store.restore(self.base, self.workspace)
-        self.counts["restores"] += 1
-        self.log.append({"type": "guard.restore", "found": now, "restored": self.base,
-                         "removed": leftovers})
+        if not advance:
+            self.counts["restores"] += 1
+        self.log.append({"type": "guard.advance" if advance else "guard.restore", "found": now,
+                         "restored": self.base, "removed": leftovers})
         return leftovers
 
     def _store_proposal(self, record: dict) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib
 import json
 import math
 import shutil
@@ -67,6 +68,8 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {}
+# Kinds defined in other engine modules, imported the first time a spec names them.
+KIND_MODULES: dict[str, str] = {"revision": "engine.revision"}
 
 
 def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:
@@ -237,6 +240,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
             raise bad(f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
         node = NodeTable(node_name, nt, path)
         kind_name = nt.get("kind", "command")
+        if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
+            importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
         if not isinstance(kind_name, str) or kind_name not in KINDS:
             raise node.error("kind", f"unknown kind {kind_name!r}",
                              f"use one of {sorted(KINDS)}")

@@ -125,3 +125,34 @@ def test_complete_is_idempotent_and_closes(tmp_path: Path) -> None:
     first = broker.complete()
     assert first.completed and broker.complete() is first and broker.closed
     assert broker.submit(_patch(BAD)).outcome is Outcome.CLOSED
+
+
+# ---- the "revision" node kind: bad fields are bad input (exit 2, nothing written) -------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "regress-restore"
+
+
+@pytest.mark.parametrize("line,field", [("revisions = 0", "revisions"),
+                                        ('on_stale = "ignore"', "on_stale"),
+                                        ('seed = "no-such-folder"', "seed"),
+                                        ('protected = "tests"', "protected"),
+                                        ('challenge = "python3"', "challenge"),
+                                        ("colour = 1", "colour")])
+def test_revision_kind_rejects_bad_fields(tmp_path: Path, line: str, field: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.cli import main
+
+    text = (EXAMPLE / "graph.toml").read_text()
+    key = line.split(" = ")[0]
+    lines = [ln for ln in text.splitlines() if not ln.startswith(f"{key} =")]
+    at = lines.index("[node.caesar]") + 1
+    spec = tmp_path / "graph.toml"
+    spec.write_text("\n".join([*lines[:at], line, *lines[at:]]) + "\n")
+    for f in ("start", "coder.py", "check_visible.py", "check_challenge.py", "check_hidden.py"):
+        src = EXAMPLE / f
+        (tmp_path / f).symlink_to(src, target_is_directory=src.is_dir())
+    ledger = tmp_path / "run.jsonl"
+    assert main(["run", str(spec), "--ledger", str(ledger), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert f"'{field}'" in err and "fix:" in err and len(err.strip().splitlines()) == 1
+    assert not ledger.exists()

@@ -8,6 +8,8 @@ CASES.md is generated from it (`python -m engine.conformance --markdown`).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import time
@@ -17,6 +19,8 @@ from pathlib import Path
 
 from engine.actions import Escalate, Keep, parse_reply
 from engine.admission import Outcome, load_receipt, verify_receipt
+from engine.checkpoint import CheckpointStore
+from engine.cli import main
 from engine.errors import BadInput
 from engine.evidence import UnsafeTree, digest, file_digest, stale_reason, tree_hash
 from engine.ledger import Ledger
@@ -786,3 +790,35 @@ def cf040(tmp: Path) -> None:
     assert c.receipt["coverage"]["checks"]["challenge"]["terminal"] is True
     assert c.receipt["liveness"]["admitted"] == 1 and c.receipt["liveness"]["rejected"] == 1
     assert verify_receipt(c.receipt, lab.ledger.records, b.store) == []
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "regress-restore" / "graph.toml"
+
+
+@case("CF041", "correct-then-regress through the runner (kind = revision)",
+      obligation="G5 in a real run: a revision node keeps its checkpoint, completes with a "
+                 "receipt, and the node's gate verifies that receipt",
+      fault="examples/regress-restore: the worker repairs caesar.py, then regresses it with a "
+            "patch plus direct edits and a leftover file, then replies 'STATUS: DONE'",
+      expected="`loopproof run` exits 0 (DONE); decisions admitted, rejected, invalid; the "
+               "workspace holds the repaired code and no leftover; the receipt verifies")
+def cf041(tmp: Path) -> None:
+    ledger = tmp / "run.jsonl"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["run", str(EXAMPLE), "--ledger", str(ledger), "--json"])
+    report = json.loads(out.getvalue())
+    assert code == 0 and report["outcome"] == "DONE", report
+    claims = next(r for r in Ledger.open(ledger).records if r["type"] == "claim")["claims"]
+    assert claims["revisions"] == ["admitted", "rejected", "invalid"], claims
+    ws = Path(f"{ledger}.work") / "caesar"
+    assert sorted(p.name for p in ws.iterdir()) == ["caesar.py"]
+    assert "SHIFT = 4" in (ws / "caesar.py").read_text()
+    state = Path(claims["receipt"]).parent
+    receipt = load_receipt(Path(claims["receipt"]))
+    assert receipt["checkpoint"]["tree_hash"] == tree_hash(ws) == claims["checkpoint"]
+    assert verify_receipt(receipt, Ledger.open(state / "guard.jsonl").records,
+                          CheckpointStore(state / "checkpoint")) == []
+    restores = [r for r in Ledger.open(state / "guard.jsonl").records
+                if r["type"] == "guard.restore"]
+    assert any(r["removed"] == ["notes.txt"] for r in restores)

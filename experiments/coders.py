@@ -19,6 +19,7 @@ import random
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from engine.actions import Action, Escalate, Keep, Patch, parse_reply
@@ -74,6 +75,14 @@ def _cases(items: Any) -> list[Case]:
     return out
 
 
+@lru_cache(maxsize=8192)
+def _search(entry: str, sources: tuple[str, ...], checks: tuple[Case, ...]
+            ) -> list[list[tuple[bool, str, float]]]:
+    """The search's test runs, cached: conditions that name the same checks on the same state
+    ask the same question (results are deterministic, so the cache changes no outcome)."""
+    return run_cases(entry, list(sources), list(checks), first=True)
+
+
 class SearchCoder:
     """Search-based repair over the edit family; seeded, deterministic, offline."""
 
@@ -106,7 +115,7 @@ class SearchCoder:
         if mode == "blind":
             e = edits[0]
             return Reply(Patch({SOLUTION: e.source}), True, mode, 1, f"{e.kind} {e.where}")
-        rows = run_cases(task.entry, [e.source for e in edits], checks, first=True)
+        rows = _search(task.entry, tuple(e.source for e in edits), tuple(checks))
         for e, row in zip(edits, rows, strict=False):
             if all(ok for ok, _, _ in row):
                 return Reply(Patch({SOLUTION: e.source}), True, mode, len(rows),
@@ -219,7 +228,7 @@ def model_meter(budget: float, node: str = "coder") -> tuple[Any, list[dict[str,
 
     def commit(event: Any, record: dict[str, Any]) -> Any:
         box["state"] = step(graph, box["state"], event)
-        records.append(record)
+        records.append({**record, **vars(event), "event": type(event).__name__})
         return box["state"]
 
     return Meter(graph, node, commit, lambda: box["state"]), records

@@ -20,6 +20,7 @@ import copy
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 BIN_SWAPS: dict[type, tuple[type, ...]] = {
     ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add,), ast.Mult: (ast.Add, ast.FloorDiv),
@@ -131,6 +132,12 @@ def _blocks(fn: ast.FunctionDef) -> list[list[ast.stmt]]:
 def enumerate_edits(source: str, entry: str, *, deletions: bool = True) -> list[Edit]:
     """Every single edit of the family applied to `source`, deduplicated, in a fixed order.
     Edits that leave the program unchanged or do not unparse are dropped."""
+    return list(_enumerate(source, entry, deletions))
+
+
+@lru_cache(maxsize=4096)
+def _enumerate(source: str, entry: str, deletions: bool) -> tuple[Edit, ...]:
+    """Cached: the same state is revised under every evidence condition."""
     tree = ast.parse(source)
     fn = _entry(tree, entry)
     if fn is None:
@@ -166,7 +173,7 @@ def enumerate_edits(source: str, entry: str, *, deletions: bool = True) -> list[
                 clone = copy.deepcopy(tree)
                 del _blocks(_entry(clone, entry))[b][s]
                 keep("delete", f"block {b} statement {s}", clone)
-    return out
+    return tuple(out)
 
 
 def restorations(source: str, history: list[str]) -> list[Edit]:

@@ -81,8 +81,10 @@ def run_task(job: tuple[Task, Sequence[int], int, dict[str, Any]]) -> dict[str, 
 def run_all(tasks: list[Task], seeds: Sequence[int], revisions: int, spec: dict[str, Any],
             workers: int) -> dict[str, list[dict]]:
     jobs = [(t, tuple(seeds), revisions, spec) for t in tasks]
-    if workers > 1 and len(jobs) > 1 and "coder" not in spec:
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    # One meter per run: a model coder runs in this process only.
+    if workers > 1 and len(jobs) > 1 and spec.get("kind") == "search":
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(workers) as pool:
             parts = pool.map(run_task, jobs, chunksize=1)
     else:
         parts = [run_task(j) for j in jobs]

@@ -1,0 +1,109 @@
+"""The OpenAI-compatible coder against a local fake server: metered with a reservation before
+each call, typed replies, malformed replies fail closed to Keep. No real network."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai import fake_openai
+
+from engine.actions import Escalate, Keep, Patch
+from engine.meter import BudgetOverrun
+from experiments.coders import SOLUTION, OpenAICoder, Request, model_meter
+from experiments.tasks import Case, Suite, Task
+
+SRC = "def inc(x):\n    return x + 2\n"
+FIXED = "def inc(x):\n    return x + 1\n"
+TASK = Task("Toy/1", "inc", "def inc(x):\n    '''x plus one'''\n", SRC,
+            Suite("visible", (Case("(1,)", "2"),)), Suite("challenge", (Case("(2,)", "3"),)),
+            Suite("hidden", (Case("(5,)", "6", True),)))
+
+
+class Recording:
+    """Wraps the engine meter and writes its calls into the shared event list."""
+
+    def __init__(self, events, budget=1.0):
+        self.events = events
+        self.meter, self.records = model_meter(budget)
+
+    def reserve(self, amount, what="charge"):
+        out = self.meter.reserve(amount, what)
+        self.events.append("reserve")
+        return out
+
+    def settle(self, used, what="charge", **facts):
+        self.events.append("settle")
+        return self.meter.settle(used, what, **facts)
+
+
+def coder_for(server, meter, price=0.01):
+    return OpenAICoder(server.base_url, "fake-model", meter, price_per_1k=price, max_tokens=100,
+                       timeout_s=10)
+
+
+def request():
+    return Request(TASK, SRC, None, (), 7, 1)
+
+
+def test_a_patch_reply_is_a_patch_and_each_call_is_reserved_before_it_is_sent():
+    events: list[str] = []
+    reply = json.dumps({"action": "patch", "files": {SOLUTION: FIXED}, "note": "done"})
+    with fake_openai([reply, json.dumps({"action": "escalate", "reason": "unclear spec"})],
+                     events) as server:
+        meter = Recording(events)
+        coder = coder_for(server, meter)
+        r1 = coder.revise(request())
+        r2 = coder.revise(request())
+    assert isinstance(r1.action, Patch) and r1.action.files[SOLUTION] == FIXED and r1.claims_done
+    assert isinstance(r2.action, Escalate) and not r2.claims_done
+    assert events == ["reserve", "request", "settle"] * 2
+    body = server.requests[0]["body"]
+    assert server.requests[0]["path"] == "/v1/chat/completions"
+    assert body["model"] == "fake-model" and body["seed"] == 7 and body["max_tokens"] == 100
+    assert "x plus one" in body["messages"][1]["content"]
+    kinds = [r["event"] for r in meter.records]
+    assert kinds == ["Reserve", "Settle"] * 2
+    # the settle charges the reported usage (500 tokens at 0.01 per 1k), never above the hold
+    holds = [r["amount"] for r in meter.records if r["event"] == "Reserve"]
+    assert all(h > 0 for h in holds)
+    assert meter.meter._state().settled == pytest.approx(sum(min(0.005, h) for h in holds))
+
+
+@pytest.mark.parametrize("content", [
+    "STATUS: DONE",
+    "not json at all",
+    json.dumps({"action": "patch", "files": {}}),
+    json.dumps({"action": "patch", "files": {"other.py": FIXED}}),
+    json.dumps({"action": "patch", "files": {SOLUTION: "def inc(x:\n"}}),
+    json.dumps({"action": "launch"}),
+    json.dumps(["patch"]),
+    "",
+])
+def test_malformed_replies_fail_closed_to_keep(content):
+    with fake_openai([content]) as server:
+        coder = coder_for(server, Recording([]))
+        r = coder.revise(request())
+    assert isinstance(r.action, Keep) and r.valid is False and r.claims_done is False
+
+
+@pytest.mark.parametrize("reply", [("status", 500), ("raw", b"{\"choices\": []}"), ("raw", b"<html>")])
+def test_server_errors_are_keep_and_the_reservation_is_settled(reply):
+    events: list[str] = []
+    with fake_openai([reply], events) as server:
+        meter = Recording(events)
+        r = coder_for(server, meter).revise(request())
+    assert isinstance(r.action, Keep) and not r.valid
+    assert events == ["reserve", "request", "settle"]
+    assert meter.meter.outstanding == 0
+
+
+def test_a_reservation_that_does_not_fit_stops_before_any_request():
+    events: list[str] = []
+    with fake_openai(["{}"], events) as server:
+        meter = Recording(events, budget=0.0001)
+        coder = coder_for(server, meter, price=1.0)  # (chars/3 + 100) tokens at 1.0 per 1k
+        with pytest.raises(BudgetOverrun):
+            coder.revise(request())
+    assert server.requests == [] and "request" not in events
+    assert meter.records[-1]["event"] == "Overrun"

@@ -47,6 +47,7 @@ reproduce: venv
 	rm -rf results/examples/regress-restore.jsonl* && $(BIN)/loopproof run examples/regress-restore/graph.toml --ledger results/examples/regress-restore.jsonl --json
 	$(BIN)/python -m experiments.integrity --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
+	$(BIN)/python -m experiments.transition --scale $(SCALE) --seed $(SEED) --json
 	@echo "make reproduce: results written to results/"
 
 clean:

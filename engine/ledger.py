@@ -249,6 +249,7 @@ class Ledger:
         """A new ledger at `path` holding `first` as record 0; refuses an existing file."""
         path = Path(path)
         _check_record(first, str(path))
+        canonical(first)  # refuses what JSON cannot carry exactly, before the file exists
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:

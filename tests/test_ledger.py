@@ -131,6 +131,23 @@ def test_create_refuses_an_existing_file(tmp_path):
     assert path.read_bytes() == b"keep me"
 
 
+@pytest.mark.parametrize("first", [{"graph": "g"}, {"type": "run", "x": float("nan")},
+                                   {"type": "run", "x": {1, 2}}])
+def test_create_with_a_bad_first_record_writes_no_file(tmp_path, first):
+    with pytest.raises((ValueError, TypeError)):
+        Ledger.create(tmp_path / "l.jsonl", first)
+    assert not (tmp_path / "l.jsonl").exists()
+
+
+def test_empty_file_is_an_empty_verified_ledger(tmp_path):
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b"")
+    assert verify(path).as_dict() == {"status": "verified", "records": 0, "head": "",
+                                      "error": None}
+    led = Ledger.open(path)
+    assert len(led) == 0 and led.torn is None and led.append({"type": "run"})["seq"] == 0
+
+
 def test_create_in_missing_folder_is_bad_input(tmp_path):
     with pytest.raises(BadInput, match="folder does not exist"):
         Ledger.create(tmp_path / "no" / "l.jsonl", {"type": "run_start"})

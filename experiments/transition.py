@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import BadInput
+from engine.meter import BudgetOverrun
 from experiments import arms, metrics
 from experiments.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.conditions import CONDITIONS
@@ -80,6 +81,8 @@ def run_task(job: tuple[Task, Sequence[int], int, dict[str, Any]]) -> dict[str, 
 
 def run_all(tasks: list[Task], seeds: Sequence[int], revisions: int, spec: dict[str, Any],
             workers: int) -> dict[str, list[dict]]:
+    if spec.get("kind") == "openai" and "coder" not in spec:
+        spec = {**spec, "coder": _coder(spec)}  # one coder, one meter, one budget for the run
     jobs = [(t, tuple(seeds), revisions, spec) for t in tasks]
     # One meter per run: a model coder runs in this process only.
     if workers > 1 and len(jobs) > 1 and spec.get("kind") == "search":
@@ -285,8 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"experiments.transition: {exc}", file=sys.stderr)
         return 2
     workers = args.workers if args.coder == "search" else 1
-    summary = run_experiment(scale_name=args.scale, seed=args.seed, out=args.out,
-                             coder_spec=spec, workers=workers)
+    try:
+        summary = run_experiment(scale_name=args.scale, seed=args.seed, out=args.out,
+                                 coder_spec=spec, workers=workers)
+    except BudgetOverrun as exc:
+        print(f"experiments.transition: budget exhausted, nothing written: {exc}; fix: raise "
+              f"--budget or lower the scale", file=sys.stderr)
+        return 4
     if args.json:
         print(dump_json(summary), end="")
     else:

@@ -123,7 +123,7 @@ class Runner:
         if stop.exists():
             raise BadInput(str(stop), "--stop-file", "the stop file already exists",
                            "remove it, or give another --stop-file")
-        policy = _load_policy(spec)
+        policy = _load_policy(spec, workspace_root(ledger_path))
         pins = {str(p): file_digest(p) for cfg in spec.nodes.values()
                 for p in cfg.pinned_files()}
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
@@ -150,7 +150,14 @@ class Runner:
                                 f"fix: restore the ledger from a trusted copy")
         stop = Path(stop_file or replayed.first.get("stop_file")
                     or default_stop_file(Path(ledger_path)))
-        policy = _load_policy(spec) if replayed.first.get("policy") is not None else None
+        recorded = replayed.first.get("policy")
+        policy = None
+        if recorded is not None:  # re-pinned from the record; checked (and recorded) by recover
+            from engine.policy import PolicyPin
+            if not isinstance(recorded, dict) or "path" not in recorded:
+                raise LedgerCorrupt(f"{ledger_path}: record 0: malformed policy record; fix: "
+                                    f"restore the ledger from a trusted copy")
+            policy = PolicyPin(Path(recorded["path"]), recorded)
         return cls(spec, ledger, replayed, stop_file=stop, progress=progress, policy=policy)
 
     # ---- state -------------------------------------------------------------------------------
@@ -204,6 +211,8 @@ class Runner:
                 self.error = str(exc)
             finally:
                 self.sync()
+        if self.policy is not None and self.error is None:
+            _sign(self.ledger.path, self.policy)
         return self.exit_code()
 
     def exit_code(self) -> int:
@@ -417,9 +426,31 @@ class Runner:
         self.ledger.close()
 
 
-def _load_policy(spec: Spec) -> Any:
+def _load_policy(spec: Spec, root: Path) -> Any:
+    """Pin the policy the graph names; refuse (exit 2) a graph that asks for more than the policy
+    allows, or a policy that lies inside the workers' folder."""
     if spec.policy is None:
         return None
-    from engine.policy import PolicyPin  # the policy module is optional until a graph names one
-    return PolicyPin.load(spec.policy)
+    from engine.policy import PolicyPin
+
+    pin = PolicyPin.load(spec.policy)
+    b = spec.bounds()
+    problems = pin.policy.admits(spend_budget=spec.graph.spend_budget,
+                                 repair_budget=spec.graph.repair_budget,
+                                 attempt_bound=b["attempts"])
+    if problems:
+        raise BadInput(str(spec.path), "[graph] policy", "; ".join(problems),
+                       "lower the graph's budgets, or have the policy's owner raise them")
+    pin.assert_outside(root)
+    return pin
+
+
+def _sign(ledger_path: Path, pin: Any) -> None:
+    """Sign the ledger head when the policy names a signing key (engine.signing)."""
+    policy = getattr(pin, "policy", None)
+    if policy is None:
+        from engine.policy import parse_policy
+        policy = parse_policy(pin.path.read_bytes(), pin.path)
+    from engine.signing import sign_with_policy
+    sign_with_policy(ledger_path, policy)
 

@@ -23,6 +23,7 @@ for tests); with none given they are only returned.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -172,6 +173,9 @@ def evolve(catalog: Catalog, config: Mapping[str, float], reply: object, *, stag
     """
     if stage not in COMMIT_RECORD:
         raise ValueError(f"stage must be 'round' or 'idle', not {stage!r}")
+    if set(config) != set(catalog.knobs):
+        raise ValueError(f"the configuration's knobs {sorted(config)} are not the catalogue's "
+                         f"{sorted(catalog.knobs)}")
     rejected: list[Rejection] = []
     proposals: list[dict[str, str]] = []
     current = dict(config)
@@ -221,8 +225,11 @@ def evolve(catalog: Catalog, config: Mapping[str, float], reply: object, *, stag
 
     records = _records(stage, round, current, applied, rejected, proposals)
     if recorder is not None:
-        for rec in records:
-            recorder.append(rec)
+        # One fsync for the stage when the recorder is a ledger (group commit); the commit
+        # record is last, so a crash before it leaves the configuration as it was.
+        with getattr(recorder, "group", contextlib.nullcontext)():
+            for rec in records:
+                recorder.append(rec)
     return Decision(stage, round, current, tuple(applied), tuple(rejected), tuple(proposals),
                     tuple(records))
 

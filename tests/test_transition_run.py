@@ -73,3 +73,13 @@ def test_a_run_with_the_chat_coder_against_the_fake_server(tmp_path):
     # + 2 guarded runs, one revision each
     assert len(server.requests) == 12
     assert summary["current_correct"] == [0.0]  # Keep from a wrong start stays wrong
+
+
+def test_a_model_run_that_runs_out_of_budget_exits_4_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "o"
+    with fake_openai([json.dumps({"action": "keep"})] * 5) as server:
+        code = main(["--coder", "openai", "--base-url", server.base_url, "--model", "m",
+                     "--price", "1000", "--budget", "0.5", "--scale", "smoke", "--out", str(out)])
+    assert code == 4 and not out.exists()
+    assert server.requests == []  # the first reservation already did not fit
+    assert "budget exhausted" in capsys.readouterr().err

@@ -165,9 +165,11 @@ def plot_series(rows: list[dict[str, object]]) -> dict[str, list[int]]:
     }
 
 
-def run(scale_name: str, seed: int, out: Path, workers: int = 2) -> tuple[dict[str, object], float]:
-    """Compute everything, then write the four files. Returns the summary and explorer seconds."""
-    scale = SCALES[scale_name]
+def run(scale_name: str, seed: int, out: Path, workers: int = 2,
+        scale: Scale | None = None) -> tuple[dict[str, object], float]:
+    """Compute everything, then write the four files. Returns the summary and explorer seconds.
+    `scale` overrides the named scale's sizes (tests use a tiny one)."""
+    scale = scale or SCALES[scale_name]
     figures = explore(scale.explore_nodes, workers)
     seconds = float(figures.pop("seconds"))
     explorer = {"max_nodes": scale.explore_nodes, **figures}

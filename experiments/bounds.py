@@ -194,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="processes to use (default 2)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"experiments.bounds: --out {args.out} is a file, not a directory; "
+              "fix: name a directory (default results/bounds)", file=sys.stderr)
+        return 2
     start = time.perf_counter()
     summary, explorer_seconds = run(args.scale, args.seed, args.out, max(1, args.workers))
     report = {**summary, "out": str(args.out), "explorer_seconds": explorer_seconds,

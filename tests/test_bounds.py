@@ -197,3 +197,12 @@ def test_the_seed_decides_the_random_graphs() -> None:
 
     assert draw(1) == draw(1) and draw(1) != draw(2)
     assert len(set(draw(1))) > 1
+
+
+def test_the_experiment_refuses_a_file_as_its_output_directory(tmp_path, capsys) -> None:
+    from experiments.bounds import main
+
+    target = tmp_path / "taken"
+    target.write_text("x")
+    assert main(["--scale", "smoke", "--out", str(target)]) == 2
+    assert "--out" in capsys.readouterr().err and target.read_text() == "x"

@@ -15,7 +15,8 @@ decisions, the receipt digest) are recorded in the run ledger and never read by 
 
 Each attempt keeps its state next to the workspace, outside the worker's tree:
 `<ledger>.work/<node>.guard/a<activation>.<attempt>/` (checkpoint store, proposals,
-guard.jsonl, receipt.json).
+guard.jsonl, receipt.json); an attempt re-run after a crash gets `...rerun<n>/` and the old
+folder stays, so repeated execution is visible.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ class RevisionWorker:
         if self.seed is not None and not any(p.name != "inputs" for p in ws.iterdir()):
             shutil.copytree(self.seed, ws, dirs_exist_ok=True, symlinks=True)
         state = ws.parent / f"{ctx.node}.guard" / f"a{ctx.activation}.{ctx.attempt}"
-        shutil.rmtree(state, ignore_errors=True)  # a re-run after a crash starts clean
+        rerun = 0
+        while state.exists():  # a re-run after a crash: keep the old state for audit
+            rerun += 1
+            state = state.with_name(f"a{ctx.activation}.{ctx.attempt}.rerun{rerun}")
         state.mkdir(parents=True)
         ledger_path = state / "guard.jsonl"
         ledger = Ledger.create(ledger_path, {"type": "guard.run", "node": ctx.node,

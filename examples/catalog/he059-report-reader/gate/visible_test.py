@@ -1,0 +1,2 @@
+def check(candidate):
+    assert candidate(15) == 5

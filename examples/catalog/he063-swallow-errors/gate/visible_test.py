@@ -1,0 +1,2 @@
+def check(candidate):
+    assert candidate(2) == 1

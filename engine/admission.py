@@ -307,7 +307,8 @@ class AdmissionBroker:
         return ev
 
     def evidence(self) -> Evidence:
-        """Evidence from the feedback check bound to the current candidate (run if needed)."""
+        """Evidence from the feedback check bound to the current candidate (run if needed).
+        Raises CheckpointError (and stops the broker) if the checkpoint store was damaged."""
         self._require_started()
         self._ensure_base()
         cached = self._feedback_cache
@@ -349,8 +350,16 @@ class AdmissionBroker:
 
     # ---- one revision -------------------------------------------------------------------------
     def submit(self, reply: bytes | str | None, based_on: Evidence | None = None) -> Decision:
-        """Parse, store and (for a Patch) evaluate one worker reply. See the module docstring."""
+        """Parse, store and (for a Patch) evaluate one worker reply. See the module docstring.
+        A damaged checkpoint store stops the broker (fail closed) instead of raising."""
         self._require_started()
+        try:
+            return self._submit(reply, based_on)
+        except CheckpointError as exc:
+            self._stop("failed", f"checkpoint store damaged: {exc}")
+            return self._decide(Outcome.CLOSED, self.status_reason)
+
+    def _submit(self, reply: bytes | str | None, based_on: Evidence | None) -> Decision:
         if self.closed:
             return self._decide(Outcome.CLOSED, f"revisions stopped: {self.status_reason}")
         if not self._pins_hold():
@@ -467,7 +476,10 @@ class AdmissionBroker:
             return self._completion
         if self.status == "failed" or not self._pins_hold():
             return Completion(False, f"cannot complete: {self.status_reason}")
-        restored = self._ensure_base()
+        try:
+            restored = self._ensure_base()
+        except CheckpointError:
+            return Completion(False, f"cannot complete: {self.status_reason}")
         if self.checkpoint is None:
             self._stop("failed", "no candidate passed admission; nothing to complete")
             return Completion(False, self.status_reason)
@@ -595,7 +607,11 @@ class AdmissionBroker:
             now = None  # e.g. a symlink out of the workspace was planted: restore removes it
         if now == self.base:
             return []
-        leftovers = self.store.restore(self.base, self.workspace)
+        try:
+            leftovers = self.store.restore(self.base, self.workspace)
+        except CheckpointError as exc:
+            self._stop("failed", f"cannot restore the current candidate: {exc}")
+            raise
         if not advance:
             self.counts["restores"] += 1
         self.log.append({"type": "guard.advance" if advance else "guard.restore", "found": now,

@@ -107,8 +107,12 @@ class CheckpointStore:
     def head(self) -> CheckpointInfo | None:
         if not self.head_path.exists():
             return None
-        obj = json.loads(self.head_path.read_text(encoding="utf-8"))
-        return CheckpointInfo(obj["tree_hash"], tuple(obj["evidence_ids"]), int(obj["generation"]))
+        try:
+            obj = json.loads(self.head_path.read_text(encoding="utf-8"))
+            return CheckpointInfo(str(obj["tree_hash"]), tuple(obj["evidence_ids"]),
+                                  int(obj["generation"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{self.head_path}: unreadable HEAD ({exc})") from None
 
     def commit(self, candidate: Path, evidence: Sequence[Evidence],
                required_suites: Mapping[str, str]) -> CheckpointInfo:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.admission import AdmissionBroker, Completion, GuardPolicy, verify_receipt
-from engine.checkpoint import CheckpointStore
+from engine.checkpoint import CheckpointError, CheckpointStore
 from engine.evidence import CommandCheck, UnsafeTree, run_check, tree_hash
 from engine.gate import ACCEPT, ERROR, REJECT, GateResult
 from engine.ledger import Ledger, canonical
@@ -125,7 +125,10 @@ class RevisionWorker:
                 decision = broker.submit(reply, based_on=evidence)
                 outcomes.append(decision.outcome.value)
                 if not broker.closed:
-                    evidence = broker.evidence()
+                    try:
+                        evidence = broker.evidence()
+                    except CheckpointError:
+                        break  # the broker has stopped, fail closed; complete() says why
             completion = broker.complete()
         finally:
             ledger.close()

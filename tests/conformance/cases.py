@@ -823,3 +823,21 @@ def cf041(tmp: Path) -> None:
     restores = [r for r in Ledger.open(state / "guard.jsonl").records
                 if r["type"] == "guard.restore"]
     assert any(r["removed"] == ["notes.txt"] for r in restores)
+
+
+@case("CF042", "checkpoint store damaged during revisions",
+      obligation="G5: the checkpoint is only ever what was admitted; a damaged store fails closed",
+      fault="after the checkpoint, something overwrites a file in its stored snapshot and "
+            "edits the workspace so that a restore is needed",
+      expected="the next submit is closed naming the altered snapshot; the broker is failed; "
+               "completion is refused; no receipt")
+def cf042(tmp: Path) -> None:
+    lab = Lab(tmp, CORRECT)
+    b = lab.broker()
+    ev = b.start()
+    (b.store.objects / str(b.checkpoint) / "calc.py").write_text(BROKEN)
+    (lab.ws / "calc.py").write_text(OVERFIT)
+    d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n"}), based_on=ev)
+    assert d.outcome is Outcome.CLOSED and "altered" in d.reason and b.status == "failed"
+    assert not b.complete().completed
+    _no_receipt(lab)

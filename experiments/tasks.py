@@ -10,7 +10,8 @@ Only tasks whose `check` is a flat list of `assert candidate(<literals>) == <lit
 so every assertion is data (a `Case`) and no test code is executed from the dataset.
 
 Candidate code never runs in this process: `run_cases` sends a batch of candidates and cases to
-one `python -I` subprocess through `engine.process.run_command`, which enforces a per-call alarm,
+one `python -I` subprocess through `engine.process.run_command`, which enforces a per-call CPU
+alarm (SIGPROF, so a loaded machine does not turn a slow call into a timeout),
 a memory limit and a wall-clock limit on the whole batch.
 """
 
@@ -29,9 +30,9 @@ from engine.evidence import digest
 from engine.process import run_command, safe_environment
 from experiments.edits import enumerate_edits, normalize
 
-CALL_TIMEOUT_S = 0.5      # per call of a candidate on one input
+CALL_TIMEOUT_S = 0.5      # CPU seconds per call of a candidate on one input (load-independent)
 BATCH_TIMEOUT_S = 300.0   # the whole batch (the per-call alarm normally fires long before)
-REFERENCE_SLOW_S = 0.05   # hidden inputs on which the reference is slower than this are dropped
+REFERENCE_SLOW_S = 0.05   # hidden inputs costing the reference more CPU seconds are dropped
 HIDDEN_MAX = 24
 MIN_ASSERTIONS = 4
 
@@ -85,13 +86,13 @@ def code_hash(source: str) -> str:
 
 # --------------------------------------------------------------------------- the runner
 RUNNER = r'''
-import ast, json, math, resource, signal, sys
+import ast, json, math, resource, signal, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 class Slow(Exception):
     pass
 def _alarm(signum, frame):
     raise Slow()
-signal.signal(signal.SIGALRM, _alarm)
+signal.signal(signal.SIGPROF, _alarm)
 def same(a, b, approx):
     if approx and isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
         return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
@@ -111,12 +112,12 @@ for source in job["candidates"]:
     rows = []
     env = {"__name__": "candidate"}
     try:
-        signal.setitimer(signal.ITIMER_REAL, limit)
+        signal.setitimer(signal.ITIMER_PROF, limit)
         exec(compile(source, "solution.py", "exec"), env)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
         fn = env[job["entry"]]
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
         out.append([[False, "load error: " + type(exc).__name__, 0.0]] * len(job["cases"]))
         continue
     dead = False
@@ -125,16 +126,18 @@ for source in job["candidates"]:
             rows.append([False, "skipped after timeout", 0.0]); continue
         want = ast.literal_eval(expected)
         try:
-            signal.setitimer(signal.ITIMER_REAL, limit)
-            got = fn(*ast.literal_eval(args))
-            left = signal.getitimer(signal.ITIMER_REAL)[0]
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            rows.append([bool(same(got, want, approx)), short(got), round(limit - left, 4)])
+            call_args = ast.literal_eval(args)
+            t0 = time.process_time()
+            signal.setitimer(signal.ITIMER_PROF, limit)
+            got = fn(*call_args)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            used = time.process_time() - t0
+            rows.append([bool(same(got, want, approx)), short(got), round(used, 4)])
         except Slow:
             dead = True
             rows.append([False, "timeout", limit])
         except BaseException as exc:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
             rows.append([False, "raised " + type(exc).__name__, 0.0])
     out.append(rows)
     if job.get("first") and rows and all(r[0] for r in rows):

@@ -62,7 +62,7 @@ from engine.actions import (
     patch_violations,
 )
 from engine.checkpoint import CheckpointError, CheckpointStore
-from engine.errors import BadInput
+from engine.errors import BadInput, LedgerCorrupt
 from engine.evidence import (
     Check,
     Evidence,
@@ -646,6 +646,45 @@ def run_revisions(broker: AdmissionBroker, coder: Callable[[Evidence], bytes | s
         decisions.append(d)
         evidence = None if broker.closed else broker.evidence()
     return decisions, broker.complete()
+
+
+# ---- replay ------------------------------------------------------------------------------------
+
+def stored_proposals(state_dir: Path, records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every proposal the ledger names, in order, read from the content-addressed store and
+    checked: a missing or altered proposal raises LedgerCorrupt naming it."""
+    out = []
+    for r in records:
+        if r.get("type") != "guard.proposal":
+            continue
+        d = str(r.get("digest"))
+        path = Path(state_dir) / "proposals" / f"{d}.json"
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise LedgerCorrupt(f"{path}: proposal {d[:12]} unreadable ({exc}); fix: restore "
+                                f"the proposal store from a trusted copy") from None
+        body = {k: v for k, v in stored.items() if k != "digest"}
+        if digest(body) != d or stored.get("digest") != d:
+            raise LedgerCorrupt(f"{path}: proposal {d[:12]} does not match its digest; fix: "
+                                f"restore the proposal store from a trusted copy")
+        out.append(stored)
+    return out
+
+
+def replay_outcomes(broker: AdmissionBroker, proposals: Sequence[Mapping[str, Any]]
+                    ) -> list[Outcome]:
+    """Feed stored proposals, in order, to a fresh `broker` (same workspace start, same checks),
+    each citing the evidence current at that moment; return the outcomes. With deterministic
+    checks, a guarded run's patch decisions replay identically (stale citations excepted:
+    replay cites current evidence)."""
+    evidence: Evidence | None = broker.start()
+    outcomes = []
+    for p in proposals:
+        d = broker.submit(p.get("raw"), based_on=evidence)
+        outcomes.append(d.outcome)
+        evidence = None if broker.closed else broker.evidence()
+    return outcomes
 
 
 # ---- receipts ---------------------------------------------------------------------------------

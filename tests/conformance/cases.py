@@ -16,9 +16,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.actions import Escalate, Keep, parse_reply
-from engine.admission import Outcome, load_receipt, verify_receipt
+from engine.admission import (
+    Outcome,
+    load_receipt,
+    replay_outcomes,
+    stored_proposals,
+    verify_receipt,
+)
 from engine.checkpoint import CheckpointStore
-from engine.errors import BadInput
+from engine.errors import BadInput, LedgerCorrupt
 from engine.evidence import UnsafeTree, digest, file_digest, stale_reason, tree_hash
 from engine.ledger import Ledger
 from engine.runner import Runner
@@ -841,3 +847,47 @@ def cf042(tmp: Path) -> None:
     assert d.outcome is Outcome.CLOSED and "altered" in d.reason and b.status == "failed"
     assert not b.complete().completed
     _no_receipt(lab)
+
+
+@case("CF043", "stored proposals replay to the same decisions",
+      obligation="typed actions: every proposal is kept content-addressed so a run can be replayed",
+      fault="a session of invalid, admitted, rejected and kept replies is replayed from the "
+            "proposal store into a fresh broker on the same start",
+      expected="the replayed outcomes equal the recorded ones, and the replay ends on the same "
+               "checkpoint")
+def cf043(tmp: Path) -> None:
+    lab = Lab(tmp, WRONG)
+    b = lab.broker()
+    replies = ["STATUS: DONE", reply_patch({"calc.py": CORRECT}), reply_patch({"calc.py": OVERFIT}),
+               '{"action": "keep"}']
+    ev = b.start()
+    recorded = []
+    for r in replies:
+        recorded.append(b.submit(r, based_on=ev).outcome)
+        ev = b.evidence()
+    proposals = stored_proposals(b.state_dir, lab.ledger.records)
+    assert [p["raw"] for p in proposals] == replies
+    (lab.ws / "calc.py").write_text(WRONG)  # the same start
+    fresh = lab.broker()
+    assert replay_outcomes(fresh, proposals) == recorded
+    assert fresh.checkpoint == b.checkpoint
+
+
+@case("CF044", "altered stored proposal",
+      obligation="typed actions: the proposal store is content-addressed; an edit is detected",
+      fault="a stored proposal's raw reply is edited after the run",
+      expected="reading the proposals for replay raises LedgerCorrupt naming the proposal")
+def cf044(tmp: Path) -> None:
+    lab = Lab(tmp, CORRECT)
+    b = lab.broker()
+    ev = b.start()
+    d = b.submit(reply_patch({"calc.py": BROKEN}), based_on=ev)
+    path = b.proposals_dir / f"{d.proposal}.json"
+    stored = json.loads(path.read_text())
+    stored["raw"] = reply_patch({"calc.py": CORRECT})
+    path.write_text(json.dumps(stored))
+    try:
+        stored_proposals(b.state_dir, lab.ledger.records)
+        raise AssertionError("an altered proposal was read back")
+    except LedgerCorrupt as exc:
+        assert str(d.proposal)[:12] in str(exc)

@@ -66,11 +66,15 @@ def test_symmetric_cases_have_the_same_worst_case() -> None:
 
 def test_one_table_serves_every_k_and_every_relation_when_no_repair_is_left() -> None:
     # The explorer shares memo entries across K and, for states with K spent, across relations.
-    for relation in relations(2, ((0, 1),)):
-        shared = WorstCase()
+    edges = ((0, 1), (1, 2))
+    spent: dict = {}
+    for relation in relations(3, edges):
+        shared = WorstCase(spent=spent)
         for k in (2, 0, 1):
-            g = build_graph(2, ((0, 1),), relation, (2, 1), k)
-            assert shared.remaining(g, initial_state(g)) == true_worst_case(g)[0] == attempt_bound(g)
+            g = build_graph(3, edges, relation, (2, 1, 2), k)
+            alone = true_worst_case(g)[0]
+            assert shared.remaining(g, initial_state(g)) == alone == attempt_bound(g)
+    assert spent and all(key[2] == 0 for key in spent)
 
 
 def test_explorer_up_to_three_nodes_finds_no_mismatch() -> None:

@@ -95,8 +95,7 @@ def condition_table(rows: Sequence[Row]) -> dict[str, Any]:
     if alpha is not None and beta is not None:
         out["expected_change"] = [round(expected_change(p, alpha, beta), 6) for p in q_prev]
         out["continuation_harmful"] = [continuation_harmful(p, alpha, beta) for p in q_prev]
-        out["stop_threshold"] = ratio(int(alpha * 1e6), int((alpha + beta) * 1e6)) \
-            if alpha + beta > 0 else None
+        out["stop_threshold"] = round(alpha / (alpha + beta), 6) if alpha + beta > 0 else None
     return out
 
 

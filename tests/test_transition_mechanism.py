@@ -110,3 +110,22 @@ def test_suite_checks_bind_to_the_task_suites(task):
     assert challenge.identity()["version"] == task.challenge.hash
     d = Path(__file__).parent  # any folder without solution.py is an error, not a pass
     assert visible.run(d).verdict == "error"
+
+
+def test_condition_payloads(task):
+    from experiments.conditions import CONDITIONS, evidence_for
+    wrong, previous = arms.starts(task, SEED)
+    ev = {c: evidence_for(c, task, wrong, previous) for c in CONDITIONS}
+    assert ev["unavailable"] is None
+    assert set(ev["current_binary"].payload) == {"check", "verdict", "text"}
+    assert ev["current_trace"].payload["failed"][0]["actual"] != \
+        ev["current_trace"].payload["failed"][0]["expected"]
+    assert ev["stale_trace"].state_hash == code_hash(previous)
+    assert ev["current_trace"].state_hash == code_hash(wrong)
+    filler, real = ev["nonactionable"].payload["text"], ev["current_trace"].payload["text"]
+    assert len(filler) == len(real) and task.entry not in filler
+    assert ev["current_trace_full"].payload["check"] == "visible+challenge"
+    coder = SearchCoder()
+    assert coder.read(ev["nonactionable"]) == ("blind", [])
+    assert coder.read(ev["current_binary"])[0] == "blind"
+    assert coder.read(trace(task, task.reference))[0] == "preserve"

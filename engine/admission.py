@@ -88,7 +88,7 @@ class GuardPolicy:
     on_invalid: Literal["keep", "escalate"] = "keep"  # malformed / empty / DONE-only replies
     candidate_budget: int = 10  # patches evaluated by the admission checks, at most
     wall_budget_s: float | None = None  # seconds for revisions after start(); None: unlimited
-    repeat_limit: int = 2  # the n-th proposal of an already rejected tree escalates, unevaluated
+    repeat_limit: int = 1  # a tree rejected this many times escalates when proposed again
     require_evidence: bool = True  # a Patch must cite evidence bound to the current tree
 
     def __post_init__(self) -> None:
@@ -282,6 +282,9 @@ class AdmissionBroker:
                          "policy": self.pinned_policy, "guard": asdict(self.policy),
                          "protected": list(self.protected)})
         evidence = self._evaluate(self.store.path_of(self.base), self.base, "initial")
+        for e in evidence:  # the feedback check may already have judged the initial tree
+            if e.check == self.feedback.name:
+                self._feedback_cache = e
         if all(e.verdict == "pass" for e in evidence) and len(evidence) == len(self.admission):
             self._commit(self.store.path_of(self.base), evidence, "initial")
         return self.evidence()
@@ -418,7 +421,7 @@ class AdmissionBroker:
                 return self._decide(Outcome.KEPT, "the patch changes nothing", candidate=candidate,
                                     **extra)
             seen = self._rejected.get(candidate, 0)
-            if seen >= self.policy.repeat_limit - 1 and seen > 0:
+            if seen >= self.policy.repeat_limit:
                 why = (f"tree {candidate[:12]} was already rejected {seen} time(s); "
                        f"escalating instead of spending the budget on it again")
                 self._stop("escalated", why)
@@ -426,7 +429,8 @@ class AdmissionBroker:
             self.counts["evaluated"] += 1
             evidence = self._evaluate(copy, candidate, "admission")
             passed = len(evidence) == len(self.admission) and all(
-                e.verdict == "pass" for e in evidence)
+                e.verdict == "pass" and e.suite_hash == self.pinned_suites[e.check]
+                for e in evidence)
             if passed and not self.closed:
                 self._commit(copy, evidence, extra["proposal"])
                 self.counts["admitted"] += 1

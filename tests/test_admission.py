@@ -92,6 +92,15 @@ def test_guard_policy_validates(kwargs) -> None:
         GuardPolicy(**kwargs)
 
 
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_repeat_limit_counts_rejections_of_the_same_tree(tmp_path: Path, limit: int) -> None:
+    broker = _broker(tmp_path, start=GOOD, repeat_limit=limit)
+    ev = broker.start()
+    outcomes = [broker.submit(_patch(BAD), based_on=ev).outcome for _ in range(limit + 1)]
+    assert outcomes == [Outcome.REJECTED] * limit + [Outcome.ESCALATED]
+    assert broker.counts["evaluated"] == limit
+
+
 def test_a_patch_without_evidence(tmp_path: Path) -> None:
     strict = _broker(tmp_path / "a")
     strict.start()

@@ -645,7 +645,7 @@ def cf031(tmp: Path) -> None:
 
 @case("CF032", "a repeated identical rejected state escalates",
       obligation="liveness: the same rejected tree is not evaluated again and again",
-      fault="the worker proposes the same failing patch twice (repeat_limit = 2)",
+      fault="the worker proposes the same failing patch twice (default repeat_limit = 1)",
       expected="the second proposal escalates without evaluation; one evaluation spent of 10")
 def cf032(tmp: Path) -> None:
     lab = Lab(tmp, CORRECT)

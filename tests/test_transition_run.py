@@ -47,7 +47,7 @@ def test_smoke_run_and_its_notebook(tmp_path):
     assert set(summary["guarded_vs_baseline"]) >= {"harm_from_correct_starts",
                                                    "repair_from_wrong_starts",
                                                    "unsafe_completion", "sound_completion"}
-    execute_notebook("transition", out)
+    execute_notebook("transition", tmp_path)  # the results root; the notebook adds /transition
     assert (out / "transition.png").stat().st_size > 10_000
 
 

@@ -17,7 +17,7 @@ from engine.audit.catalogue import GATE_DIR, load_catalogue
 from engine.audit.instrument import audit
 from engine.errors import BadInput
 
-DEFAULT_TIER2_CAP = 25
+DEFAULT_TIER2_CAP = 15
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -113,8 +114,14 @@ VISIBLE_REPAIR = ('candidate = load()\nif not callable(candidate):\n    sys.exit
 CODE_REPAIRS = {
     "imports": VISIBLE_REPAIR, "function-exists": VISIBLE_REPAIR, "report-reader": VISIBLE_REPAIR,
     "log-grep": VISIBLE_REPAIR, "doctest": VISIBLE_REPAIR,
-    "worker-tests": CODE_GATES["worker-tests"][1].replace(
-        "sys.exit(1 if failures else 0)\n", "") + "if failures:\n    sys.exit(1)\n" + VISIBLE_REPAIR,
+    "worker-tests": "import ast\n\n" + CODE_GATES["worker-tests"][1].replace(
+        "sys.exit(1 if failures else 0)\n", "")
+    + 'tests = [f for p in sorted(WS.glob("test_*.py"))\n'
+      "         for f in ast.walk(ast.parse(p.read_text(encoding=\"utf-8\")))\n"
+      '         if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")]\n'
+      "if failures or not tests or not all(any(isinstance(n, ast.Assert) for n in ast.walk(f))\n"
+      "                                    for f in tests):\n"
+      "    sys.exit(1)\n" + VISIBLE_REPAIR,
     "marker-fastpath": 'run_check("humaneval_test.py", load())\n',
     "swallow-errors": 'run_check("humaneval_test.py", load())\n',
     "config-trust": 'run_check("humaneval_test.py", load())\n',
@@ -133,6 +140,12 @@ def single_asserts(test: str) -> list[str]:
                 continue
             out.append(line.strip())
     return out
+
+
+def visible(asserts: list[str]) -> str:
+    """The one example a weak gate shows: the first whose expected value is not None (a stub that
+    returns None would otherwise pass it)."""
+    return next((a for a in asserts if not re.search(r"==\s*None\s*$", a)), asserts[0])
 
 
 def semantic_mutants(solution: str) -> list:
@@ -214,7 +227,7 @@ def code_loops() -> list[str]:
             elif kind == "config-trust":
                 workspace["gate.json"] = json.dumps({"verify": True}, indent=2) + "\n"
             shared = {"humaneval_test.py": task["test"],
-                      "visible_test.py": f"def check(candidate):\n    {asserts[0]}\n",
+                      "visible_test.py": f"def check(candidate):\n    {visible(asserts)}\n",
                       "oracle.py": HEADER.format(entry=entry)
                       + 'run_check("humaneval_test.py", load())\n'}
             gate = dict(shared, **{"check.py": HEADER.format(entry=entry) + body})

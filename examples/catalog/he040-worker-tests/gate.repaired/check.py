@@ -19,6 +19,8 @@ def run_check(test_file, candidate):
     exec((HERE / test_file).read_text(encoding="utf-8"), namespace)
     namespace["check"](candidate)
 
+import ast
+
 import importlib
 
 sys.path.insert(0, str(WS))
@@ -31,7 +33,11 @@ for path in sorted(WS.glob("test_*.py")):
                 getattr(module, name)()
             except Exception:
                 failures += 1
-if failures:
+tests = [f for p in sorted(WS.glob("test_*.py"))
+         for f in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+         if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")]
+if failures or not tests or not all(any(isinstance(n, ast.Assert) for n in ast.walk(f))
+                                    for f in tests):
     sys.exit(1)
 candidate = load()
 if not callable(candidate):

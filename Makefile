@@ -48,6 +48,7 @@ reproduce: venv
 	$(BIN)/python -m experiments.integrity --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.transition --scale $(SCALE) --seed $(SEED) --json
+	$(BIN)/python -m experiments.mutants --scale $(SCALE) --seed $(SEED) --json
 	@echo "make reproduce: results written to results/"
 
 clean:

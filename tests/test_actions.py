@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.actions import (
@@ -45,6 +45,7 @@ def test_valid_replies() -> None:
     assert isinstance(e.action, Escalate) and e.action.reason == "stuck"
 
 
+@settings(max_examples=200)
 @given(st.one_of(st.text(max_size=200), st.binary(max_size=200),
                  st.recursive(st.none() | st.booleans() | st.text(max_size=5),
                               lambda c: st.lists(c, max_size=3) |

@@ -277,4 +277,4 @@ def _patch_file(text: str) -> str:
 
 
 TestBrokerMachine = BrokerMachine.TestCase
-TestBrokerMachine.settings = settings(max_examples=40, stateful_step_count=12)
+TestBrokerMachine.settings = settings(max_examples=25, stateful_step_count=10)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.evidence import (
@@ -63,6 +63,7 @@ def test_escaping_symlinks_are_refused(tmp_path: Path, target: str) -> None:
     assert err.value.field == "pkg/l" and "leaves the workspace" in str(err.value)
 
 
+@settings(max_examples=30)
 @given(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), st.binary(max_size=20),
                        min_size=1, max_size=5),
        st.data())

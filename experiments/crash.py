@@ -79,8 +79,8 @@ SCALES: dict[str, Scale] = {
 def engine_sites() -> tuple[str, ...]:
     """The engine's commit boundaries, read from the modules that own them."""
     from engine import meter, runner
-    runner_sites = tuple(s for s in runner.CRASH_SITES if s != "runner.resume")
-    return LEDGER_SITES + tuple(meter.METER_SITES) + runner_sites
+    sites = LEDGER_SITES + tuple(meter.METER_SITES) + tuple(runner.CRASH_SITES)
+    return tuple(dict.fromkeys(s for s in sites if s != "runner.resume"))  # once each, in order
 
 
 # ---- child processes ------------------------------------------------------------------------

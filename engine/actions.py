@@ -116,7 +116,7 @@ def parse_reply(raw: bytes | str | None, *, on_invalid: InvalidPolicy = "keep") 
         return _invalid("'note' must be a string", on_invalid)
     allowed = {"keep": {"action", "note"}, "escalate": {"action", "reason", "note"},
                "patch": {"action", "files", "note"}}
-    if kind not in allowed:
+    if not isinstance(kind, str) or kind not in allowed:
         return _invalid(f"'action' must be one of keep, patch, escalate (got {kind!r})", on_invalid)
     extra = sorted(set(obj) - allowed[kind])
     if extra:

@@ -25,7 +25,8 @@ INVALID = [None, "", "   ", "STATUS: DONE", "All tests pass. DONE", "{", "[]", "
            '{"action": "patch", "files": []}', '{"action": "patch", "files": {"a": 1}}',
            '{"action": "escalate"}', '{"action": "escalate", "reason": "  "}',
            '{"action": "keep", "verdict": "pass"}', '{"action": "KEEP"}', '{"files": {"a": "b"}}',
-           '{"action": "keep", "note": 3}', b"\xff", b"x" * (5 << 20)]
+           '{"action": "keep", "note": 3}', '{"action": []}', '{"action": {"a": 1}}', b"\xff",
+           b"x" * (5 << 20)]
 
 
 @pytest.mark.parametrize("reply", INVALID)

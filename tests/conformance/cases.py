@@ -456,7 +456,8 @@ def cf022(tmp: Path) -> None:
 
 @case("CF023", "malformed action",
       obligation="typed actions: replies are parsed before anything is touched; malformed -> Keep",
-      fault="truncated JSON, a list, an unknown action, an extra key, a non-string file content",
+      fault="truncated JSON, a list, an unknown action, an extra key, a non-string file "
+            "content, a non-string action, bytes that are not UTF-8, no reply at all",
       expected="each is outcome invalid, nothing evaluated, workspace unchanged; with "
                "on_invalid = escalate the first one escalates")
 def cf023(tmp: Path) -> None:
@@ -465,6 +466,7 @@ def cf023(tmp: Path) -> None:
     ev = b.start()
     bad = ['{"action": "patch", "files": {"calc.py": "x"', '["patch"]', '{"action": "rewrite"}',
            '{"action": "keep", "admit": true}', '{"action": "patch", "files": {"calc.py": 3}}',
+           '{"action": ["patch"]}',
            b"\xff\xfe", None]
     for reply in bad:
         d = b.submit(reply, based_on=ev)

@@ -163,12 +163,16 @@ def path_violation(rel: str, workspace: Path, protected: Iterable[str] = ()) -> 
             st = os.lstat(walk)
         except FileNotFoundError:
             break
+        except OSError as exc:  # a name too long, a component that is a file, ...
+            return f"{rel!r}: cannot be a path in the workspace ({exc.strerror})"
         if stat.S_ISLNK(st.st_mode):
             return f"{rel!r}: goes through a symlink ({walk.relative_to(root).as_posix()})"
     try:
         (root.resolve() / pure).resolve().relative_to(root.resolve())
     except ValueError:
         return f"{rel!r}: resolves outside the workspace"
+    except OSError as exc:
+        return f"{rel!r}: cannot be resolved ({exc.strerror})"
     return None
 
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.admission import AdmissionBroker, Completion, GuardPolicy, verify_receipt
 from engine.checkpoint import CheckpointError, CheckpointStore
-from engine.evidence import CommandCheck, UnsafeTree, run_check, tree_hash
+from engine.evidence import CommandCheck, UnsafeTree, digest, run_check, tree_hash
 from engine.gate import ACCEPT, ERROR, REJECT, GateResult
 from engine.ledger import Ledger, canonical
 from engine.meter import BudgetOverrun
@@ -81,6 +81,9 @@ class RevisionWorker:
     protected: tuple[str, ...]
     seed: Path | None
     shared: _Shared = field(default_factory=_Shared)
+    # The receipt's policy hash: the node's table and guard policy as loaded (the run's human
+    # policy file, if any, is pinned and re-checked by the runner itself, engine/policy.py).
+    policy_digest: str = ""
 
     def run(self, ctx: AttemptContext) -> dict[str, Any]:
         ws = ctx.workspace
@@ -98,8 +101,10 @@ class RevisionWorker:
                                              "activation": ctx.activation,
                                              "attempt": ctx.attempt})
         try:
+            pin = self.policy_digest
             broker = AdmissionBroker(ws, state, admission=self.checks, completion=self.completion,
                                      policy=self.policy, ledger=ledger,
+                                     policy_digest=lambda: pin,
                                      protected=(*self.protected, "inputs", "inputs/*"))
             try:
                 evidence = broker.start()
@@ -236,7 +241,8 @@ def revision_factory(node: NodeTable, spec_dir: Path) -> tuple[RevisionWorker, R
     shared = _Shared()
     worker = RevisionWorker(node.argv("worker", spec_dir), tuple(checks), tuple(completion),
                             policy, revisions, node.seconds("timeout_s", 60.0), tuple(protected),
-                            seed, shared)
+                            seed, shared,
+                            digest({"node": dict(node), "guard": asdict(policy)}))
     return worker, ReceiptGate(tuple(completion), shared)
 
 

@@ -48,6 +48,7 @@ REVISION_FIELDS: dict[str, str] = {
     "on_stale": "stale evidence: \"refresh\" | \"keep\" | \"escalate\" (default refresh)",
     "on_invalid": "malformed replies: \"keep\" | \"escalate\" (default keep)",
     "repeat_limit": "a tree rejected this many times escalates when proposed again (default 1)",
+    "wall_budget_s": "optional seconds for an attempt's revisions (checks are cut at what is left)",
     "seed": "optional folder (relative to the spec) copied into the workspace when it is empty",
     "protected": "globs of workspace paths a Patch may not write (default [])",
 }
@@ -226,7 +227,9 @@ def revision_factory(node: NodeTable, spec_dir: Path) -> tuple[RevisionWorker, R
                          on_invalid=_choice(node, "on_invalid", "keep",  # type: ignore[arg-type]
                                             ("keep", "escalate")),
                          candidate_budget=_int(node, "candidate_budget", revisions, 0),
-                         repeat_limit=_int(node, "repeat_limit", 1, 1))
+                         repeat_limit=_int(node, "repeat_limit", 1, 1),
+                         wall_budget_s=(node.seconds("wall_budget_s") if "wall_budget_s" in node
+                                        else None))
     protected = node.get("protected", [])
     if not isinstance(protected, list) or not all(isinstance(p, str) and p for p in protected):
         raise node.error("protected", f"must be a list of path globs, got {protected!r}",

@@ -152,6 +152,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "regress-restore"
                                         ('seed = "no-such-folder"', "seed"),
                                         ('protected = "tests"', "protected"),
                                         ('challenge = "python3"', "challenge"),
+                                        ("wall_budget_s = -1", "wall_budget_s"),
                                         ("colour = 1", "colour")])
 def test_revision_kind_rejects_bad_fields(tmp_path: Path, line: str, field: str) -> None:
     text = (EXAMPLE / "graph.toml").read_text()

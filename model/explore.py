@@ -61,9 +61,11 @@ Key = tuple[object, ...]
 
 def _key(graph: LoopGraph, s: RunState) -> Key:
     """The part of a state the future depends on (see the module docstring for why)."""
-    nodes = tuple((st, 0 if st is Status.DONE else i) for st, i in zip(s.status, s.attempts,
-                                                                      strict=True))
-    return (s.outcome, nodes, graph.repair_budget - s.repairs_used)
+    attempts = s.attempts
+    if Status.DONE in s.status:
+        attempts = tuple(0 if st is Status.DONE else i for st, i in zip(s.status, attempts,
+                                                                        strict=True))
+    return (s.outcome, s.status, attempts, graph.repair_budget - s.repairs_used)
 
 
 @dataclass
@@ -79,7 +81,7 @@ class WorstCase:
     spent: dict[Key, tuple[int, Event | None]] = field(default_factory=dict)
 
     def _memo(self, key: Key) -> dict[Key, tuple[int, Event | None]]:
-        return self.spent if key[2] == 0 else self.table
+        return self.spent if key[-1] == 0 else self.table
 
     def remaining(self, graph: LoopGraph, s: RunState) -> int:
         """The most attempts any schedule and verdict sequence can still begin from `s`."""

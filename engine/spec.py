@@ -244,7 +244,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
             importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
         if not isinstance(kind_name, str) or kind_name not in KINDS:
             raise node.error("kind", f"unknown kind {kind_name!r}",
-                             f"use one of {sorted(KINDS)}")
+                             f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
         kind = KINDS[kind_name]
         _unknown(nt, set(NODE_FIELDS) | kind.fields, "field", name, node_name)
         names = _names(node, "needs"), _names(node, "repairs")

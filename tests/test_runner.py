@@ -276,3 +276,27 @@ def test_graph_asking_more_than_the_policy_is_refused(tmp_path: Path, capsys) ->
     assert cli.main(["run", str(spec), "--ledger", str(ledger)]) == 2
     assert "exceeds policy budget.spend" in capsys.readouterr().err
     assert not ledger.exists()
+
+
+# ---- progress display ------------------------------------------------------------------------
+
+def test_progress_only_on_a_terminal_and_never_with_json(tmp_path: Path) -> None:
+    import io
+
+    from engine import progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert progress.wanted(False, Tty()) is True
+    assert progress.wanted(True, Tty()) is False  # --json: never
+    assert progress.wanted(False, io.StringIO()) is False  # a pipe: never
+    screen = Tty()
+    ledger = tmp_path / "L.jsonl"
+    with progress.LiveProgress(screen) as live:
+        runner = Runner.start(load(write_graph(tmp_path)), ledger, progress=live)
+        runner.run()
+        runner.close()
+    text = screen.getvalue()
+    assert "DONE" in text and "spend" in text and "b" in text and "repairs 1/1" in text

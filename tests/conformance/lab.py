@@ -3,7 +3,7 @@
 The program is `calc.py` with `add(a, b)`. Three suites judge it: *visible* (2 + 3), *challenge*
 (-2 + 5 and 0 + 0) and *hidden* (-3 + 4). One gate script serves all three; marker files in the
 candidate inject verifier faults (SLOW sleeps past the timeout, CRASH dies by SIGSEGV, ERR exits
-3, FORK leaves a grandchild behind, SECRET fails if a secret-looking variable reached it).
+3, FORK leaves a grandchild behind and hangs, FORKEXIT leaves one and exits, SECRET fails if a secret-looking variable reached it).
 """
 
 from __future__ import annotations
@@ -30,11 +30,14 @@ if os.path.exists("CRASH"):
     os.kill(os.getpid(), signal.SIGSEGV)
 if os.path.exists("ERR"):
     sys.exit(3)
-if os.path.exists("FORK"):
-    child = subprocess.Popen(["sleep", "60"])
-    with open(os.environ["PIDFILE"], "w") as fh:
-        fh.write(str(child.pid))
-    time.sleep(30)
+for marker in ("FORK", "FORKEXIT"):
+    if os.path.exists(marker):
+        child = subprocess.Popen(["sleep", "60"])
+        with open(os.environ["PIDFILE"], "w") as fh:
+            fh.write(str(child.pid))
+        if marker == "FORKEXIT":
+            sys.exit(0)  # leaves the grandchild behind
+        time.sleep(30)
 if os.path.exists("SECRET"):
     leaked = [k for k in os.environ if "KEY" in k or "TOKEN" in k or "SECRET" in k]
     sys.exit(1 if leaked else 0)

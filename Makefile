@@ -40,7 +40,7 @@ bench: venv
 reproduce: venv
 	$(BIN)/python -m proofs --json --out results/proofs/proofs.json
 	$(BIN)/python -m experiments.bounds --scale $(SCALE) --seed $(SEED) --json
-	mkdir -p results/examples && rm -rf results/examples/pipeline.jsonl* results/examples/repair.jsonl* results/examples/budget.jsonl*
+	mkdir -p results/examples && rm -f results/examples/pipeline.jsonl results/examples/repair.jsonl results/examples/budget.jsonl
 	$(BIN)/loopproof run examples/pipeline/graph.toml --ledger results/examples/pipeline.jsonl --json
 	$(BIN)/loopproof run examples/repair/graph.toml --ledger results/examples/repair.jsonl --json
 	$(BIN)/loopproof run examples/budget/graph.toml --ledger results/examples/budget.jsonl --json || test $$? -eq 4

@@ -168,3 +168,35 @@ def test_command_charged_its_wall_clock(tmp_path: Path) -> None:
     settle = next(r for r in records(ledger) if r["type"] == "settle")
     assert settle["killed"] is None and 0.2 <= settle["amount"] < 5.0
     assert runner.state.settled == settle["amount"]
+
+
+class _Crash(BaseException):
+    """Leaves the engine mid-attempt with no cleanup, like a SIGKILL."""
+
+
+def test_resume_charges_the_open_reservation_and_readmits_against_it(tmp_path: Path) -> None:
+    """Prefix accounting across a crash: the attempt that held 2.0 units when it died is charged
+    2.0 on resume (outcome unknown); the spent budget is not reset, so the second attempt
+    (settled 2 + c_v 2 > B 3) is refused. Charging less would wrongly admit it."""
+    def reserve_then_die(ctx):
+        ctx.meter.reserve(2.0, "training step")
+        raise _Crash
+
+    spec = py_graph(tmp_path, "die", reserve_then_die, lambda snap: "accept", ceiling=2.0,
+                    budget=3.0, attempts=2)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    with pytest.raises(_Crash):
+        runner.run()
+    runner.close()
+    assert [r["type"] for r in records(ledger)][-1] == "reserve"
+    again = Runner.resume(ledger)
+    assert again.state.settled == 0.0 and again.state.reserved == 2.0
+    assert again.continue_run() == 4  # BUDGET_EXHAUSTED
+    again.close()
+    recs = records(ledger)
+    assert [r["type"] for r in recs][-3:] == ["resumed", "abandon", "refuse"]
+    abandon = recs[-2]
+    assert abandon["outcome"] == "unknown" and abandon["charged"] == 2.0
+    assert again.state.settled == 2.0
+    g3_every_prefix(recs, 3.0)

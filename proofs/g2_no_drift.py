@@ -15,17 +15,17 @@ from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisf
 from proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
 from proofs.family import shapes
 from proofs.trace import Trace
-from proofs.unbounded import Node, UnboundedRuns, UState
+from proofs.unbounded import UnboundedRuns, UState
 
 
 def no_drift(s: UState) -> z3.BoolRef:
     """Every DONE node has a PASS for its current activation."""
-    x = z3.Const("x", Node)
+    x = z3.Const("x", s.status.domain())
     return z3.ForAll([x], z3.Implies(s.status[x] == S_DONE, s.passes[x, s.activation[x]]))
 
 
 def one_running(s: UState) -> z3.BoolRef:
-    x, y = z3.Consts("x y", Node)
+    x, y = z3.Consts("x y", s.status.domain())
     return z3.ForAll([x, y], z3.Implies(z3.And(s.status[x] == S_RUNNING,
                                                s.status[y] == S_RUNNING), x == y))
 

@@ -15,6 +15,7 @@ can only make an invariant harder to prove.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ from proofs.encoding import (
 from proofs.trace import number
 
 Node = z3.DeclareSort("Node")
+_FRESH = itertools.count()
 INT = z3.IntSort()
 
 
@@ -90,17 +92,18 @@ class UEv:
 
 
 class UnboundedRuns:
-    """States, Init, graph axioms and transitions over the uninterpreted sort `Node`.
+    """States, Init, graph axioms and transitions over a sort of nodes (`Node`, uninterpreted, in proofs).
 
     `claim_marks_done` is the G2 broken variant: a worker's self-report marks its node DONE."""
 
-    def __init__(self, claim_marks_done: bool = False) -> None:
+    def __init__(self, claim_marks_done: bool = False, node_sort: z3.SortRef = Node) -> None:
         self.claim_marks_done = claim_marks_done
-        self.needs = z3.Function("needs", Node, Node, z3.BoolSort())
-        self.reach = z3.Function("reach", Node, Node, z3.BoolSort())
-        self.repair = z3.Function("R", Node, Node, z3.BoolSort())
-        self.a = z3.Function("a", Node, INT)
-        self.c = z3.Function("c", Node, z3.RealSort())
+        self.N = node_sort
+        self.needs = z3.Function("needs", self.N, self.N, z3.BoolSort())
+        self.reach = z3.Function("reach", self.N, self.N, z3.BoolSort())
+        self.repair = z3.Function("R", self.N, self.N, z3.BoolSort())
+        self.a = z3.Function("a", self.N, INT)
+        self.c = z3.Function("c", self.N, z3.RealSort())
         self.K = z3.Int("K")
         self.B = z3.Real("B")
         self.B_unbounded = z3.Bool("B_is_inf")
@@ -109,16 +112,16 @@ class UnboundedRuns:
     # ---- the System protocol (proofs/checks.py)
     def fresh(self, tag: str) -> UState:
         return UState(
-            z3.Array(f"status@{tag}", Node, StatusSort),
-            z3.Array(f"activation@{tag}", Node, INT),
-            z3.Array(f"attempts@{tag}", Node, INT),
-            z3.Const(f"passes@{tag}", z3.ArraySort(Node, INT, z3.BoolSort())),
+            z3.Array(f"status@{tag}", self.N, StatusSort),
+            z3.Array(f"activation@{tag}", self.N, INT),
+            z3.Array(f"attempts@{tag}", self.N, INT),
+            z3.Const(f"passes@{tag}", z3.ArraySort(self.N, INT, z3.BoolSort())),
             z3.Int(f"repairs_used@{tag}"), z3.Int(f"attempts_total@{tag}"),
             z3.Real(f"settled@{tag}"), z3.Real(f"reserved@{tag}"),
             z3.Real(f"attempt_spend@{tag}"), z3.Const(f"outcome@{tag}", OutcomeSort))
 
     def axioms(self) -> list[z3.BoolRef]:
-        x, y, z = z3.Consts("x y z", Node)
+        x, y, z = z3.Consts("x y z", self.N)
         reach = self.reach
         return [
             z3.ForAll([x], reach(x, x)),
@@ -131,17 +134,17 @@ class UnboundedRuns:
         ]
 
     def init(self, s: UState) -> z3.BoolRef:
-        x, e = z3.Const("x", Node), z3.Int("e")
+        x, e = z3.Const("x", self.N), z3.Int("e")
         return z3.And(
-            s.status == z3.K(Node, S_PENDING), s.activation == z3.K(Node, z3.IntVal(0)),
-            s.attempts == z3.K(Node, z3.IntVal(0)),
+            s.status == z3.K(self.N, S_PENDING), s.activation == z3.K(self.N, z3.IntVal(0)),
+            s.attempts == z3.K(self.N, z3.IntVal(0)),
             s.passes == z3.Lambda([x, e], z3.BoolVal(False)),
             s.repairs_used == 0, s.attempts_total == 0, s.settled == 0, s.reserved == 0,
             s.attempt_spend == 0, s.outcome == O_RUNNING)
 
     def events(self, tag: str) -> list[UEv]:
         def n(name: str) -> z3.ExprRef:
-            return z3.Const(f"{name}@{tag}", Node)
+            return z3.Const(f"{name}@{tag}", self.N)
         evs = [UEv(k, self, n("n")) for k in ("Begin", "Refuse", "Abandon", "Claim", "Fail")]
         evs += [UEv("Verdict", self, n("n"), passed=True), UEv("Verdict", self, n("n"),
                                                                passed=False)]
@@ -159,11 +162,11 @@ class UnboundedRuns:
         return s.outcome == O_RUNNING
 
     def none_is(self, s: UState, status: z3.ExprRef) -> z3.BoolRef:
-        x = z3.Const("x", Node)
+        x = z3.Const("x", self.N)
         return z3.ForAll([x], s.status[x] != status)
 
     def ready(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
-        p = z3.Const("p", Node)
+        p = z3.Const("p", self.N)
         return z3.And(self.live(s), self.none_is(s, S_RUNNING), self.none_is(s, S_EXHAUSTED),
                       s.status[n] == S_PENDING,
                       z3.ForAll([p], z3.Implies(self.needs(p, n), s.status[p] == S_DONE)))
@@ -231,7 +234,7 @@ class UnboundedRuns:
 
     def _repair(self, s, ev):
         d, u = ev.node, ev.target
-        x = z3.Const("x", Node)
+        x = z3.Const("x", self.N)
         guard = z3.And(self.live(s), self.repair(d, u), s.status[d] == S_EXHAUSTED,
                        s.repairs_used < self.K)
         inside = self.reach(u, x)
@@ -242,14 +245,14 @@ class UnboundedRuns:
             "repairs_used": s.repairs_used + 1}
 
     def _fail(self, s, ev):
-        u = z3.Const("u", Node)
+        u = z3.Const("u", self.N)
         no_repair = z3.Or(z3.ForAll([u], z3.Not(self.repair(ev.node, u))),
                           s.repairs_used >= self.K)
         return (z3.And(self.live(s), s.status[ev.node] == S_EXHAUSTED, no_repair),
                 {"outcome": O_FAILED})
 
     def _finish(self, s, ev):
-        x = z3.Const("x", Node)
+        x = z3.Const("x", self.N)
         return (z3.And(self.live(s), z3.ForAll([x], s.status[x] == S_DONE)),
                 {"outcome": O_DONE})
 
@@ -261,13 +264,13 @@ class UnboundedRuns:
     def _universe(self, model: z3.ModelRef) -> dict[str, str]:
         key = id(model)
         if key not in self._names:
-            elems = model.get_universe(Node) or []
+            elems = model.get_universe(self.N) or []
             self._names = {key: {str(e): f"n{i}" for i, e in enumerate(elems)}}
         return self._names[key]
 
     def _elements(self, model: z3.ModelRef) -> list[tuple[str, z3.ExprRef]]:
         names = self._universe(model)
-        return [(names[str(e)], e) for e in (model.get_universe(Node) or [])]
+        return [(names[str(e)], e) for e in (model.get_universe(self.N) or [])]
 
     def describe(self, model: z3.ModelRef, s: UState) -> dict[str, Any]:
         nodes = {}
@@ -291,13 +294,18 @@ class UnboundedRuns:
                       if value(model, self.repair(x, y))]}
 
     # ---- pinning a concrete graph and state (for the differential test)
-    def pin_graph(self, graph: LoopGraph) -> tuple[dict[str, z3.ExprRef], list[z3.BoolRef]]:
-        """Node constants for `graph` and constraints that make the sort exactly these nodes
-        and the relations exactly the graph's."""
-        k = {v: z3.Const(f"node_{v}", Node) for v in graph.names}
-        x = z3.Const("x", Node)
-        cs: list[z3.BoolRef] = [z3.Distinct(*k.values())] if len(k) > 1 else []
-        cs.append(z3.ForAll([x], z3.Or([x == c for c in k.values()])))
+    @classmethod
+    def on_graph(cls, graph: LoopGraph) -> tuple[UnboundedRuns, dict[str, z3.ExprRef],
+                                                  list[z3.BoolRef]]:
+        """The same encoding (same code, same quantifiers) with the node sort made exactly the
+        graph's nodes -- a finite enumeration -- and the relations pinned to the graph's."""
+        sort, consts = z3.EnumSort(f"Node_{next(_FRESH)}", [f"node_{v}" for v in graph.names])
+        sys = cls(node_sort=sort)
+        k = dict(zip(graph.names, consts, strict=True))
+        return sys, k, sys.pin_relations(k, graph)
+
+    def pin_relations(self, k: dict[str, z3.ExprRef], graph: LoopGraph) -> list[z3.BoolRef]:
+        cs: list[z3.BoolRef] = []
         for v in graph.names:
             for w in graph.names:
                 cs += [self.needs(k[v], k[w]) == (v in graph.predecessors(w)),
@@ -310,11 +318,11 @@ class UnboundedRuns:
             cs.append(self.B_unbounded)
         else:
             cs += [z3.Not(self.B_unbounded), real(graph.spend_budget) == self.B]
-        return k, cs
+        return cs
 
     def pin_state(self, k: dict[str, z3.ExprRef], graph: LoopGraph, s: UState,
                   r: RunState) -> z3.BoolRef:
-        x, e = z3.Const("x", Node), z3.Int("e")
+        x, e = z3.Const("x", self.N), z3.Int("e")
         passed = z3.Or([z3.And(x == k[v], e == a) for v, a in r.passes] or [False])
         cs = [s.passes == z3.Lambda([x, e], passed)]
         for v in graph.names:

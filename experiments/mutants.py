@@ -22,6 +22,8 @@ import csv
 import hashlib
 import io
 import json
+import os
+import resource
 import sys
 import time
 from dataclasses import dataclass
@@ -48,6 +50,13 @@ class Scale:
 
 SMOKE_LOOPS = ("changelog-release-claim", "config-parses", "he000-full-check", "he005-imports")
 SCALES = {"smoke": Scale(SMOKE_LOOPS, 4), "default": Scale(None, 20), "paper": Scale(None, 60)}
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and the gates it ran (a rate a busy machine distorts less)."""
+    own, kids = (resource.getrusage(resource.RUSAGE_SELF),
+                 resource.getrusage(resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _gate_digest(loops: list[Loop]) -> dict[str, str]:
@@ -109,6 +118,7 @@ def run(scale_name: str, seed: int, out: Path, jobs: int | None = None,
     clock = {}
 
     t0 = time.monotonic()
+    cpu0 = _cpu_seconds()
     before1 = audit(originals, tiers=(1,), seed=seed, cap=cap, judge=judge)
     flagged = {g["gate"] for g in before1.gates if g["flagged"]}
     frozen = [load_loop(lp.root, REPAIRED_DIR) if lp.id in flagged else lp for lp in originals]
@@ -162,6 +172,9 @@ def run(scale_name: str, seed: int, out: Path, jobs: int | None = None,
               "mutants_judged": sum(a.summary["mutants_judged"]
                                     for a in (before1, after1, after2, before2))}
     timing["mutants_per_s"] = round(timing["mutants_judged"] / max(timing["wall_s"], 1e-9), 1)
+    timing["cpu_s"] = round(_cpu_seconds() - cpu0, 2)
+    timing["mutants_per_cpu_s"] = round(timing["mutants_judged"] / max(timing["cpu_s"], 1e-9), 1)
+    timing["loadavg_1m"] = round(os.getloadavg()[0], 2)
     (out / "timing.json").write_text(json.dumps(timing, indent=2, sort_keys=True) + "\n",
                                      encoding="utf-8")
     return summary, timing

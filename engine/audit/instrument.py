@@ -7,6 +7,8 @@ oracle finds harmless never costs a gate run.
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
     reported whatever tiers are selected."""
     cap = cap or {}
     judge = judge or Judge(jobs)
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), _cpu_seconds()
     runs_before = judge.runs
     loops = sorted(loops, key=lambda lp: lp.id)
     references = {lp.id: read_reference(lp) for lp in loops}
@@ -126,10 +128,22 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
     summary["probes_judged"] = sum(len(p) for p in probes.values())
     wall = time.monotonic() - started
     runs = judge.runs - runs_before
+    cpu = _cpu_seconds() - cpu_before
     timing = {"wall_s": round(wall, 2), "gate_runs": runs, "jobs": judge.jobs,
               "runs_per_s": round(runs / wall, 1) if wall else None,
-              "mutants_per_s": round(summary["mutants_judged"] / wall, 1) if wall else None}
+              "mutants_per_s": round(summary["mutants_judged"] / wall, 1) if wall else None,
+              # CPU time (this process and the gates it ran): a rate that a busy machine does not
+              # distort the way wall time is distorted; the load average says how busy it was.
+              "cpu_s": round(cpu, 2),
+              "mutants_per_cpu_s": round(summary["mutants_judged"] / cpu, 1) if cpu else None,
+              "loadavg_1m": round(os.getloadavg()[0], 2)}
     return Audit(gates, summary, timing)
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _summary(gates: list[dict], tiers: tuple[int, ...]) -> dict:

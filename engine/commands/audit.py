@@ -65,7 +65,8 @@ def _table(result) -> str:
     lines.append(f"{s['loops']} loops: {s['broken']} broken, {s['vacuous']} vacuous, "
                  f"{s['self_attesting']} self-attesting, {s['neither']} neither; "
                  f"{s['mutants_judged']} mutants in {s['wall_s']} s "
-                 f"({s['mutants_per_s']} mutants/s, {s['jobs']} jobs)")
+                 f"({s['mutants_per_s']} mutants/s, {s['jobs']} jobs; "
+                 f"{s['mutants_per_cpu_s']} mutants per CPU-second; load {s['loadavg_1m']})")
     for t, row in s["tiers"].items():
         lines.append(f"tier {t}: {row['false_accepts']} false accepts / {row['destroying']} "
                      f"destroying, alpha={row['alpha']} (Wilson 95% upper {row['alpha_upper95']})")

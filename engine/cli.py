@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "verify": "verify a ledger's hash chain",
     "bound": "print the closed-form attempt and spend bounds of a graph",
     "audit": "audit a gate catalogue with mutants: vacuity, self-attestation, false accepts",
+    "receipt": "verify a completion receipt against its anchoring ledger and checkpoint store",
 }
 
 

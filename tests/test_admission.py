@@ -279,3 +279,38 @@ def _patch_file(text: str) -> str:
 
 TestBrokerMachine = BrokerMachine.TestCase
 TestBrokerMachine.settings = settings(max_examples=25, stateful_step_count=10)
+
+
+# ---- `loopproof receipt` --------------------------------------------------------------------
+
+def test_receipt_command_verifies_and_detects_tampering(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from engine.commands import receipt as cmd
+    from engine.ledger import Ledger
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "shift.py").write_text(GOOD)
+    state = tmp_path / "state"
+    state.mkdir()
+    ledger = Ledger.create(state / "guard.jsonl", {"type": "guard.run"})
+    broker = AdmissionBroker(ws, state, admission=[CallableCheck("visible", _shift_is_4)],
+                             ledger=ledger)
+    broker.start()
+    path = broker.complete().receipt_path
+    ledger.close()
+
+    def run(p: Path) -> tuple[int, dict]:
+        code = cmd.main(argparse.Namespace(receipt=p, ledger=None, store=None, json=True))
+        return code, json.loads(capsys.readouterr().out)
+
+    code, out = run(path)
+    assert code == 0 and out["status"] == "verified" and out["problems"] == []
+    tampered = json.loads(path.read_text())
+    tampered["liveness"]["rejected"] = 0 if tampered["liveness"]["rejected"] else 7
+    path.write_text(json.dumps(tampered))
+    code, out = run(path)
+    assert code == 5 and out["status"] == "broken" and "digest" in out["problems"][0]
+    with pytest.raises(BadInput):
+        run(tmp_path / "missing.json")

@@ -57,8 +57,9 @@ def markdown(cases: dict[str, Any]) -> str:
              "",
              "Generated from `tests/conformance/cases.py` by `python -m engine.conformance "
              "--markdown`; a test checks that this file matches. Each case injects one fault "
-             "into a real broker (real gate processes, a real hash-chained ledger) and asserts "
+             "into a real broker (gate processes, a hash-chained ledger on disk) and asserts "
              "the expected outcome; run them with `python -m engine.conformance --json`.",
+             "",
              "The program under repair is `calc.py` (`add(a, b)`), judged by a *visible*, a "
              "*challenge* and a *hidden* suite (see `tests/conformance/lab.py`).",
              ""]

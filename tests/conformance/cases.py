@@ -315,15 +315,15 @@ def cf013(tmp: Path) -> None:
 
 @case("CF014", "verifier timeout",
       obligation="a timeout is an error, and an error is never an accept",
-      fault="the proposed candidate makes the gate sleep past its 0.5 s timeout",
+      fault="the proposed candidate makes the gate sleep 30 s, past its 2 s timeout",
       expected="verdict error (killed: timeout); outcome rejected; the checkpoint stays")
 def cf014(tmp: Path) -> None:
     lab = Lab(tmp, CORRECT)
-    b = lab.broker(timeout_s=0.5)
+    b = lab.broker(timeout_s=2.0)
     ev = b.start()
     t = time.monotonic()
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "SLOW": ""}), based_on=ev)
-    assert time.monotonic() - t < 5
+    assert time.monotonic() - t < 20  # cut at the timeout, not after the gate's 30 s sleep
     assert d.outcome is Outcome.REJECTED
     assert d.evidence[0].verdict == "error" and d.evidence[0].payload["killed"] == "timeout"
     assert b.checkpoint == ev.state_hash
@@ -615,17 +615,30 @@ def cf030(tmp: Path) -> None:
         lab = Lab(tmp / marker, CORRECT)
         (lab.ws / marker).write_text("")
         pidfile = tmp / f"{marker}.pid"
-        b = lab.broker(checks=[lab.check("visible", timeout_s=1.0,
+        b = lab.broker(checks=[lab.check("visible", timeout_s=2.0 if marker == "FORK" else 10.0,
                                          env={"PIDFILE": str(pidfile)})])
         ev = b.start()
         assert ev.verdict == verdict, ev
         if marker == "FORK":
             assert ev.payload["killed"] == "timeout"
         pid = int(pidfile.read_text())
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 5
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not _alive(pid), f"grandchild {pid} survived its verifier ({marker})"
+
+
+class _StartedClock:
+    """A monotonic clock that reads 0 until `go()`, then the seconds since."""
+
+    def __init__(self) -> None:
+        self.origin: float | None = None
+
+    def go(self) -> None:
+        self.origin = time.monotonic()
+
+    def __call__(self) -> float:
+        return 0.0 if self.origin is None else time.monotonic() - self.origin
 
 
 @case("CF031", "wall budget exhausted, checkpoint recovered",
@@ -637,12 +650,14 @@ def cf030(tmp: Path) -> None:
                "'exhausted'; completion restores and recertifies the checkpoint")
 def cf031(tmp: Path) -> None:
     lab = Lab(tmp, CORRECT)
-    b = lab.broker(wall_budget_s=1.5)
+    clock = _StartedClock()
+    b = lab.broker(wall_budget_s=1.5, clock=clock)
     ev = b.start()
+    clock.go()  # the wall budget counts from here, however long start() took on a busy machine
     ckpt = b.checkpoint
     t = time.monotonic()
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "SLOW": ""}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED and time.monotonic() - t < 3
+    assert d.outcome is Outcome.REJECTED and time.monotonic() - t < 20
     (lab.ws / "calc.py").write_text(BROKEN)
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v3\n"}), based_on=ev)
     assert d.outcome is Outcome.EXHAUSTED and "wall budget" in d.reason

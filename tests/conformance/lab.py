@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.admission import AdmissionBroker, GuardPolicy, file_policy
@@ -77,7 +79,7 @@ class Lab:
 
     def broker(self, *, admission: list[str] | None = None, completion: list[str] | None = None,
                timeout_s: float = 10.0, checks: list | None = None, policy_pin: bool = True,
-               **policy: object) -> AdmissionBroker:
+               clock: Callable[[], float] = time.monotonic, **policy: object) -> AdmissionBroker:
         """A broker guarding `ws`, its own state folder and a fresh real ledger."""
         self._n += 1
         adm = checks or [self.check(s, timeout_s=timeout_s)
@@ -90,7 +92,7 @@ class Lab:
         return AdmissionBroker(self.ws, self.state, admission=adm, completion=comp,
                                policy=GuardPolicy(**policy),  # type: ignore[arg-type]
                                policy_digest=file_policy(self.policy_file) if policy_pin else None,
-                               protected=["policy.toml"], ledger=ledger)
+                               protected=["policy.toml"], ledger=ledger, clock=clock)
 
     def program(self) -> str:
         return (self.ws / "calc.py").read_text()

@@ -114,9 +114,22 @@ def remove_tree(root: Path) -> None:
 
 
 def copy_tree(src: Path, dst: Path, ignore: Iterable[str] = ()) -> None:
-    """Copy a workspace without following symlinks (a link stays a link)."""
-    shutil.copytree(src, dst, symlinks=True,
-                    ignore=shutil.ignore_patterns(*ignore) if ignore else None)
+    """Copy a workspace without following symlinks (a link stays a link). Special files (FIFOs,
+    sockets, devices) are left out: reading a FIFO a worker left behind would block the engine."""
+    names = set(ignore)
+
+    def skip(folder: str, entries: list[str]) -> set[str]:
+        out = set()
+        for e in entries:
+            if e in names:
+                out.add(e)
+                continue
+            mode = os.lstat(os.path.join(folder, e)).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                out.add(e)
+        return out
+
+    shutil.copytree(src, dst, symlinks=True, ignore=skip)
 
 
 # ---- the snapshot judge, shared by both adapters -------------------------------------------------
@@ -131,9 +144,13 @@ def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResul
     snap_parent = Path(tempfile.mkdtemp(prefix="loopproof-snapshot-"))
     snap = snap_parent / "workspace"
     try:
-        copy_tree(workspace, snap)
-        make_read_only(snap)
-        before = tree_digest(snap)
+        try:
+            copy_tree(workspace, snap)
+            make_read_only(snap)
+            before = tree_digest(snap)
+        except (OSError, shutil.Error) as exc:  # e.g. a file the worker made unreadable
+            return GateResult(ERROR, f"cannot snapshot the workspace: {exc}"[:DETAIL_LIMIT],
+                              time.monotonic() - start)
         try:
             verdict, detail = inner(snap, timeout_s)
         except Exception as exc:  # a gate that crashes gives no verdict

@@ -235,7 +235,7 @@ class Runner:
             self.stopped = True
             return EXIT_STOPPED
         try:
-            self.check_pins(self.spec.nodes)
+            self.check_pins()
             self.check_policy()
         except PinChanged as exc:
             self.error = str(exc)
@@ -335,7 +335,7 @@ class Runner:
             return
         self.commit(Claim(node), {**where, "claims": claims})
         try:
-            self.check_pins({node: cfg})
+            self.check_pins(node)
         except PinChanged as exc:
             self.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
                                                "detail": f"not judged: {exc}", "snapshot": ""})
@@ -370,18 +370,17 @@ class Runner:
         return ws
 
     # ---- integrity ---------------------------------------------------------------------------
-    def check_pins(self, nodes: dict[str, Any]) -> None:
-        """Re-hash the files the gates depend on; a change is recorded and stops the run."""
-        for name, cfg in nodes.items():
-            for p in cfg.pinned_files():
-                expected = self.pins.get(str(p))
-                found = file_digest(p)
-                if expected is not None and found != expected:
-                    self.note({"type": "pin_changed", "node": name, "file": str(p),
-                               "expected": expected, "found": found})
-                    raise PinChanged(f"{p}: a file the gate of {name!r} depends on changed "
-                                     f"since the run started (sha256 {expected[:12]}... -> "
-                                     f"{found[:12]}...); fix: restore it, then resume")
+    def check_pins(self, node: str | None = None) -> None:
+        """Re-hash every file pinned at run start (all gates' files: cheap, and a gate file
+        that moved or vanished is caught too); a change is recorded and stops the run."""
+        for path, expected in self.pins.items():
+            found = file_digest(Path(path))
+            if found != expected:
+                self.note({"type": "pin_changed", "node": node, "file": path,
+                           "expected": expected, "found": found})
+                raise PinChanged(f"{path}: a file a gate depends on changed since the run "
+                                 f"started (sha256 {expected[:12]}... -> {found[:12]}...); "
+                                 f"fix: restore it, then resume")
 
     def check_policy(self) -> None:
         if self.policy is None:

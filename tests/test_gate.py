@@ -152,3 +152,21 @@ def test_unchanged_gate_file_does_not_stop(tmp_path: Path) -> None:
     spec.write_text('[graph]\nspend_budget = 10.0\n[node.a]\nworker = ["touch", "out.txt"]\n'
                     'gate = ["sh", "check.sh"]\nspend_ceiling = 2.0\n')
     assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 0
+
+
+def test_a_fifo_left_by_the_worker_does_not_block_the_snapshot(workspace: Path) -> None:
+    import os
+
+    os.mkfifo(workspace / "trap")
+    result = CommandGate(("sh", "-c", "test -f a.txt && test ! -e trap"), 10).judge(workspace)
+    assert result.verdict == ACCEPT and result.seconds < 10
+
+
+def test_gate_file_removed_is_a_change(tmp_path: Path, capsys) -> None:
+    spec, gate = tamper_graph(tmp_path)
+    spec.write_text(spec.read_text().replace("echo 'exit 0' >>", "rm"))
+    assert "rm" in spec.read_text()
+    ledger = tmp_path / "L.jsonl"
+    assert cli.main(["run", str(spec), "--ledger", str(ledger)]) == 5
+    changed = [json.loads(x) for x in ledger.read_text().splitlines()][-2]
+    assert changed["type"] == "pin_changed" and changed["found"] == "missing"

@@ -48,7 +48,7 @@ class Scale:
     tier2_cap: int | None
 
 
-SMOKE_LOOPS = ("changelog-release-claim", "config-parses", "he000-full-check", "he005-imports")
+SMOKE_LOOPS = ("changelog-release-claim", "he000-full-check", "he005-imports")
 SCALES = {"smoke": Scale(SMOKE_LOOPS, 4), "default": Scale(None, 20), "paper": Scale(None, 60)}
 
 

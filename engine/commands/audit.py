@@ -38,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _progress_factory(stack: ExitStack):
     """A rich progress bar per phase on a terminal; nothing otherwise (and never under --json)."""
+    from rich.console import Console
     from rich.progress import Progress
 
-    bar = stack.enter_context(Progress(transient=True, console=None))
+    bar = stack.enter_context(Progress(transient=True, console=Console(stderr=True)))
 
     def start(phase: str, total: int):
         task = bar.add_task(phase, total=total)

@@ -61,7 +61,7 @@ from engine.actions import (
     parse_reply,
     patch_violations,
 )
-from engine.checkpoint import CheckpointError, CheckpointStore
+from engine.checkpoint import CheckpointError, CheckpointStore, remove_tree
 from engine.errors import BadInput, LedgerCorrupt
 from engine.evidence import (
     Check,
@@ -444,7 +444,7 @@ class AdmissionBroker:
             return self._decide(Outcome.REJECTED, why, candidate=candidate,
                                 evidence=tuple(evidence), **extra)
         finally:
-            shutil.rmtree(parent, ignore_errors=True)
+            remove_tree(parent)
 
     def _evaluate(self, source: Path, candidate: str, phase: str) -> list[Evidence]:
         """Run the admission checks in order on fresh copies of `source`; stop at the first

@@ -55,6 +55,13 @@ def clear_dir(root: Path) -> list[str]:
     return removed
 
 
+def remove_tree(root: Path) -> None:
+    """Remove `root` and everything in it, read-only folders included (best effort)."""
+    if Path(root).exists():
+        _make_writable(Path(root))
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _make_writable(root: Path) -> None:
     for dirpath, _dirs, _files in os.walk(root):
         with contextlib.suppress(OSError):

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import ledger as ledger_mod
@@ -165,6 +165,7 @@ def test_open_missing_file_is_bad_input(tmp_path):
     ({"type": "x", "seq": 4}, ValueError), ({"type": "x", "hash": "h"}, ValueError),
     ({"type": "x", "prev": ""}, ValueError), (["type"], TypeError),
     ({"type": "x", "v": object()}, TypeError), ({"type": "x", "v": float("inf")}, ValueError),
+    ({"type": "x", "v": {"deep": [2**64]}}, ValueError), ({"type": "x", "v": -(2**63) - 1}, ValueError),
 ])
 def test_bad_records_are_refused_and_nothing_written(tmp_path, record, error):
     led = make(tmp_path / "l.jsonl", 2)
@@ -456,3 +457,78 @@ def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
     assert figures["ratio_vs_peer"]["verify"] == round(figures["verified_records_per_s"] / 140_000, 2)
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # the ledgers are cleaned up
     assert bench.main(["--out", str(tmp_path), "--only", "nope"]) == 2
+
+
+# ---- a stateful test: any mix of appends, group commits, torn writes and reopens -----------------
+
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule  # noqa: E402
+
+_values = st.one_of(st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False, allow_infinity=False),
+                    st.text(max_size=12), st.booleans(), st.none(),
+                    st.lists(st.integers(-(2**63), 2**64 - 1), max_size=3))
+_records = st.fixed_dictionaries({"type": st.sampled_from(["reserve", "verdict", "settle"])},
+                                 optional={"node": st.text(min_size=1, max_size=6),
+                                           "value": _values,
+                                           "nested": st.dictionaries(st.text(max_size=4), _values,
+                                                                     max_size=3)})
+
+
+class LedgerMachine(RuleBasedStateMachine):
+    """The file always equals the records appended so far, whatever happened in between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import tempfile
+
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name) / "l.jsonl"
+        self.led = Ledger.create(self.path, {"type": "run"})
+        self.model: list[dict] = [{"type": "run"}]
+
+    @rule(record=_records)
+    def append(self, record):
+        stored = self.led.append(record)
+        assert {k: v for k, v in stored.items() if k not in ("seq", "prev", "hash")} == record
+        self.model.append(record)
+
+    @rule(records=st.lists(_records, min_size=1, max_size=5))
+    def group(self, records):
+        with self.led.group():
+            for r in records:
+                self.led.append(r)
+        self.model.extend(records)
+
+    @rule(cut=st.integers(1, 200), zeros=st.booleans())
+    def torn_write_then_reopen(self, cut, zeros):
+        line = canonical({"type": "lost", "seq": len(self.model), "pad": "x" * 50})
+        tail = line[: min(cut, len(line) - 1)] + (b"\x00" * 8 + b"\n" if zeros else b"")
+        self.led.close()
+        with open(self.path, "ab") as f:
+            f.write(tail)
+        assert verify(self.path).status == "torn-tail"
+        self.led = Ledger.open(self.path)
+        assert self.led.torn is not None
+
+    @rule()
+    def reopen(self):
+        self.led.close()
+        self.led = Ledger.open(self.path)
+        assert self.led.torn is None
+
+    @invariant()
+    def file_equals_model(self):
+        v = verify(self.path)
+        assert v.status == "verified" and v.records == len(self.model) == len(self.led)
+        assert v.head == self.led.head
+        stored = [{k: x for k, x in r.items() if k not in ("seq", "prev", "hash")}
+                  for r in self.led.records]
+        assert stored == self.model
+
+    def teardown(self):
+        self.led.close()
+        self.dir.cleanup()
+
+
+# Each append is a real fsync, so the run is kept small; the ci profile still derandomizes it.
+TestLedgerMachine = LedgerMachine.TestCase
+TestLedgerMachine.settings = settings(max_examples=25, stateful_step_count=12)

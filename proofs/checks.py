@@ -43,6 +43,11 @@ class _Session:
         self.base.extend(formulas)
 
 
+def _trace(sys: System, kind: str, note: str, steps: list[Step],
+           model: z3.ModelRef) -> Trace:
+    return Trace(kind, note, steps, _params(sys, model), system=sys)
+
+
 def _params(sys: System, model: z3.ModelRef) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if hasattr(sys, "case"):
@@ -68,8 +73,8 @@ def check_init(sys: System, inv: Invariant) -> Trace | None:
     m = _Session("Init => Inv", *sys.axioms(), sys.init(s)).sat(z3.Not(inv(s)))
     if m is None:
         return None
-    return Trace("trace", "an initial state breaks the invariant", [_step(sys, m, s, None)],
-                 _params(sys, m))
+    return _trace(sys, "trace", "an initial state breaks the invariant",
+                  [_step(sys, m, s, None)], m)
 
 
 def check_transitions(sys: System, inv: Invariant) -> Trace | None:
@@ -79,9 +84,9 @@ def check_transitions(sys: System, inv: Invariant) -> Trace | None:
     for ev in sys.events("step"):
         m = session.sat(sys.transition(s, t, ev))
         if m is not None:
-            return Trace("cti", f"{ev.label(m)} leads from a state satisfying the invariant "
-                         "to one that breaks it",
-                         [_step(sys, m, s, None), _step(sys, m, t, ev)], _params(sys, m))
+            return _trace(sys, "cti", f"{ev.label(m)} leads from a state satisfying the "
+                          "invariant to one that breaks it",
+                          [_step(sys, m, s, None), _step(sys, m, t, ev)], m)
     return None
 
 
@@ -91,8 +96,8 @@ def check_implies(sys: System, inv: Invariant, prop: Invariant, what: str) -> Tr
     m = _Session("Inv => Prop", *sys.axioms(), inv(s)).sat(z3.Not(prop(s)))
     if m is None:
         return None
-    return Trace("cti", f"a state satisfies the invariant but not {what}", [_step(sys, m, s, None)],
-                 _params(sys, m))
+    return _trace(sys, "cti", f"a state satisfies the invariant but not {what}",
+                  [_step(sys, m, s, None)], m)
 
 
 def check_inductive(sys: System, inv: Invariant, prop: Invariant | None = None,
@@ -113,8 +118,8 @@ def check_unchanged(sys: System, keep: Callable[[Any, Any], z3.BoolRef],
             continue
         m = session.sat(sys.transition(s, t, ev))
         if m is not None:
-            return Trace("cti", f"{ev.label(m)} changes {what}",
-                         [_step(sys, m, s, None), _step(sys, m, t, ev)], _params(sys, m))
+            return _trace(sys, "cti", f"{ev.label(m)} changes {what}",
+                          [_step(sys, m, s, None), _step(sys, m, t, ev)], m)
     return None
 
 
@@ -140,9 +145,9 @@ def check_ranking(sys: System, inv: Invariant,
         if m is not None:
             before = [m.eval(x, model_completion=True) for x in r]
             after = [m.eval(x, model_completion=True) for x in r2]
-            return Trace("cti", f"{ev.label(m)} does not decrease the ranking "
-                         f"({', '.join(map(str, before))}) -> ({', '.join(map(str, after))})",
-                         [_step(sys, m, s, None), _step(sys, m, t, ev)], _params(sys, m))
+            note = (f"{ev.label(m)} does not decrease the ranking "
+                    f"({', '.join(map(str, before))}) -> ({', '.join(map(str, after))})")
+            return _trace(sys, "cti", note, [_step(sys, m, s, None), _step(sys, m, t, ev)], m)
     return None
 
 
@@ -196,7 +201,7 @@ class _Unrolling:
         for k in range(upto):
             ev = self.events[k][m.eval(self.choice[k], model_completion=True).as_long()]
             steps.append(_step(self.sys, m, self.states[k + 1], ev))
-        return Trace(kind, note, steps, _params(self.sys, m))
+        return _trace(self.sys, kind, note, steps, m)
 
 
 def bmc(sys: System, bad: Invariant, depth: int, what: str) -> Trace | None:

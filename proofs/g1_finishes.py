@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import z3
 
-from model.bounds import rerun_set
+from model.bounds import attempt_bound, rerun_set
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import check_inductive, check_ranking, find_lasso
+from proofs.checks import bmc, check_inductive, check_ranking, find_lasso
 from proofs.encoding import (
     O_RUNNING,
     S_DONE,
@@ -248,3 +248,21 @@ def ranking_family() -> Trace | None:
 
 def ranking_without_ops_bound_family() -> Trace | None:
     return first(check_ranking_without_ops_bound(g) for g in shapes())
+
+
+# ---- the bound is reached ---------------------------------------------------------------------
+
+TIGHT_GRAPH = LoopGraph.build([NodeSpec("a", attempts=2),
+                               NodeSpec("b", attempts=1, needs=("a",), repairs=("a",))],
+                              repair_budget=1, spend_budget=float("inf"))
+
+
+def bound_attained(depth: int = 14) -> Trace | None:
+    """Some run of TIGHT_GRAPH makes exactly W attempts (W = 3 + 1 * 3 = 6): the proved bound is
+    not loose there. None when such a run exists; a 'vacuous' trace when none is found."""
+    enc = ControlRuns(TIGHT_GRAPH, Params.of(TIGHT_GRAPH))
+    w = attempt_bound(TIGHT_GRAPH)
+    found = bmc(enc, lambda s: s["attempts_total"] == w, depth, f"attempts_total = W = {w}")
+    if found is None:
+        return Trace("vacuous", f"no run of {depth} control steps reaches W = {w}")
+    return None

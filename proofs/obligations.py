@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
+from proofs import g2_order, sanity
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
-from proofs import sanity
 from proofs.solver import Unknown
 from proofs.trace import Trace
 
@@ -45,6 +45,9 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G1-attempt-bound", "G1", "proved",
                "attempts_total + sum_v remaining_v <= sum_v a_v + repairs_used * M is inductive "
                f"and implies attempts_total <= W ({FAMILY})", g1.attempt_bound_family),
+    Obligation("G1-bound-attained", "G1", "proved",
+               "the bound is reached: a run of a->b (a_a=2, a_b=1, b repairs a, K=1) makes "
+               "exactly W = 6 attempts (bounded model checking)", g1.bound_attained),
     Obligation("G1-ranking", "G1", "proved",
                "(live, K - repairs_used, sum_v mu_v, P - ops) in N^4 decreases lexicographically "
                "on every transition, assuming at most P metered operations/claims per attempt "
@@ -73,6 +76,12 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G2-broken-self-report-run", "G2", "refuted",
                "broken: a worker's self-report (Claim) marks DONE -- a run from Init drifts",
                g2.run_self_report),
+    Obligation("G2-needs-before-start", "G2", "proved",
+               "a node that has started in its current activation has every predecessor DONE "
+               f"({FAMILY})", g2_order.check_needs_done),
+    Obligation("G2-broken-begin-ignores-needs", "G2", "refuted",
+               "broken: Begin does not check needs -- a run from Init starts b before a is DONE",
+               g2_order.run_begin_ignores_needs),
     Obligation("G2-sanity-unbounded", "G2", "proved",
                "Init and every transition of the unbounded encoding are satisfiable under the "
                "invariant", g2.check_sanity),

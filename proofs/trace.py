@@ -30,6 +30,7 @@ class Trace:
     steps: list[Step] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     loop_start: int | None = None
+    system: Any = field(default=None, repr=False, compare=False)  # the encoding it came from
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "note": self.note, "params": self.params,

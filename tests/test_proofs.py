@@ -17,10 +17,10 @@ from model.transitions import Claim, Disabled, Repair, Reserve, Settle, step
 from proofs import __main__ as cli
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
+from proofs import g2_order, obligations
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
-from proofs import obligations
 from proofs.checks import check_inductive, check_transitions
 from proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
 from proofs.family import dags, shapes
@@ -81,11 +81,7 @@ def replay(tr: Trace, upto: int | None = None) -> list[RunState]:
 
 
 def _graph_of(tr: Trace) -> LoopGraph:
-    desc = tr.params["graph"]
-    for g in (g1.LASSO_GRAPH, g2.CHAIN, g3.ONE_NODE):
-        if RunEncoding(g, Params.of(g)).case == desc:
-            return g
-    raise AssertionError(f"unknown graph {desc}")
+    return tr.system.graph
 
 
 def test_lasso_repeats_and_the_real_model_stops_it():
@@ -151,6 +147,31 @@ def test_between_attempts_run_overspends_and_the_real_model_refuses():
     # ... and the real model refuses the overspending one
     with pytest.raises(Disabled):
         step(g, states[-1], tr.steps[-1].event_obj)
+
+
+def test_begin_ignoring_needs_starts_too_early_and_the_real_model_refuses():
+    tr = cex("G2-broken-begin-ignores-needs")
+    g = g2_order.PAIR
+    last = tr.steps[-1].state_obj
+    assert last.status_of(g, "b") is Status.RUNNING
+    assert last.status_of(g, "a") is not Status.DONE
+    states = replay(tr, upto=len(tr.steps) - 2)
+    with pytest.raises(Disabled, match="predecessor"):
+        step(g, states[-1], tr.steps[-1].event_obj)
+
+
+def test_bound_attained_finds_w_and_nothing_beyond_it():
+    from proofs.checks import bmc
+
+    assert discharge(BY_ID["G1-bound-attained"]).result == "proved"
+    g = g1.TIGHT_GRAPH
+    enc = g1.ControlRuns(g, Params.of(g))
+    w = attempt_bound(g)
+    beyond = bmc(enc, lambda s: s["attempts_total"] > w, 14, "more than W attempts")
+    assert beyond is None
+    reached = bmc(enc, lambda s: s["attempts_total"] == w, 14, "W attempts")
+    assert reached is not None
+    assert replay(reached)[-1].attempts_total == w
 
 
 def test_stale_evidence_trace_commits_stale_evidence():

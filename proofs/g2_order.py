@@ -1,0 +1,56 @@
+"""G2, needs respected: a node that has started in its current activation has every predecessor
+DONE -- no node works on inputs that are not gated. (The worked example in docs/proofs.md.)
+
+Broken variant: Begin ignores `needs` -- refuted by a run from Init on a -> b.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from model.graph import LoopGraph, NodeSpec
+from proofs.checks import bmc, check_inductive
+from proofs.encoding import (
+    S_DONE,
+    S_EXHAUSTED,
+    S_PENDING,
+    S_RUNNING,
+    Params,
+    RunEncoding,
+    Semantics,
+    State,
+)
+from proofs.family import shapes
+from proofs.g1_finishes import first
+from proofs.trace import Trace
+
+
+def needs_done(enc: RunEncoding, s: State) -> z3.BoolRef:
+    """started(v) => every predecessor of v is DONE."""
+    return z3.And([z3.Implies(z3.Or(s.st(v) != S_PENDING, s.att(v) > 0), s.st(p) == S_DONE)
+                   for v in enc.graph.names for p in enc.graph.predecessors(v)] or [True])
+
+
+def check_needs_done() -> Trace | None:
+    def one(graph: LoopGraph) -> Trace | None:
+        enc = RunEncoding(graph, Params.symbolic(graph))
+        return check_inductive(enc, lambda s: needs_done(enc, s))
+    return first(one(g) for g in shapes())
+
+
+class BeginIgnoresNeeds(Semantics):
+    """Broken: an attempt may start before its predecessors are DONE."""
+
+    def guard_begin(self, enc, s, ev):
+        names = enc.graph.names
+        return z3.And(enc.live(s), *[s.st(w) != S_RUNNING for w in names],
+                      *[s.st(w) != S_EXHAUSTED for w in names],
+                      s.st(ev.node) == S_PENDING, enc.fits(s, ev.node))  # no check of needs
+
+
+PAIR = LoopGraph.build([NodeSpec("a"), NodeSpec("b", needs=("a",))])
+
+
+def run_begin_ignores_needs(depth: int = 2) -> Trace | None:
+    enc = RunEncoding(PAIR, Params.of(PAIR), BeginIgnoresNeeds())
+    return bmc(enc, lambda s: z3.Not(needs_done(enc, s)), depth, "needs respected")

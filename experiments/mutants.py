@@ -33,6 +33,7 @@ from engine.audit import report
 from engine.audit.catalogue import REPAIRED_DIR, Loop, load_catalogue, load_loop
 from engine.audit.instrument import Audit, audit
 from engine.audit.judge import Judge
+from engine.errors import BadInput
 
 NAME = "mutants"
 CATALOG = Path(__file__).resolve().parent.parent / "examples" / "catalog"
@@ -221,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--catalog", type=Path, default=CATALOG, help="the gate catalogue")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
-    summary, timing = run(args.scale, args.seed, args.out, args.jobs, args.catalog)
+    try:
+        summary, timing = run(args.scale, args.seed, args.out, args.jobs, args.catalog)
+    except BadInput as exc:
+        print(f"experiments.mutants: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps({**summary, "timing": timing, "out": str(args.out)}, sort_keys=True))
     else:

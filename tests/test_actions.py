@@ -93,7 +93,7 @@ def test_action_record_is_content_addressed() -> None:
     assert action_record(parse_reply("DONE"), "DONE")["digest"] != a["digest"]
 
 
-@settings(max_examples=200)
+@settings(max_examples=80)
 @given(st.text(max_size=300) | st.just("a" * 300) | st.just("d/" * 3000))
 def test_path_violation_never_raises(tmp_path_factory, rel: str) -> None:
     root = tmp_path_factory.mktemp("p")

@@ -335,9 +335,9 @@ class AdmissionBroker:
         return stale_reason(evidence, self.base, pinned)
 
     def deliver(self, evidence: Evidence | None) -> Evidence | None:
-        """The gate between evidence and a worker: `evidence` if it binds to the current tree
-        and suite; otherwise, per policy, fresh evidence (refresh), None (keep) or None with
-        revisions stopped (escalate)."""
+        """The gate between evidence and a worker: `evidence` itself (the same object) if it
+        binds to the current tree and suite; otherwise, per policy, fresh evidence (refresh),
+        None (keep) or None with revisions stopped (escalate)."""
         self._require_started()
         self._ensure_base()
         why = self._binding(evidence)

@@ -829,10 +829,12 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "regress-restore" /
       fault="examples/regress-restore: the worker repairs caesar.py, then regresses it with a "
             "patch plus direct edits and a leftover file, then replies 'STATUS: DONE'",
       expected="the run (spec.load + Runner, as `loopproof run`) ends DONE, exit 0; decisions admitted, rejected, invalid; the "
-               "workspace holds the repaired code and no leftover; the receipt verifies")
+               "workspace holds the repaired code and no leftover; the receipt verifies; the "
+               "node's gate then rejects a drifted workspace and a tampered receipt")
 def cf041(tmp: Path) -> None:
     ledger = tmp / "run.jsonl"
-    runner = Runner.start(load_spec(EXAMPLE), ledger)  # what `loopproof run` does
+    spec = load_spec(EXAMPLE)
+    runner = Runner.start(spec, ledger)  # what `loopproof run` does
     try:
         code = runner.run()
         report = runner.report()
@@ -852,6 +854,17 @@ def cf041(tmp: Path) -> None:
     restores = [r for r in Ledger.open(state / "guard.jsonl").records
                 if r["type"] == "guard.restore"]
     assert any(r["removed"] == ["notes.txt"] for r in restores)
+    # The node's gate is the runner's own judgement: it must refuse a drifted workspace and a
+    # tampered receipt.
+    gate = spec.nodes["caesar"].gate
+    assert gate.judge(ws).verdict == "accept"
+    (ws / "extra.py").write_text("x = 1\n")
+    assert gate.judge(ws).verdict == "reject"
+    (ws / "extra.py").unlink()
+    receipt["liveness"]["rejected"] = 0
+    Path(claims["receipt"]).write_text(json.dumps(receipt))
+    verdict = gate.judge(ws)
+    assert verdict.verdict == "reject" and "does not verify" in verdict.detail
 
 
 @case("CF042", "checkpoint store damaged during revisions",

@@ -19,6 +19,8 @@ record is appended; `resume` continues.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -99,6 +101,7 @@ class Runner:
         self.stopped = False
         self.error: str | None = None  # why the run stopped with exit 5
         self._batch: contextlib.ExitStack | None = None
+        self._lock_fd: int | None = None
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -134,16 +137,24 @@ class Runner:
         root = workspace_root(ledger_path)
         remove_tree(root)  # an old run's workspaces; the ledger they belonged to is gone
         ledger = Ledger.create(ledger_path, first)
-        return cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
-                   policy=policy)
+        lock = _lock(ledger_path)
+        runner = cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
+                     policy=policy)
+        runner._lock_fd = lock
+        return runner
 
     @classmethod
     def resume(cls, ledger_path: Path | str, *, stop_file: Path | None = None,
                progress: Progress | None = None) -> Runner:
         """Verify and replay the ledger; rebuild the spec from its first record. Appends nothing
         (the `resumed` record and any `abandon` are written by `continue_run`)."""
-        ledger = Ledger.open(ledger_path)
-        replayed = replay(ledger)
+        lock = _lock(Path(ledger_path))  # before open: opening may cut a torn tail
+        try:
+            ledger = Ledger.open(ledger_path)
+            replayed = replay(ledger)
+        except BaseException:
+            os.close(lock)
+            raise
         spec = Spec.from_record(replayed.first.get("spec", {}), str(ledger_path))
         if graph_record(spec.graph) != replayed.first["graph"]:
             raise LedgerCorrupt(f"{ledger_path}: the stored spec does not give the stored graph; "
@@ -158,7 +169,9 @@ class Runner:
                 raise LedgerCorrupt(f"{ledger_path}: record 0: malformed policy record; fix: "
                                     f"restore the ledger from a trusted copy")
             policy = PolicyPin(Path(recorded["path"]), recorded)
-        return cls(spec, ledger, replayed, stop_file=stop, progress=progress, policy=policy)
+        runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress, policy=policy)
+        runner._lock_fd = lock
+        return runner
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -423,6 +436,27 @@ class Runner:
     def close(self) -> None:
         self.sync()
         self.ledger.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
+
+
+def _lock(ledger_path: Path) -> int:
+    """One engine per ledger: an exclusive lock on the ledger file for the whole run (the kernel
+    drops it if the process dies). A second `run`/`resume` on the same ledger is refused."""
+    try:
+        fd = os.open(ledger_path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise BadInput(str(ledger_path), "--ledger", "file not found",
+                       "give the path of an existing ledger file") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise BadInput(str(ledger_path), "--ledger", "another loopproof process is running "
+                       "this ledger", "wait for it to finish, or stop it (kill switch), then "
+                       "resume") from None
+    return fd
 
 
 def _load_policy(spec: Spec, root: Path) -> Any:

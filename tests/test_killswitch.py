@@ -158,3 +158,20 @@ def test_signal_stops_at_the_next_safe_point(tmp_path: Path, sig: signal.Signals
     assert [r["node"] for r in recs if r["type"] == "begin"] == ["a"]
     assert Runner.resume(ledger).continue_run() == 0
     assert kinds(ledger)[-1] == "finish"
+
+
+def test_a_second_engine_on_the_same_ledger_is_refused(tmp_path: Path, capsys) -> None:
+    ledger = tmp_path / "L.jsonl"
+    STOP_AFTER["a"] = default_stop_file(ledger)
+    try:
+        runner = Runner.start(spec_mod.load(chain(tmp_path)), ledger)
+        assert runner.run() == EXIT_STOPPED
+        default_stop_file(ledger).unlink()
+        before = ledger.read_bytes()
+        assert cli.main(["resume", "--ledger", str(ledger)]) == 2  # the first still holds it
+        assert "another loopproof process" in capsys.readouterr().err
+        assert ledger.read_bytes() == before
+        runner.close()
+        assert cli.main(["resume", "--ledger", str(ledger)]) == 0
+    finally:
+        STOP_AFTER.clear()

@@ -51,10 +51,15 @@ _UNPARSEABLE = object()
 _FIX = "fix: restore the ledger from a trusted copy; a broken chain is never repaired in place"
 
 
+# json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False),
+# with the encoder built once rather than on every call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+
+
 def canonical(obj: Any) -> bytes:
     """The one byte form of a record: sorted keys, no spaces, UTF-8, no NaN/Infinity."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode()
+    return _ENCODER.encode(obj).encode()
 
 
 def record_hash(record: dict) -> str:
@@ -242,6 +247,9 @@ class Ledger:
         self._group_depth = 0
         self._dirty = False
         self._failed: str | None = None
+        # A torn write is a branch only a crash request takes (LOOPPROOF_CRASH_AT is set before
+        # the process starts); the crashpoints themselves are always called, so they can be counted.
+        self._torn_armed = os.environ.get(faults.ENV, "").startswith("ledger.torn_write:")
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 
     # ---- construction ---------------------------------------------------------------------
@@ -308,7 +316,7 @@ class Ledger:
         line = canonical(stored) + b"\n"
         faults.crashpoint("ledger.before_append")
         try:
-            if os.environ.get(faults.ENV, "").startswith("ledger.torn_write:"):
+            if self._torn_armed:
                 half = len(line) // 2
                 _write_all(self._fd, line[:half])
                 os.fsync(self._fd)

@@ -66,6 +66,18 @@ def test_canonical_is_the_documented_form():
         canonical({"x": float("nan")})
 
 
+_json = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
+                     | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=12)
+
+
+@given(_json)
+def test_canonical_equals_the_documented_json_dumps(obj):
+    assert canonical(obj) == json.dumps(obj, sort_keys=True, separators=(",", ":"),
+                                        ensure_ascii=False, allow_nan=False).encode()
+
+
 def test_append_returns_stored_record_and_leaves_input_alone(tmp_path):
     led = make(tmp_path / "l.jsonl", 1)
     rec = {"type": "verdict", "v": "PASS"}

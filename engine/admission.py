@@ -243,13 +243,19 @@ class AdmissionBroker:
         self._completion: Completion | None = None
 
     def _protected_check_files(self) -> tuple[str, ...]:
+        """Workspace paths a check depends on: its named files that lie in the workspace, and
+        relative argv items naming files in the workspace (a test script kept in the repo)."""
         ws = self.workspace.resolve()
-        out = []
+        out = set()
         for c in self.checks.values():
-            for f in c.identity().get("files", {}):
-                p = Path(f).resolve()
-                if ws in p.parents:
-                    out.append(p.relative_to(ws).as_posix())
+            named = [Path(f).resolve() for f in c.identity().get("files", {})]
+            cwd = ws / str(c.identity().get("cwd", "."))
+            for a in c.identity().get("argv", [])[1:]:
+                if isinstance(a, str) and not a.startswith("-") and not Path(a).is_absolute():
+                    named.append((cwd / a).resolve())
+            for p in named:
+                if ws in p.parents and p.is_file():
+                    out.add(p.relative_to(ws).as_posix())
         return tuple(sorted(out))
 
     # ---- properties ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -25,7 +26,14 @@ from engine.admission import (
 )
 from engine.checkpoint import CheckpointStore
 from engine.errors import BadInput, LedgerCorrupt
-from engine.evidence import UnsafeTree, digest, file_digest, stale_reason, tree_hash
+from engine.evidence import (
+    CommandCheck,
+    UnsafeTree,
+    digest,
+    file_digest,
+    stale_reason,
+    tree_hash,
+)
 from engine.ledger import Ledger
 from engine.runner import Runner
 from engine.spec import load as load_spec
@@ -927,3 +935,23 @@ def cf044(tmp: Path) -> None:
         raise AssertionError("an altered proposal was read back")
     except LedgerCorrupt as exc:
         assert str(d.proposal)[:12] in str(exc)
+
+
+@case("CF045", "patch touching a test script named by a relative path",
+      obligation="the worker has no write path to the gate: a test script the check runs from "
+                 "the workspace (relative argv) is protected too",
+      fault="the check runs `python -S tests/check.py visible` from the candidate; a patch "
+            "rewrites tests/check.py to always pass, together with a broken program",
+      expected="outcome rejected as unsafe (protected path), nothing evaluated, checkpoint kept")
+def cf045(tmp: Path) -> None:
+    lab = Lab(tmp, CORRECT)
+    (lab.ws / "tests").mkdir()
+    (lab.ws / "tests" / "check.py").write_text(lab.gate_file.read_text())
+    check = CommandCheck("visible", (sys.executable, "-S", "tests/check.py", "visible"))
+    b = lab.broker(checks=[check])
+    ev = b.start()
+    assert ev.verdict == "pass" and "tests/check.py" in b.protected
+    d = b.submit(reply_patch({"tests/check.py": "import sys\nsys.exit(0)\n",
+                              "calc.py": BROKEN}), based_on=ev)
+    assert d.outcome is Outcome.REJECTED and "protected path" in d.reason
+    assert b.counts["evaluated"] == 0 and lab.program() == CORRECT

@@ -210,6 +210,9 @@ def _read(path: Path) -> bytes:
     except IsADirectoryError:
         raise BadInput(str(path), "ledger", "is a directory, not a ledger file",
                        "give the path of the ledger file itself") from None
+    except PermissionError:
+        raise BadInput(str(path), "ledger", "cannot be read (permission denied)",
+                       "run as a user who can read it, or copy it somewhere readable") from None
 
 
 def verify(path: Path | str) -> Verification:

@@ -172,6 +172,18 @@ def test_open_missing_file_is_bad_input(tmp_path):
         verify(tmp_path)
 
 
+def test_unreadable_ledger_is_bad_input(tmp_path, monkeypatch):
+    path = tmp_path / "l.jsonl"
+    make(path, 2).close()
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", denied)  # root can read anything, so simulate it
+    with pytest.raises(BadInput, match="permission denied"):
+        verify(path)
+
+
 @pytest.mark.parametrize("record, error", [
     ({"no": "type"}, ValueError), ({"type": ""}, ValueError), ({"type": 3}, ValueError),
     ({"type": "x", "seq": 4}, ValueError), ({"type": "x", "hash": "h"}, ValueError),

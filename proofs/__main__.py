@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from proofs import family
 from proofs.obligations import Result, discharge, select
 
 
@@ -26,8 +27,9 @@ def report(results: list[Result]) -> str:
     out = [table(results), ""]
     for r in results:
         if r.counterexample is not None or r.error:
+            statement = r.to_json()["statement"]
             out.append(f"== {r.obligation.id} ({r.result}, expected {r.obligation.expect}): "
-                       f"{r.obligation.statement}")
+                       f"{statement}")
             out.append(r.error or r.counterexample.render())
             out.append("")
     bad = [r.obligation.id for r in results if not r.ok]
@@ -45,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the JSON array to this file")
     ap.add_argument("--only", nargs="*", metavar="ID",
                     help="only obligations whose id starts with ID, or guarantee equals ID")
+    ap.add_argument("--max-nodes", type=int, default=family.MAX_NODES, choices=(1, 2, 3, 4, 5),
+                    help="the per-shape proofs cover every DAG up to this many nodes (default 3)")
     args = ap.parse_args(argv)
+    family.MAX_NODES = args.max_nodes
     obligations = select(args.only)
     if not obligations:
         print(f"python -m proofs: --only {' '.join(args.only)} matches no obligation; "

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from proofs import family, g2_order, sanity
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
-from proofs import g2_order, sanity
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
@@ -24,7 +24,7 @@ from proofs.trace import Trace
 
 Expect = Literal["proved", "refuted"]
 
-FAMILY = "every DAG with up to 3 nodes and every repair relation, a_v, c_v, K, B symbolic"
+FAMILY = "{family}"  # filled in with proofs.family.describe() when reported
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class Result:
         ob = self.obligation
         out: dict[str, Any] = {"id": ob.id, "guarantee": ob.guarantee, "expect": ob.expect,
                                "result": self.result, "seconds": self.seconds,
-                               "statement": ob.statement}
+                               "statement": ob.statement.replace(FAMILY, family.describe())}
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample.to_json()
         if self.error:

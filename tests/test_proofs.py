@@ -319,6 +319,16 @@ def test_cli_treats_unknown_as_failure(monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)[0]["result"] == "unknown"
 
 
+def test_cli_max_nodes_changes_the_family(monkeypatch, capsys):
+    from proofs import family
+
+    monkeypatch.setattr(family, "MAX_NODES", family.MAX_NODES)  # restored after the test
+    assert cli.main(["--json", "--only", "G2-needs", "--max-nodes", "2"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert "up to 2 nodes" in row["statement"] and row["result"] == "proved"
+    assert len(list(dags())) == 3  # 1 + 2 classes
+
+
 def test_cli_rejects_an_unknown_selection(capsys):
     assert cli.main(["--only", "G9-nothing"]) == 2
     assert "fix:" in capsys.readouterr().err

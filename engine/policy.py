@@ -376,3 +376,6 @@ def _read_or_bad(path: Path) -> bytes:
                        ) from None
     except IsADirectoryError:
         raise BadInput(str(path), "policy", "is a directory", "give the policy TOML file") from None
+    except OSError as exc:
+        raise BadInput(str(path), "policy", f"cannot be read ({exc.strerror or exc})",
+                       "make the policy file readable by the engine") from None

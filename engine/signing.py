@@ -65,6 +65,10 @@ def _load_private(path: Path) -> Ed25519PrivateKey:
     except FileNotFoundError:
         raise BadInput(str(path), "signing.private_key", "file not found",
                        "generate one with `python -m engine.signing keygen`") from None
+    except OSError as exc:
+        raise BadInput(str(path), "signing.private_key", f"cannot be read ({exc.strerror or exc})",
+                       "run as the key's owner; the key must stay out of the workers' reach"
+                       ) from None
     except (ValueError, TypeError) as exc:
         raise BadInput(str(path), "signing.private_key", f"is not an unencrypted PEM key ({exc})",
                        "generate one with `python -m engine.signing keygen`") from None
@@ -81,6 +85,9 @@ def _load_public(path: Path) -> Ed25519PublicKey:
         raise BadInput(str(path), "--public-key", "file not found",
                        "give the public key written by `python -m engine.signing keygen`"
                        ) from None
+    except OSError as exc:
+        raise BadInput(str(path), "--public-key", f"cannot be read ({exc.strerror or exc})",
+                       "give a readable public key file") from None
     except (ValueError, TypeError) as exc:
         raise BadInput(str(path), "--public-key", f"is not a PEM public key ({exc})",
                        "give the public key written by `python -m engine.signing keygen`"

@@ -213,7 +213,8 @@ def test_resume_after_sigkill_recovers_the_outcome(tmp_path: Path, capsys, crash
         assert abandons == []
     assert report["attempts_total"] <= report["attempt_bound"]
     if site == "ledger.torn_write":
-        assert report["torn"] and "cut short" in report["torn"] or "no newline" in report["torn"]
+        assert report["torn"] and ("cut short" in report["torn"]
+                                   or "no newline" in report["torn"])
 
 
 def test_crash_during_resume_then_resume_again(tmp_path: Path, capsys) -> None:

@@ -7,7 +7,7 @@ relation (proofs/encoding.py for runs, proofs/unbounded.py, proofs/g4_evidence.p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import z3
@@ -120,6 +120,14 @@ def check_unchanged(sys: System, keep: Callable[[Any, Any], z3.BoolRef],
         if m is not None:
             return _trace(sys, "cti", f"{ev.label(m)} changes {what}",
                           [_step(sys, m, s, None), _step(sys, m, t, ev)], m)
+    return None
+
+
+def first(checks: Iterable[Trace | None]) -> Trace | None:
+    """The first counterexample of a family of checks (one per graph), None if all pass."""
+    for cex in checks:
+        if cex is not None:
+            return cex
     return None
 
 

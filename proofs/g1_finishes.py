@@ -14,13 +14,11 @@ on every transition. Without the assumption the ranking fails on Claim (refuted 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import z3
 
 from model.bounds import attempt_bound, rerun_set
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_inductive, check_ranking, find_lasso
+from proofs.checks import bmc, check_inductive, check_ranking, find_lasso, first
 from proofs.encoding import (
     O_RUNNING,
     S_DONE,
@@ -228,14 +226,6 @@ def lasso_per_activation_repairs(depth: int = 8) -> Trace | None:
     enc = ControlRuns(LASSO_GRAPH, Params.of(LASSO_GRAPH), PerActivationRepairs())
     return find_lasso(enc, lambda s: guard_relevant(enc, s), depth,
                       "per-activation repair counters")
-
-
-def first(checks: Iterator[Trace | None]) -> Trace | None:
-    """The first counterexample of a family of checks, or None when every one passes."""
-    for cex in checks:
-        if cex is not None:
-            return cex
-    return None
 
 
 def attempt_bound_family() -> Trace | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable
+from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable, first
 from proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
 from proofs.family import shapes
 from proofs.trace import Trace
@@ -82,8 +82,6 @@ def no_drift_run(enc: RunEncoding, s: State) -> z3.BoolRef:
 
 
 def check_no_drift_family() -> Trace | None:
-    from proofs.g1_finishes import first  # one helper for every family proof
-
     def one(graph: LoopGraph) -> Trace | None:
         enc = RunEncoding(graph, Params.symbolic(graph))
         return check_inductive(enc, lambda s: no_drift_run(enc, s))

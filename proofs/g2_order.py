@@ -9,7 +9,7 @@ from __future__ import annotations
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_inductive
+from proofs.checks import bmc, check_inductive, first
 from proofs.encoding import (
     S_DONE,
     S_EXHAUSTED,
@@ -21,7 +21,6 @@ from proofs.encoding import (
     State,
 )
 from proofs.family import shapes
-from proofs.g1_finishes import first
 from proofs.trace import Trace
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_inductive
+from proofs.checks import bmc, check_inductive, first
 from proofs.encoding import EPS, Params, RunEncoding, Semantics, State
 from proofs.family import shapes
-from proofs.g1_finishes import first
 from proofs.trace import Trace
 
 

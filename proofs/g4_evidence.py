@@ -16,7 +16,7 @@ import z3
 
 from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable
 from proofs.records import Hash as H
-from proofs.records import RecordSystem, REv
+from proofs.records import RecordSystem
 from proofs.trace import Trace
 
 INT = z3.IntSort()
@@ -111,6 +111,3 @@ def commit_is_bound(state: dict[str, Any]) -> bool:
     return all(es == st and eq == sq
                for es, eq, st, sq in state["commits(ev_state,ev_suite,state,suite)"])
 
-
-__all__ = ["REv", "EvidenceLoop", "StaleAccepted", "bound_commits", "check_bound",
-           "check_sanity", "commit_is_bound", "run_stale_accepted"]

@@ -4,7 +4,7 @@ are an uninterpreted sort, so the proofs hold for any hash function that is a fu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +14,6 @@ from proofs.encoding import value
 from proofs.trace import number
 
 Hash = z3.DeclareSort("Hash")
-
-Rule = Callable[[dict[str, z3.ExprRef], "REv"], tuple[z3.BoolRef, dict[str, z3.ExprRef]]]
-
 
 @dataclass(frozen=True)
 class REv:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import z3
 
-from proofs.checks import check_enabled, check_init_satisfiable
+from proofs.checks import check_enabled, check_init_satisfiable, first
 from proofs.encoding import Params, RunEncoding
 from proofs.family import shapes
-from proofs.g1_finishes import P, attempt_invariant, first, ops_encoding, structural
+from proofs.g1_finishes import P, attempt_invariant, ops_encoding, structural
 from proofs.g3_no_overspend import spend_invariant
 from proofs.trace import Trace
 

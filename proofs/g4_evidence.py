@@ -84,6 +84,13 @@ class StaleAccepted(EvidenceLoop):
         return self.exists(s, k)
 
 
+class SuiteUnchecked(EvidenceLoop):
+    """Broken: only the state hash is compared; evidence from another suite still commits."""
+
+    def admissible(self, s, k):
+        return z3.And(self.exists(s, k), s["ev_state"][k] == s["state"])
+
+
 def bound_commits(s) -> z3.BoolRef:
     """Every commit's evidence hashes equal the hashes current when it committed."""
     j = z3.Int("j")
@@ -103,6 +110,11 @@ def check_sanity() -> Trace | None:
 
 def run_stale_accepted(depth: int = 4) -> Trace | None:
     return bmc(StaleAccepted(), lambda s: z3.Not(bound_commits(s)), depth,
+               "G4 (every commit bound to the current hashes)")
+
+
+def run_suite_unchecked(depth: int = 3) -> Trace | None:
+    return bmc(SuiteUnchecked(), lambda s: z3.Not(bound_commits(s)), depth,
                "G4 (every commit bound to the current hashes)")
 
 

@@ -91,7 +91,8 @@ class CheckpointLoop(RecordSystem):
                 "checkpoint_passes_gate": bool(has and self.show(model, self.gate(ck))),
                 "checkpoint_admitted": bool(has and self.show(model, s["admitted"][ck])),
                 "done": self.show(model, s["done"]),
-                "receipt": self.show(model, s["receipt"]) if self.show(model, s["done"]) else None}
+                "receipt": self.show(model, s["receipt"]) if self.show(model, s["done"]) else None,
+                "checkpoint_recertifies": bool(has and self.show(model, self.recert(ck)))}
 
 
 class MalformedOverwrites(CheckpointLoop):
@@ -101,6 +102,15 @@ class MalformedOverwrites(CheckpointLoop):
         h = ev.args[0]
         return self.live(s), {"candidate": h, "checkpoint": h,
                               "has_checkpoint": z3.BoolVal(True)}
+
+
+class CompletesUnchecked(CheckpointLoop):
+    """Broken: completion issues a receipt for the checkpoint without recertifying it."""
+
+    def rule_complete(self, s, ev):
+        ok = z3.And(self.live(s), s["has_checkpoint"])
+        return ok, {"done": z3.BoolVal(True), "receipt": s["checkpoint"],
+                    "candidate": s["checkpoint"]}
 
 
 def gated_checkpoint(sys: CheckpointLoop):
@@ -137,6 +147,12 @@ def run_malformed_overwrites(depth: int = 3) -> Trace | None:
     sys = MalformedOverwrites()
     inv = gated_checkpoint(sys)
     return bmc(sys, lambda s: z3.Not(inv(s)), depth, "G5 (the checkpoint holds a gated state)")
+
+
+def run_completes_unchecked(depth: int = 3) -> Trace | None:
+    sys = CompletesUnchecked()
+    inv = gated_checkpoint(sys)
+    return bmc(sys, lambda s: z3.Not(inv(s)), depth, "G5 (a receipt names a recertified state)")
 
 
 def checkpoint_is_gated(state: dict[str, Any]) -> bool:

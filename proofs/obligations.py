@@ -103,6 +103,9 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G4-broken-stale-accepted", "G4", "refuted",
                "broken: a commit accepts evidence whose hashes differ -- a run from Init commits "
                "on stale evidence", g4.run_stale_accepted),
+    Obligation("G4-broken-suite-unchecked", "G4", "refuted",
+               "broken: only the state hash is compared -- evidence from a changed suite "
+               "commits", g4.run_suite_unchecked),
     Obligation("G4-sanity", "G4", "proved",
                "Init and every transition of the evidence model are satisfiable",
                g4.check_sanity),
@@ -117,6 +120,9 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G5-broken-malformed-overwrites", "G5", "refuted",
                "broken: a malformed action overwrites the checkpoint -- a run from Init puts an "
                "ungated state in it", g5.run_malformed_overwrites),
+    Obligation("G5-broken-complete-unchecked", "G5", "refuted",
+               "broken: completion issues a receipt without recertifying the checkpoint",
+               g5.run_completes_unchecked),
     Obligation("G5-sanity", "G5", "proved",
                "Init and every transition of the checkpoint model are satisfiable",
                g5.check_sanity),

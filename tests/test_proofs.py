@@ -174,8 +174,9 @@ def test_bound_attained_finds_w_and_nothing_beyond_it():
     assert replay(reached)[-1].attempts_total == w
 
 
-def test_stale_evidence_trace_commits_stale_evidence():
-    tr = cex("G4-broken-stale-accepted")
+@pytest.mark.parametrize("ob_id", ["G4-broken-stale-accepted", "G4-broken-suite-unchecked"])
+def test_stale_evidence_trace_commits_stale_evidence(ob_id):
+    tr = cex(ob_id)
     assert g4.commit_is_bound(tr.steps[0].state)
     assert not g4.commit_is_bound(tr.steps[-1].state)
     assert tr.steps[-1].event.startswith("Commit(")
@@ -189,6 +190,16 @@ def test_malformed_trace_puts_an_ungated_state_in_the_checkpoint():
     assert g5.checkpoint_is_gated(tr.steps[0].state)
     assert not g5.checkpoint_is_gated(tr.steps[-1].state)
     assert tr.steps[-1].event.startswith("Malformed(")
+
+
+def test_unchecked_completion_trace_issues_a_receipt_for_an_uncertified_state():
+    tr = cex("G5-broken-complete-unchecked")
+    last = tr.steps[-1].state
+    assert tr.steps[-1].event == "Complete"
+    assert last["done"] and last["receipt"] == last["checkpoint"]
+    assert not last["checkpoint_recertifies"]
+    assert all(not st.state["done"] or st.state["checkpoint_recertifies"]
+               for st in tr.steps[:-1])
 
 
 def test_ranking_needs_the_ops_bound_because_claim_is_a_real_stutter():

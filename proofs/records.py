@@ -65,12 +65,14 @@ class RecordSystem:
 
     # ---- readable values
     def show(self, model: z3.ModelRef, e: z3.ExprRef) -> Any:
-        """Hashes as h0, h1, ... (one name per element of the model's Hash universe)."""
+        """Hashes as h0, h1, ... in the order a trace first shows them (one name per element
+        of the model's Hash universe)."""
         if e.sort() == Hash:
             if self._names[0] != id(model):
-                elems = model.get_universe(Hash) or []
-                self._names = (id(model), {str(x): f"h{i}" for i, x in enumerate(elems)})
-            return self._names[1].get(str(model.eval(e, model_completion=True)), "h?")
+                self._names = (id(model), {})
+            names = self._names[1]
+            key = str(model.eval(e, model_completion=True))
+            return names.setdefault(key, f"h{len(names)}")
         v = value(model, e)
         return number(v) if not isinstance(v, int | bool | str) else v
 

@@ -90,8 +90,8 @@ def corpus(loop: Loop, reference: Files, tier: int, seed: int, cap: int | None) 
     seen = {workspace_key(reference, normalize=True)}
     out: list[Mutant] = []
 
-    def add(op, label: str, changes, key_files: Files | None = None) -> None:
-        files = key_files if key_files is not None else apply(reference, changes)
+    def add(op, label: str, changes) -> None:
+        files = apply(reference, changes)
         same = workspace_key(files, normalize=True)
         if same in seen:
             return

@@ -254,8 +254,10 @@ class Runner:
             self.error = str(exc)
             return EXIT_PIN_CHANGED
         faults.crashpoint("runner.resume")
+        orphans = kill_orphans(self.root)
         self.note({"type": "resumed", "resume": self.replayed.resumes + 1,
-                   "settled": self.state.settled, "reserved": self.state.reserved})
+                   "settled": self.state.settled, "reserved": self.state.reserved,
+                   "orphans_killed": len(orphans)})
         node = self.state.running(self.graph)
         if node is not None:
             self.commit(Abandon(node), {
@@ -439,6 +441,39 @@ class Runner:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the lock
             self._lock_fd = None
+
+
+def kill_orphans(root: Path) -> list[int]:
+    """Kill the process groups of workers a crashed engine left running in this run's
+    workspaces, so a re-run attempt never shares its workspace with the one it replaces.
+
+    A worker runs in its own session, so when the engine is SIGKILLed nothing stops it. On
+    resume, a process counts as such an orphan only if its environment carries LOOPPROOF_NODE
+    (set by the engine for workers) and its working directory lies inside `root`; a user's shell
+    in the folder is left alone. Linux /proc only; elsewhere this finds nothing."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    root_s = str(root.resolve())
+    own = os.getpgrp()
+    killed: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            if not (cwd == root_s or cwd.startswith(root_s + os.sep)):
+                continue
+            if b"LOOPPROOF_NODE=" not in (entry / "environ").read_bytes():
+                continue
+            pgid = os.getpgid(int(entry.name))
+        except (OSError, ValueError):
+            continue
+        if pgid != own and pgid not in killed:
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+                killed.append(pgid)
+    return killed
 
 
 def _lock(ledger_path: Path) -> int:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,29 @@ def test_progress_only_on_a_terminal_and_never_with_json(tmp_path: Path) -> None
         runner.close()
     text = screen.getvalue()
     assert "DONE" in text and "spend" in text and "b" in text and "repairs 1/1" in text
+
+
+def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path) -> None:
+    """The engine dies mid-attempt; its worker (own session) would go on writing into the
+    workspace while the re-run attempt works there. Resume kills it first."""
+    spec = tmp_path / "graph.toml"
+    spec.write_text('[graph]\nspend_budget = 50.0\n[node.a]\n'
+                    'worker = ["sh", "-c", "echo start-$LOOPPROOF_ATTEMPT >> log; sleep 2; '
+                    'echo end-$LOOPPROOF_ATTEMPT >> log"]\n'
+                    'gate = ["sh", "-c", "grep -q end log"]\nattempts = 2\nspend_ceiling = 10.0\n')
+    ledger = tmp_path / "L.jsonl"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, "run", str(spec), "-", str(ledger)],
+                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = Path(f"{ledger}.work") / "a" / "log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (log.exists() and "start-1" in log.read_text()):
+        time.sleep(0.02)
+    child.kill()  # SIGKILL: the engine dies, its worker does not
+    child.wait()
+    runner = Runner.resume(ledger)
+    assert runner.continue_run() == 0
+    runner.close()
+    resumed = next(r for r in records(ledger) if r["type"] == "resumed")
+    assert resumed["orphans_killed"] == 1
+    time.sleep(0.5)
+    assert log.read_text().split() == ["start-1", "start-2", "end-2"]  # attempt 1 never ended

@@ -56,16 +56,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Scale:
-    per_kind: int        # tamper trials per kind
+    per_kind: int        # tamper trials per kind, on synthetic run ledgers
     torn_killed: int     # torn tails made by SIGKILL inside a write
     torn_cut: int        # torn tails made by cutting bytes
     rewrite_per_kind: int
+    real_per_kind: int   # tamper trials per ledger kind on the ledger of a real `loopproof run`
+    real_torn: int       # real run ledgers cut mid-write, then `loopproof resume`d
 
 
 SCALES: dict[str, Scale] = {
-    "smoke": Scale(per_kind=1, torn_killed=1, torn_cut=3, rewrite_per_kind=1),
-    "default": Scale(per_kind=6, torn_killed=6, torn_cut=6, rewrite_per_kind=4),
-    "paper": Scale(per_kind=10, torn_killed=10, torn_cut=10, rewrite_per_kind=10),
+    "smoke": Scale(per_kind=1, torn_killed=1, torn_cut=2, rewrite_per_kind=1, real_per_kind=1,
+                   real_torn=1),
+    "default": Scale(per_kind=6, torn_killed=5, torn_cut=5, rewrite_per_kind=4, real_per_kind=1,
+                     real_torn=2),
+    "paper": Scale(per_kind=10, torn_killed=8, torn_cut=8, rewrite_per_kind=10, real_per_kind=2,
+                   real_torn=4),
 }
 
 COLUMNS = ("id", "cls", "kind", "records", "target", "expected", "status", "detected",
@@ -208,8 +213,10 @@ def t_splice(rng, ls, other):
 def t_cut_mid_chain(rng, ls, other):
     i = rng.randrange(len(ls) - 2)
     j = rng.randrange(i + 1, len(ls) - 1)
-    a = rng.randrange(1, len(ls[i]) - 1)
-    b = rng.randrange(1, len(ls[j]) - 1)
+    # offsets as fractions, so the draws do not depend on line lengths (a real run's records
+    # differ in length from run to run: timings)
+    a = 1 + int(rng.random() * (len(ls[i]) - 2))
+    b = 1 + int(rng.random() * (len(ls[j]) - 2))
     merged = ls[i][:a] + ls[j][b:]
     return (ls[:i] + [merged] + ls[j + 1:], f"bytes cut from line {i + 1} to line {j + 1}", i + 1,
             (JSON, HASH, "field 'hash'", "not a JSON object"))
@@ -244,8 +251,11 @@ LEDGER_TAMPERS: dict[str, Tamper] = {
 }
 
 
-def ledger_trial(tid: str, kind: str, rng: random.Random, folder: Path) -> Row:
-    base = write_ledger(folder / "run.jsonl", run_records(rng, f"{tid}-a"))
+def ledger_trial(tid: str, kind: str, rng: random.Random, folder: Path,
+                 real: bytes | None = None) -> Row:
+    """Tamper with a synthetic run ledger, or (given `real`) a copy of a real run's ledger."""
+    synthetic = write_ledger(folder / "run.jsonl", run_records(rng, f"{tid}-a"))
+    base = synthetic if real is None else real
     other = write_ledger(folder / "other.jsonl", run_records(rng, f"{tid}-b"))
     ls, target, line, phrases = LEDGER_TAMPERS[kind](rng, _lines(base), _lines(other))
     path = folder / "run.jsonl"
@@ -262,9 +272,12 @@ def ledger_trial(tid: str, kind: str, rng: random.Random, folder: Path) -> Row:
         refused = True
     untouched = path.read_bytes() == damaged
     detected = v.status == "broken" and named and said and refused and untouched
-    return Row(tid, "tamper", kind, len(_lines(base)), target,
-               f"broken at line {line}: {' | '.join(phrases)}", v.status, detected, "",
-               _clean(err, folder))
+    message = _clean(err, folder)
+    if real is not None:  # a real run's bytes vary (timings): keep only what does not
+        message = f"line {line}: {next((p for p in phrases if p in err), err[:60])}"
+    return Row(tid, "tamper", kind if real is None else f"real_run:{kind}", len(_lines(base)),
+               target, f"broken at line {line}: {' | '.join(phrases)}", v.status, detected, "",
+               message)
 
 
 # ---- pinned files ----------------------------------------------------------------------------------
@@ -419,6 +432,98 @@ def torn_cut_trial(tid: str, rng: random.Random, folder: Path) -> Row:
                "", _clean(msg, folder))
 
 
+# ---- real runs -------------------------------------------------------------------------------------
+
+REAL_GRAPH = """\
+# Two command loops and a repair pair: the shape of a real run, with timeouts far beyond what
+# `sh` needs even on a loaded machine, so the run's records are the same every time.
+[graph]
+repair_budget = 1
+spend_budget = 600.0
+
+[node.make]
+worker = ["sh", "-c", "echo ok > out.txt"]
+gate = ["sh", "-c", "test -f out.txt"]
+attempts = 2
+spend_ceiling = 60.0
+timeout_s = 60
+
+[node.check]
+worker = ["sh", "-c", "echo done > done.txt"]
+gate = ["sh", "-c", "test -f done.txt"]
+needs = ["make"]
+repairs = ["make"]
+attempts = 2
+spend_ceiling = 60.0
+timeout_s = 60
+"""
+
+
+# `loopproof NAME ARGS` as engine.cli runs it (same command module, same exit codes for bad input
+# and a corrupt ledger), without importing every other subcommand: a few seconds saved per call.
+ONE_COMMAND = """
+import argparse, importlib, sys
+from engine.errors import BadInput, LedgerCorrupt
+module = importlib.import_module("engine.commands." + sys.argv[1])
+parser = argparse.ArgumentParser(prog="loopproof " + sys.argv[1])
+module.add_arguments(parser)
+args = parser.parse_args(sys.argv[2:])
+try:
+    sys.exit(int(module.main(args)))
+except BadInput as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(2)
+except LedgerCorrupt as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(5)
+"""
+
+
+def _cli(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess:
+    path_entries = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = {k: v for k, v in os.environ.items() if k != "LOOPPROOF_CRASH_AT"}
+    env["PYTHONPATH"] = os.pathsep.join(path_entries)
+    return subprocess.run([sys.executable, "-c", ONE_COMMAND, *args], cwd=cwd, env=env,
+                          capture_output=True, timeout=600)
+
+
+def real_run(folder: Path) -> tuple[Path, bytes, dict]:
+    """Run REAL_GRAPH with `loopproof run`; its ledger, bytes and --json report."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "graph.toml").write_text(REAL_GRAPH)
+    ledger = folder / "run.jsonl"
+    proc = _cli(["run", "graph.toml", "--ledger", str(ledger), "--json"], folder)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the real run failed (exit {proc.returncode}): "
+                           f"{proc.stderr.decode()[-400:]}")
+    return ledger, ledger.read_bytes(), json.loads(proc.stdout)
+
+
+def real_torn_trial(tid: str, rng: random.Random, folder: Path) -> Row:
+    """A real run's ledger cut back inside the write of one of its records, then resumed with
+    `loopproof resume`. (The workspaces stay as the run left them; the crash experiment kills
+    real runs at every site, this trial checks the ledger's side: truncation, then resume.)"""
+    ledger, base, report = real_run(folder)
+    ls = _lines(base)
+    k = rng.randrange(1, len(ls))                   # records that survive whole
+    cut = 1 + int(rng.random() * (len(ls[k]) - 1))  # bytes of record k that reached the disk
+    prefix = b"".join(ls[:k])
+    ledger.write_bytes(prefix + ls[k][:cut])
+    v = verify(ledger)
+    ok = v.status == "torn-tail" and v.records == k
+    proc = _cli(["resume", "--ledger", str(ledger), "--json"], folder)
+    resumed = json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout else {}
+    ok = (ok and proc.returncode == 0 and ledger.read_bytes().startswith(prefix)
+          and verify(ledger).status == "verified"
+          and resumed.get("outcome") == report.get("outcome") == "DONE"
+          and resumed.get("torn") is not None)
+    return Row(tid, "torn", "real_run_resume", len(ls),
+               f"real run cut inside record {k + 1}, then resumed",
+               "torn-tail, truncated to the last whole record, resume ends DONE like the uncrashed "
+               "run", v.status, ok, "",
+               "" if ok else _clean(f"exit {proc.returncode}: {proc.stderr.decode()[-300:]}", folder))
+
+
 # ---- the full-rewrite attacker -----------------------------------------------------------------------
 
 def _rechain(recs: list[dict]) -> bytes:
@@ -484,18 +589,28 @@ def plan(scale: Scale) -> list[tuple[str, str]]:
     """(class, kind) for every trial, in a fixed order."""
     tamper_kinds = [*LEDGER_TAMPERS, "policy_edited", "gate_file_edited", "suite_file_edited"]
     out = [("tamper", k) for k in tamper_kinds for _ in range(scale.per_kind)]
+    out += [("tamper", f"real_run:{k}") for k in LEDGER_TAMPERS for _ in range(scale.real_per_kind)]
     out += [("torn", "sigkill_in_write")] * scale.torn_killed + [("torn", "cut")] * scale.torn_cut
+    out += [("torn", "real_run_resume")] * scale.real_torn
     out += [("rewrite", k) for k in REWRITES for _ in range(scale.rewrite_per_kind)]
     return out
 
 
-def run_trial(index: int, cls: str, kind: str, seed: int, root: Path) -> Row:
+def run_trial(index: int, cls: str, kind: str, seed: int, root: Path,
+              real: bytes | None = None) -> Row:
+    """One trial; `real` is the ledger of a real run, for the real_run:* kinds."""
     rng = random.Random(f"{seed}:{index}:{cls}:{kind}")
-    tid = f"{index:03d}-{kind}"
+    tid = f"{index:03d}-{kind.replace(':', '-')}"
     folder = root / tid
     folder.mkdir()
     if cls == "tamper" and kind in LEDGER_TAMPERS:
         return ledger_trial(tid, kind, rng, folder)
+    if kind.startswith("real_run:"):
+        if real is None:
+            raise ValueError(f"trial {tid} needs the ledger of a real run")
+        return ledger_trial(tid, kind.split(":", 1)[1], rng, folder, real=real)
+    if kind == "real_run_resume":
+        return real_torn_trial(tid, rng, folder)
     if kind == "policy_edited":
         return policy_trial(tid, rng, folder)
     if cls == "tamper":
@@ -525,8 +640,10 @@ def summarise(rows: Sequence[Row]) -> dict:
         "undetectable_without_signing": sum(r.status == "verified" for r in rewrite),
         "caught_with_signing": sum(r.detected for r in rewrite),
         "by_kind": dict(sorted(by_kind.items())),
-        "ledgers": "synthetic run-shaped records written by engine.ledger.Ledger; torn tails by "
-                   "real SIGKILL inside a write and by cut bytes",
+        "ledgers": "synthetic run-shaped records written by engine.ledger.Ledger, and the ledger "
+                   "of a real `loopproof run` (real_run:* kinds); torn tails by real SIGKILL "
+                   "inside a write, by cut bytes, and by cutting a real run then `loopproof "
+                   "resume`",
     }
 
 
@@ -543,11 +660,16 @@ def write(out: Path, rows: Sequence[Row], summary: dict, scale: str, seed: int) 
     (out / "summary.json").write_text(json.dumps(full, sort_keys=True, indent=2) + "\n")
 
 
-def run_experiment(scale: str, seed: int, out: Path) -> dict:
+def run_experiment(scale: str, seed: int, out: Path, *, sizes: Scale | None = None) -> dict:
+    """Run every planned trial (`sizes` overrides the named scale's sizes, for tests)."""
     rows = []
+    trials = plan(sizes or SCALES[scale])
     with tempfile.TemporaryDirectory(prefix="integrity-") as tmp:
-        for i, (cls, kind) in enumerate(plan(SCALES[scale])):
-            rows.append(run_trial(i, cls, kind, seed, Path(tmp)))
+        real = None
+        if any(k.startswith("real_run:") for _, k in trials):
+            real = real_run(Path(tmp) / "real-base")[1]
+        for i, (cls, kind) in enumerate(trials):
+            rows.append(run_trial(i, cls, kind, seed, Path(tmp), real=real))
     summary = summarise(rows)
     write(out, rows, summary, scale, seed)
     return {"scale": scale, "seed": seed, **summary}

@@ -11,23 +11,30 @@ import pytest
 
 from engine.ledger import Verification
 from experiments import integrity
-from experiments.integrity import LEDGER_TAMPERS, SCALES, plan, run_experiment, run_trial
+from experiments.integrity import LEDGER_TAMPERS, SCALES, Scale, plan, run_experiment, run_trial
 
 
-def test_smoke_run_detects_everything_and_is_reproducible(tmp_path):
+def test_smoke_run_detects_everything(tmp_path):
     a = run_experiment("smoke", 3, tmp_path / "a")
-    b = run_experiment("smoke", 3, tmp_path / "b")
-    assert a == b
-    for name in ("trials.csv", "summary.json"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    assert a["trials"] == a["detected"] == len(LEDGER_TAMPERS) + 3
+    assert a["trials"] == a["detected"] == 2 * len(LEDGER_TAMPERS) + 3  # synthetic + real run
     assert a["torn_trials"] == a["torn_recovered"] == 4
     assert a["rewrite_trials"] == a["caught_with_signing"] == a["undetectable_without_signing"] == 3
+    assert a["by_kind"]["real_run_resume"] == {"trials": 1, "ok": 1}
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["scale"] == "smoke" and summary["seed"] == 3
     rows = (tmp_path / "a" / "trials.csv").read_text().splitlines()
     assert len(rows) == 1 + a["trials"] + a["torn_trials"] + a["rewrite_trials"]
     assert "/tmp" not in "".join(rows)  # trial folders are not written into results
+
+
+def test_same_seed_same_bytes_even_with_a_real_run(tmp_path):
+    sizes = Scale(per_kind=1, torn_killed=0, torn_cut=1, rewrite_per_kind=1, real_per_kind=1,
+                  real_torn=0)
+    a = run_experiment("smoke", 8, tmp_path / "a", sizes=sizes)
+    b = run_experiment("smoke", 8, tmp_path / "b", sizes=sizes)
+    assert a == b
+    for name in ("trials.csv", "summary.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
 def test_default_and_paper_scales_reach_the_papers_sizes():

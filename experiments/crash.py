@@ -407,12 +407,12 @@ def run_experiment(scale: str, seed: int, out: Path, jobs: int = 2,
             remove_tree(tmp)
     rows = [r for r in rows if r.crashed]   # a site not reached is not a case
     rows.sort(key=lambda r: r.case)
-    summary = summarise(rows, bases)
+    summary = summarise(rows)
     write(out, rows, summary, scale, seed)
     return summary
 
 
-def summarise(rows: Sequence[Row], bases: Mapping[int, Baseline]) -> dict[str, Any]:
+def summarise(rows: Sequence[Row]) -> dict[str, Any]:
     return {
         "cases": len(rows),
         "outcome_recovered": sum(r.outcome_recovered for r in rows),
@@ -485,7 +485,7 @@ def write(out: Path, rows: Sequence[Row], summary: Mapping[str, Any], scale: str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.crash", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.crash", description=__doc__.splitlines()[0])
     p.add_argument("--scale", choices=sorted(SCALES), default="default")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS)

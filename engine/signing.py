@@ -124,7 +124,7 @@ def verify_signed(ledger: Path | str, public_key: Path | str) -> Verification:
     exactly the verified records (same count, same head)."""
     ledger = Path(ledger)
     key = _load_public(Path(public_key))
-    scan = _scan(_read(ledger), str(ledger), keep=True)
+    scan = _scan(_read(ledger), str(ledger), keep=False)
     count = scan.count
     if scan.error:
         return Verification("broken", count, scan.head, scan.error)
@@ -152,7 +152,7 @@ def verify_signed(ledger: Path | str, public_key: Path | str) -> Verification:
         what = "fewer" if count < signed_records else "more"
         return broken(f"the ledger has {count} verified records, {what} than the {signed_records} "
                       f"the signature covers (truncated, or appended after signing)")
-    if count and scan.records[count - 1]["hash"] != signed_head:
+    if scan.head != signed_head:  # same count, so scan.head is the hash of the signed record
         return broken("the ledger's head is not the signed head (the ledger was rewritten)")
     if scan.torn:
         return Verification("torn-tail", count, scan.head, scan.torn)

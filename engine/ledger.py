@@ -34,15 +34,10 @@ from engine.errors import BadInput, LedgerCorrupt
 
 try:  # orjson parses ~2.5x faster; json is the reference and the fallback. orjson reads an
     # integer beyond 64 bits as a float, so `append` refuses such integers (see _check_ints).
-    import orjson
-
-    def _loads(line: bytes) -> Any:
-        try:
-            return orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return json.loads(line)  # e.g. 1e400 or a lone surrogate, which orjson refuses
+    from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a declared dependency
-    _loads = json.loads
+    _fast_loads = json.loads
+
 
 GENESIS = ""  # `prev` of record 0
 CHAIN_FIELDS = ("seq", "prev", "hash")
@@ -136,12 +131,15 @@ def _verify_lines(data: bytes, name: str, keep: bool) -> _Scan:
     lines = data[:end].split(b"\n")
     lines.pop()
     good = 0
-    sha256, loads = hashlib.sha256, _loads
+    sha256, fast = hashlib.sha256, _fast_loads
     for seq, line in enumerate(lines):
         try:
-            rec = loads(line)
+            rec = fast(line)
         except ValueError:
-            rec = _UNPARSEABLE
+            try:
+                rec = json.loads(line)  # what orjson refuses, e.g. 1e400 or a lone surrogate
+            except ValueError:
+                rec = _UNPARSEABLE
         if rec.__class__ is dict:
             h = rec.get("hash")
             if h.__class__ is str:  # a hexdigest never equals a value that is not 64 hex

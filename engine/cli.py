@@ -25,12 +25,19 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="loopproof", description="Bounded loops for agent harnesses: run, resume, verify, bound, audit.")
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that subcommand's module is imported (a fast start: audit
+    pulls in statsmodels, and `loopproof verify` should not pay for it)."""
+    parser = argparse.ArgumentParser(
+        prog="loopproof",
+        description="Bounded loops for agent harnesses: run, resume, verify, bound, audit.",
+        epilog="exit codes: 0 DONE/ok, 1 gate reject, 2 bad input, 3 FAILED, "
+               "4 BUDGET_EXHAUSTED, 5 ledger corrupt or pinned file changed, 6 stopped",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        module = _module(name)
+        module = _module(name) if only in (None, name) else None
         if module is not None:
             module.add_arguments(p)
     return parser
@@ -46,8 +53,9 @@ def _module(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser(only).parse_args(argv)
     module = _module(args.command)
     if module is None:
         print(f"loopproof {args.command}: not available in this build", file=sys.stderr)

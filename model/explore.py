@@ -17,7 +17,10 @@ Reductions, each sound for the number computed (the maximum of attempts still to
   is dropped: no guard or effect reads it before a repair resets it to 0), repairs left (K minus
   repairs used) and the outcome. Activations, the pass set and the running total are dropped: no
   guard reads them. Spend fields are constant since B is unbounded here (no spend events).
-  Because only K - repairs_used is read, one table serves K = 0, 1 and 2 of the same case.
+- one table per DAG and a_v vector, for every K and every repair relation: the key holds repairs
+  *left* rather than K, and only the part of R the rest of the run can read (`readable_pairs`:
+  the pairs of nodes that are not DONE, or may be put back by a repair still affordable). Two
+  graphs that agree on that part have the same enabled events and successors from the state on.
 - symmetry: for a DAG with automorphisms, a (repair relation, a_v) assignment is explored only
   if it is the least of its orbit; renaming nodes by an automorphism maps schedules to schedules
   one for one, so the worst case is the same.
@@ -60,34 +63,46 @@ Key = tuple[object, ...]
 
 
 def _key(graph: LoopGraph, s: RunState) -> Key:
-    """The part of a state the future depends on (see the module docstring for why)."""
+    """The part of a state and of the graph the rest of the run depends on (module docstring)."""
     attempts = s.attempts
     if Status.DONE in s.status:
         attempts = tuple(0 if st is Status.DONE else i for st, i in zip(s.status, attempts,
                                                                         strict=True))
-    return (s.outcome, s.status, attempts, graph.repair_budget - s.repairs_used)
+    left = graph.repair_budget - s.repairs_used
+    return (s.outcome, s.status, attempts, left, readable_pairs(graph, s, left))
+
+
+def readable_pairs(graph: LoopGraph, s: RunState, left: int) -> tuple[tuple[str, str], ...]:
+    """The pairs of R that the rest of the run can read, given `left` repairs left.
+
+    Only Repair(d, u) and Fail(d) read R, and only for an EXHAUSTED d, which is not DONE. A node
+    that is DONE stays DONE until a repair (d', u') puts S_u' back; so with `left` repairs left the
+    readable d are the not-DONE nodes, grown `left - 1` times by S_u of their pairs. With no
+    repair left nothing is read (Repair is disabled and Fail enabled whatever R is)."""
+    if left <= 0 or s.ended or not graph.repair_pairs:
+        return ()
+    may = {n for n, st in zip(graph.names, s.status, strict=True) if st is not Status.DONE}
+    for _ in range(left - 1):
+        grown = may.union(*(graph.subtree(u) for d, u in graph.repair_pairs if d in may))
+        if grown == may:
+            break
+        may = grown
+    return tuple(sorted(p for p in graph.repair_pairs if p[0] in may))
 
 
 @dataclass
 class WorstCase:
     """A memo table of the most attempts still to come from a state, and the event that gets them.
 
-    One table may serve several graphs that differ only in K (the key holds repairs left).
-    `spent` holds the states with no repair left; they may be shared by graphs that differ only
-    in their repair relation, since with K spent no guard reads the relation (Repair is disabled,
-    Fail is enabled on any exhausted node)."""
+    The key holds repairs *left* and only the readable part of R, so one table may serve every K
+    and every repair relation of one DAG and one a_v vector."""
 
     table: dict[Key, tuple[int, Event | None]] = field(default_factory=dict)
-    spent: dict[Key, tuple[int, Event | None]] = field(default_factory=dict)
-
-    def _memo(self, key: Key) -> dict[Key, tuple[int, Event | None]]:
-        return self.spent if key[-1] == 0 else self.table
 
     def remaining(self, graph: LoopGraph, s: RunState) -> int:
         """The most attempts any schedule and verdict sequence can still begin from `s`."""
         key = _key(graph, s)
-        memo = self._memo(key)
-        hit = memo.get(key)
+        hit = self.table.get(key)
         if hit is not None:
             return hit[0]
         best, best_event = -1, None
@@ -100,19 +115,19 @@ class WorstCase:
             if not s.ended:
                 raise Deadlock(s)
             best = 0
-        memo[key] = (best, best_event)
+        self.table[key] = (best, best_event)
         return best
 
     @property
     def states(self) -> int:
-        return len(self.table) + len(self.spent)
+        return len(self.table)
 
     def schedule(self, graph: LoopGraph) -> list[Event]:
         """The events of one run, from the initial state, that begins the most attempts."""
         s = initial_state(graph)
         self.remaining(graph, s)
         events: list[Event] = []
-        while (event := self._memo(key := _key(graph, s))[key][1]) is not None:
+        while (event := self.table[_key(graph, s)][1]) is not None:
             events.append(event)
             s = step(graph, s, event)
         return events
@@ -213,25 +228,24 @@ def relations(n: int, edges: Edges) -> Iterator[tuple[tuple[int, int], ...]]:
 
 
 def run_task(task: Task) -> TaskResult:
-    """Check every repair relation and K for one DAG and a_v; stop at the first mismatch."""
+    """Check every repair relation and K for one DAG and a_v; stop at the first mismatch.
+    One memo table serves them all (its key holds only the readable part of R)."""
     result = TaskResult()
     autos = [q for q in automorphisms(task.n, task.edges) if q != tuple(range(task.n))]
-    spent: dict[Key, tuple[int, Event | None]] = {}
+    search = WorstCase()
     for relation in relations(task.n, task.edges):
         if autos and not _least_in_orbit(relation, task.attempts, autos):
             continue
-        search = WorstCase(spent=spent)
+        built = build_graph(task.n, task.edges, relation, task.attempts, K_CHOICES[0])
         for k in K_CHOICES:
-            graph = build_graph(task.n, task.edges, relation, task.attempts, k)
+            graph = built.with_repair_budget(k)
             result.cases += 1
-            mismatch = check(graph, search)
-            if mismatch is not None:
-                result.mismatch = mismatch
+            result.mismatch = check(graph, search)
+            if result.mismatch is not None:
                 break
-        result.states += len(search.table)
         if result.mismatch is not None:
             break
-    result.states += len(spent)
+    result.states = search.states
     return result
 
 

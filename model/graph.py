@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import networkx as nx
@@ -62,6 +62,11 @@ class LoopGraph:
         by_name = {n.name: n for n in nodes}
         ordered = tuple(by_name[name] for name in topo)
         return cls(ordered, repair_budget, spend_budget, {n.name: i for i, n in enumerate(ordered)})
+
+    def with_repair_budget(self, repair_budget: int) -> LoopGraph:
+        """The same graph with another global repair budget K (validated as in `build`)."""
+        _check_repair_budget(repair_budget)
+        return replace(self, repair_budget=repair_budget)
 
     # ---- structure ----------------------------------------------------------------------
     @cached_property
@@ -117,9 +122,7 @@ def _dag(nodes: tuple[NodeSpec, ...]) -> nx.DiGraph:
 def _validate(nodes: tuple[NodeSpec, ...], repair_budget: int, spend_budget: float) -> None:
     if not nodes:
         raise GraphError(None, "node", "the graph has no nodes", "declare at least one [node.NAME]")
-    if isinstance(repair_budget, bool) or not isinstance(repair_budget, int) or repair_budget < 0:
-        raise GraphError(None, "repair_budget", f"K must be an integer >= 0, got {repair_budget!r}",
-                         "set repair_budget to 0 or more")
+    _check_repair_budget(repair_budget)
     if not _is_number(spend_budget) or spend_budget < 0 or math.isnan(spend_budget):
         raise GraphError(None, "spend_budget", f"B must be a number >= 0, got {spend_budget!r}",
                          "set spend_budget to 0 or more")
@@ -166,6 +169,12 @@ def _validate(nodes: tuple[NodeSpec, ...], repair_budget: int, spend_budget: flo
                                  f"{sorted(anc) or '(none)'}")
         if len(set(n.repairs)) != len(n.repairs):
             raise GraphError(n.name, "repairs", "a repair target is listed twice", "list each once")
+
+
+def _check_repair_budget(repair_budget: object) -> None:
+    if isinstance(repair_budget, bool) or not isinstance(repair_budget, int) or repair_budget < 0:
+        raise GraphError(None, "repair_budget", f"K must be an integer >= 0, got {repair_budget!r}",
+                         "set repair_budget to 0 or more")
 
 
 def _is_number(x: object) -> bool:

@@ -21,12 +21,13 @@ from model.explore import (
     dags,
     explore,
     main,
+    readable_pairs,
     relations,
     true_worst_case,
 )
 from model.graph import LoopGraph, NodeSpec
 from model.state import initial_state
-from model.transitions import Begin, all_control_candidates, step
+from model.transitions import Begin, Verdict, all_control_candidates, step
 
 
 def test_one_dag_per_isomorphism_class() -> None:
@@ -64,17 +65,39 @@ def test_symmetric_cases_have_the_same_worst_case() -> None:
                     assert true_worst_case(build_graph(n, edges, rel, moved, 1))[0] == here
 
 
-def test_one_table_serves_every_k_and_every_relation_when_no_repair_is_left() -> None:
-    # The explorer shares memo entries across K and, for states with K spent, across relations.
-    edges = ((0, 1), (1, 2))
-    spent: dict = {}
-    for relation in relations(3, edges):
-        shared = WorstCase(spent=spent)
-        for k in (2, 0, 1):
-            g = build_graph(3, edges, relation, (2, 1, 2), k)
-            alone = true_worst_case(g)[0]
-            assert shared.remaining(g, initial_state(g)) == alone == attempt_bound(g)
-    assert spent and all(key[-1] == 0 for key in spent)
+def test_one_table_serves_every_k_and_every_relation() -> None:
+    # The explorer keeps one memo table per DAG and a_v, keyed on repairs left and the readable
+    # part of R; every answer must equal a fresh search of that graph alone.
+    for edges, att in ((((0, 1), (1, 2)), (2, 1, 2)), (((0, 1), (0, 2)), (1, 2, 2))):
+        shared = WorstCase()
+        for relation in relations(3, edges):
+            for k in (2, 0, 1):
+                g = build_graph(3, edges, relation, att, k)
+                alone = true_worst_case(g)[0]
+                assert shared.remaining(g, initial_state(g)) == alone == attempt_bound(g)
+                assert replay_total(g, shared) == alone
+
+
+def replay_total(graph: LoopGraph, search: WorstCase) -> int:
+    s = initial_state(graph)
+    for e in search.schedule(graph):
+        s = step(graph, s, e)
+    assert s.ended
+    return s.attempts_total
+
+
+def test_readable_pairs() -> None:
+    g = build_graph(3, ((0, 1), (1, 2)), ((1, 0), (2, 1), (2, 2)), (1, 1, 1), 2)
+    s = initial_state(g)
+    assert readable_pairs(g, s, 0) == ()
+    assert readable_pairs(g, s, 2) == (("b", "a"), ("c", "b"), ("c", "c"))
+    done_a = step(g, step(g, s, Begin("a")), Verdict("a", True))
+    # a is DONE: with one repair left only b's and c's pairs can be read ...
+    assert readable_pairs(g, done_a, 1) == (("b", "a"), ("c", "b"), ("c", "c"))
+    done_ab = step(g, step(g, done_a, Begin("b")), Verdict("b", True))
+    assert readable_pairs(g, done_ab, 1) == (("c", "b"), ("c", "c"))
+    # ... but with two left, (c, b) may put b back, and b's pair can then be read
+    assert readable_pairs(g, done_ab, 2) == (("b", "a"), ("c", "b"), ("c", "c"))
 
 
 def test_explorer_up_to_three_nodes_finds_no_mismatch() -> None:

@@ -100,3 +100,14 @@ def test_a_repair_may_target_a_transitive_ancestor_or_the_node_itself() -> None:
 def test_zero_budgets_are_valid() -> None:
     g = build(NodeSpec("a", spend_ceiling=0.0), k=0, b=0.0)
     assert g.repair_budget == 0 and g.spend_budget == 0.0
+
+
+def test_with_repair_budget_changes_only_k_and_validates_it() -> None:
+    g = build(NodeSpec("a", attempts=2), NodeSpec("b", needs=("a",), repairs=("a",)), k=1, b=4.0)
+    h = g.with_repair_budget(3)
+    assert h.repair_budget == 3 and h.nodes == g.nodes and h.spend_budget == 4.0
+    assert h.names == g.names and h.subtree("a") == g.subtree("a")
+    assert g.repair_budget == 1
+    with pytest.raises(GraphError) as info:
+        g.with_repair_budget(-1)
+    assert info.value.field == "repair_budget"

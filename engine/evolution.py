@@ -33,16 +33,19 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from engine.errors import BadInput
+from engine.policy import FIELDS as POLICY_DECLARATION
 
 Stage = Literal["round", "idle"]
 COMMIT_RECORD: dict[str, str] = {"round": "stage_done", "idle": "idle_finished"}
 
-# Fields of the pinned human policy (engine/policy.py pins them). A planner reply that names any
-# of them, at any depth, is rejected: evolution has no write path to policy.
-POLICY_FIELDS: frozenset[str] = frozenset({
-    "goals", "scope", "gate", "gates", "suite", "evaluation", "budget", "spend_budget",
-    "repair_budget", "release", "release_conditions", "policy",
-})
+# Names of the pinned human policy's fields, from its one declaration (engine.policy.FIELDS):
+# each table ("budget"), each field ("budget.spend") and each field's own name ("spend"), plus
+# the graph's budget fields. A planner reply that names any of them is rejected and recorded:
+# evolution has no write path to policy.
+POLICY_FIELDS: frozenset[str] = frozenset(
+    {f.name for f in POLICY_DECLARATION}
+    | {part for f in POLICY_DECLARATION for part in f.name.split(".")}
+    | {"spend_budget", "repair_budget", "gates", "evaluation", "release_conditions"})
 
 # Keys a planner may use. Anything else in a reply is rejected and recorded.
 REPLY_KEYS = frozenset({"features", "agents", "rationale"})

@@ -311,3 +311,14 @@ def test_records_go_through_the_hash_chained_ledger(tmp_path: Path) -> None:
         assert {r["reason"] for r in led.records if r["type"] == "evolution_rejected"} == \
             {"policy_field", "unknown_entry"}
         assert replay_config(cat, led.records) == d.config == {**cat.defaults(), "lr_scale": 1.5}
+
+
+def test_every_pinned_policy_field_is_refused() -> None:
+    from engine.policy import FIELDS
+
+    for f in FIELDS:
+        table, name = f.name.split(".")
+        for reply in ({f.name: 1}, {table: {name: 1}},
+                      {"features": [{"id": "warmup", name: 1}]}):
+            _, d, log = run(reply)
+            assert d.applied == () and rejected(log, "policy_field"), (f.name, reply)

@@ -237,6 +237,11 @@ class _Records(Sequence):
         return len(self._items)
 
 
+def _exists(path: Path) -> BadInput:
+    return BadInput(str(path), "ledger", "already exists",
+                    "use `loopproof resume --ledger` to continue it, or choose a new path")
+
+
 class Ledger:
     """An open, verified ledger that appends chained records. Create with `create` or `open`."""
 
@@ -260,19 +265,28 @@ class Ledger:
         path = Path(path)
         _check_record(first, str(path))
         canonical(first)  # refuses what JSON cannot carry exactly, before the file exists
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            raise BadInput(str(path), "ledger", "already exists",
-                           "use `loopproof resume --ledger` to continue it, or choose a new path"
-                           ) from None
-        except FileNotFoundError:
+        if path.exists():
+            raise _exists(path)
+        if not path.parent.is_dir():
             raise BadInput(str(path), "ledger", "its folder does not exist",
-                           "create the folder first or choose another path") from None
-        os.close(fd)
-        _fsync_dir(path.parent)
-        ledger = cls(path, [], GENESIS, None)
+                           "create the folder first or choose another path")
+        # Record 0 is written to a private file and linked into place only when complete, so a
+        # crash during creation leaves no ledger at all (the run never started: `run` it again)
+        # rather than an empty file that neither `run` nor `resume` would accept.
+        for stale in path.parent.glob(f".{path.name}.creating.*"):
+            stale.unlink(missing_ok=True)
+        tmp = path.with_name(f".{path.name}.creating.{os.getpid()}")
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        ledger = cls(tmp, [], GENESIS, None)
         ledger.append(first)
+        try:
+            os.link(tmp, path)  # atomic, and fails if `path` appeared meanwhile (like O_EXCL)
+        except FileExistsError:
+            raise _exists(path) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(path.parent)
+        ledger.path = path
         return ledger
 
     @classmethod

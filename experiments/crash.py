@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.gate import remove_tree
-from engine.ledger import Ledger, verify
+from engine.ledger import Ledger
 from engine.replay import Replayed, replay
 from engine.runner import workspace_root
 from experiments import crashgraph
@@ -343,20 +343,16 @@ def run_case(case: Case, root: Path, base: Baseline) -> Row:
     while code == -9 and resumes < 5:
         code, _ = _cli(resume, folder)
         resumes += 1
-        if code == 5 and _never_started(ledger):
-            # The crash came before the first record was complete: no run exists. The engine's
-            # own instructions (resume: "start the run with loopproof run"; run: "remove it
-            # first") are to start it again, which is what an operator would do.
+        if code == 2 and not ledger.exists():
+            # The crash came before record 0 was linked into place: no run exists (the ledger
+            # is created atomically), so `resume` refuses it as bad input and the operator's
+            # move is to start the run again.
             remove_tree(workspace_root(ledger))
-            ledger.unlink()
             code, _ = _cli(run, folder)
             restarted = True
     return compare(case, folder, ledger, calls, base, crashed, resumes, code, restarted)
 
 
-def _never_started(ledger: Path) -> bool:
-    """True when the ledger file exists but holds no complete record (nothing was recorded)."""
-    return ledger.exists() and verify(ledger).records == 0
 
 
 def compare(case: Case, folder: Path, ledger: Path, calls: Path, base: Baseline,

@@ -426,6 +426,23 @@ def test_sigkill_at_each_crashpoint(tmp_path, site, survivors, status):
     assert verify(path).status == "verified"
 
 
+@pytest.mark.parametrize("site", ["ledger.before_append:1", "ledger.torn_write:1",
+                                  "ledger.after_append:1"])
+def test_a_crash_while_creating_leaves_no_ledger_or_a_whole_one(tmp_path, site):
+    """Creation is atomic: a kill before record 0 is linked into place leaves no ledger (the run
+    never started, so `run` may start it), never an empty file that nothing accepts."""
+    path = tmp_path / "l.jsonl"
+    env = dict(os.environ, LOOPPROOF_CRASH_AT=site, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env, cwd=tmp_path,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -9, proc.stderr
+    assert not path.exists()
+    led = Ledger.create(path, {"type": "run_start"})
+    led.close()
+    assert verify(path).status == "verified" and verify(path).records == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["l.jsonl"]  # the private file is gone
+
+
 # ---- the CLI ---------------------------------------------------------------------------------------
 
 def test_cli_verify_json_statuses_and_exit_codes(tmp_path, capsys):

@@ -19,6 +19,7 @@ from proofs import g2_no_drift as g2
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
+from proofs import g6_policy as g6
 from proofs.solver import Unknown
 from proofs.trace import Trace
 
@@ -126,6 +127,25 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G5-sanity", "G5", "proved",
                "Init and every transition of the checkpoint model are satisfiable",
                g5.check_sanity),
+    # ---- G6 policy pinned
+    Obligation("G6-policy-pinned", "G6", "proved",
+               "every stage (Begin, Judge) that ran, ran under a policy whose digest equals the "
+               "one pinned at start (inductive); a stopped run, or one whose policy differs from "
+               "the pin, runs no stage, stays stopped until the pinned policy is back, and the "
+               "pin never changes (fail closed; digests uninterpreted)", g6.check_pinned),
+    Obligation("G6-worker-no-write-path", "G6", "proved",
+               "from any state, no worker event (Write, Reply) changes the policy digest, the "
+               "pin or whether there is one (frame condition)", g6.check_worker_frame),
+    Obligation("G6-broken-check-at-start-only", "G6", "refuted",
+               "broken: the policy is checked only at run start -- a run from Init changes it "
+               "after the pin and a stage runs under the changed policy",
+               g6.run_check_at_start_only),
+    Obligation("G6-broken-worker-writes-policy", "G6", "refuted",
+               "broken: a worker event may write the policy -- a run from Init in which a "
+               "worker changes it", g6.run_worker_writes_policy),
+    Obligation("G6-sanity", "G6", "proved",
+               "Init and every transition of the policy model are satisfiable under the "
+               "invariant", g6.check_sanity),
 )
 
 

@@ -15,9 +15,6 @@ explorer's wall-clock time is printed but never written.
 
 from __future__ import annotations
 
-import argparse
-import csv
-import io
 import json
 import multiprocessing
 import random
@@ -26,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments import results
+from experiments.results import write_csv, write_json
 from model.bounds import attempt_bound, peer_bound, worst_repair_pair
 from model.explore import explore, true_worst_case
 from model.graph import LoopGraph, NodeSpec
@@ -132,18 +131,6 @@ def summarise(rows: list[dict[str, object]]) -> dict[str, object]:
 
 # ---- files --------------------------------------------------------------------------------------
 
-def dump_json(data: object) -> str:
-    return json.dumps(data, sort_keys=True, indent=1) + "\n"
-
-
-def dump_csv(rows: list[dict[str, object]]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 def load_results(directory: Path | str) -> dict[str, object]:
     """What the notebook reads: the rows, the summary and the explorer's figures."""
     d = Path(directory)
@@ -177,33 +164,25 @@ def run(scale_name: str, seed: int, out: Path, workers: int = 2,
     summary = {"scale": scale_name, "seed": seed, **summarise(rows),
                "explorer_cases": explorer["cases"], "explorer_mismatches": explorer["mismatches"]}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "explorer.json").write_text(dump_json(explorer))
-    (out / "random.json").write_text(dump_json(rows))
-    (out / "random.csv").write_text(dump_csv(rows))
-    (out / "summary.json").write_text(dump_json(summary))
+    write_json(out / "explorer.json", explorer)
+    write_json(out / "random.json", rows)
+    write_csv(out / "random.csv", rows, COLUMNS)
+    write_json(out / "summary.json", summary)
     return summary, seconds
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.bounds",
-                                     description="W against the peer bound and the true worst case")
-    parser.add_argument("--scale", choices=sorted(SCALES), default="default")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("results") / NAME,
-                        help="directory for the result files (default results/bounds)")
+    parser = results.parser(NAME, "W against the peer bound and the true worst case", SCALES)
     parser.add_argument("--workers", type=int, default=2, help="processes to use (default 2)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args = parser.parse_args(argv)
-    if args.out.exists() and not args.out.is_dir():
-        print(f"experiments.bounds: --out {args.out} is a file, not a directory; "
-              "fix: name a directory (default results/bounds)", file=sys.stderr)
+    args = results.parse(parser, argv)
+    if args is None:
         return 2
     start = time.perf_counter()
     summary, explorer_seconds = run(args.scale, args.seed, args.out, max(1, args.workers))
     report = {**summary, "out": str(args.out), "explorer_seconds": explorer_seconds,
               "seconds": round(time.perf_counter() - start, 2)}
     if args.json:
-        print(json.dumps(report, sort_keys=True))
+        results.print_summary(report, True)
     else:
         print(f"bounds: {summary['random_graphs']} random graphs, worst == W on "
               f"{summary['worst_equals_w']}, peer looser on {summary['peer_looser_than_w']} "

@@ -22,10 +22,8 @@ node that was DONE in the baseline must be DONE after recovery (no lost verdict)
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -42,7 +40,8 @@ from engine.gate import remove_tree
 from engine.ledger import Ledger
 from engine.replay import Replayed, replay
 from engine.runner import workspace_root
-from experiments import crashgraph
+from experiments import crashgraph, results
+from experiments.results import write_csv, write_json
 from model.transitions import EPS
 
 LEDGER_SITES = ("ledger.before_append", "ledger.torn_write", "ledger.after_append")
@@ -468,32 +467,19 @@ COLUMNS = ("case", "seed", "site", "n", "resume_site", "resumes", "restarted", "
 
 def write(out: Path, rows: Sequence[Row], summary: Mapping[str, Any], scale: str,
           seed: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        d = asdict(r)
-        w.writerow({k: (int(d[k]) if isinstance(d[k], bool) else d[k]) for k in COLUMNS})
-    (out / "cases.csv").write_text(buf.getvalue())
-    full = {"scale": scale, "seed": seed, **summary, "by_site": by_site(rows)}
-    (out / "summary.json").write_text(json.dumps(full, sort_keys=True, indent=2) + "\n")
+    write_csv(out / "cases.csv", (asdict(r) for r in rows), COLUMNS)
+    write_json(out / "summary.json", {"scale": scale, "seed": seed, **summary,
+                                      "by_site": by_site(rows)})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.crash", description=__doc__.splitlines()[0])
-    p.add_argument("--scale", choices=sorted(SCALES), default="default")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=RESULTS)
-    p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args = p.parse_args(argv)
+    p = results.parser("crash", __doc__.splitlines()[0], SCALES)
+    p.add_argument("--jobs", type=int, default=2, help="cases run in parallel (default 2)")
+    args = results.parse(p, argv)
+    if args is None:
+        return 2
     summary = run_experiment(args.scale, args.seed, args.out, args.jobs)
-    if args.json:
-        print(json.dumps(summary, sort_keys=True))
-    else:
-        for k, v in summary.items():
-            print(f"{k:>18}: {v}")
+    results.print_summary(summary, args.json)
     ok = (summary["outcome_recovered"] == summary["cases"] and summary["budget_violations"] == 0
           and summary["lost_verdicts"] == 0)
     return 0 if ok else 1

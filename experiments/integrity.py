@@ -28,9 +28,6 @@ Writes DIR/trials.csv (one row per trial) and DIR/summary.json. Same seed, same 
 
 from __future__ import annotations
 
-import argparse
-import csv
-import io
 import json
 import os
 import random
@@ -48,6 +45,8 @@ from engine.errors import LedgerCorrupt
 from engine.ledger import Ledger, canonical, record_hash, verify
 from engine.policy import PolicyChanged, PolicyPin
 from engine.signing import sign_head, verify_signed
+from experiments import results
+from experiments.results import write_csv, write_json
 
 NAME = "integrity"
 RESULTS = Path("results") / NAME
@@ -648,16 +647,8 @@ def summarise(rows: Sequence[Row]) -> dict:
 
 
 def write(out: Path, rows: Sequence[Row], summary: dict, scale: str, seed: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        d = asdict(r)
-        w.writerow({k: (int(d[k]) if isinstance(d[k], bool) else d[k]) for k in COLUMNS})
-    (out / "trials.csv").write_text(buf.getvalue())
-    full = {"scale": scale, "seed": seed, **summary}
-    (out / "summary.json").write_text(json.dumps(full, sort_keys=True, indent=2) + "\n")
+    write_csv(out / "trials.csv", (asdict(r) for r in rows), COLUMNS)
+    write_json(out / "summary.json", {"scale": scale, "seed": seed, **summary})
 
 
 def run_experiment(scale: str, seed: int, out: Path, *, sizes: Scale | None = None) -> dict:
@@ -676,20 +667,13 @@ def run_experiment(scale: str, seed: int, out: Path, *, sizes: Scale | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.integrity",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--scale", choices=sorted(SCALES), default="default")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=RESULTS)
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args = p.parse_args(argv)
+    p = results.parser("integrity", __doc__.splitlines()[0], SCALES)
+    args = results.parse(p, argv)
+    if args is None:
+        return 2
     summary = run_experiment(args.scale, args.seed, args.out)
-    if args.json:
-        print(json.dumps(summary, sort_keys=True))
-    else:
-        for k, v in summary.items():
-            if k != "by_kind":
-                print(f"{k:>28}: {v}")
+    results.print_summary({k: v for k, v in summary.items() if args.json or k != "by_kind"},
+                          args.json)
     ok = (summary["detected"] == summary["trials"]
           and summary["torn_recovered"] == summary["torn_trials"]
           and summary["caught_with_signing"] == summary["rewrite_trials"])

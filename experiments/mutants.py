@@ -17,10 +17,8 @@ audit_after.json (deterministic for a seed) and timing.json (wall-clock; not det
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
-import io
 import json
 import os
 import resource
@@ -34,6 +32,8 @@ from engine.audit.catalogue import REPAIRED_DIR, Loop, load_catalogue, load_loop
 from engine.audit.instrument import Audit, audit
 from engine.audit.judge import Judge
 from engine.errors import BadInput
+from experiments import results
+from experiments.results import write_csv, write_json
 
 NAME = "mutants"
 CATALOG = Path(__file__).resolve().parent.parent / "examples" / "catalog"
@@ -157,15 +157,11 @@ def run(scale_name: str, seed: int, out: Path, jobs: int | None = None,
     }
     out.mkdir(parents=True, exist_ok=True)
     rows = _rows(Audit(before, {}), "before", set()) + _rows(Audit(after, {}), "after", repaired)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
     files = {"summary.json": summary, "audit_before.json": {"gates": before},
              "audit_after.json": {"gates": after}}
     for name, data in files.items():
-        (out / name).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / "gates.csv").write_text(buf.getvalue(), encoding="utf-8")
+        write_json(out / name, data)
+    write_csv(out / "gates.csv", rows, COLUMNS)
     runs = judge.runs
     timing = {**clock, "gate_runs": runs, "jobs": judge.jobs,
               "wall_s": round(time.monotonic() - t0, 2),
@@ -176,8 +172,7 @@ def run(scale_name: str, seed: int, out: Path, jobs: int | None = None,
     timing["cpu_s"] = round(_cpu_seconds() - cpu0, 2)
     timing["mutants_per_cpu_s"] = round(timing["mutants_judged"] / max(timing["cpu_s"], 1e-9), 1)
     timing["loadavg_1m"] = round(os.getloadavg()[0], 2)
-    (out / "timing.json").write_text(json.dumps(timing, indent=2, sort_keys=True) + "\n",
-                                     encoding="utf-8")
+    write_json(out / "timing.json", timing)
     return summary, timing
 
 
@@ -212,16 +207,12 @@ def interval_series(rows: list[dict], phase: str, tier: str, gates: list[str]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.mutants",
-                                     description="tier 1, repair, freeze, held-out tier 2")
-    parser.add_argument("--scale", choices=sorted(SCALES), default="default")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("results") / NAME,
-                        help="directory for the result files (default results/mutants)")
+    parser = results.parser(NAME, "tier 1, repair, freeze, held-out tier 2", SCALES)
     parser.add_argument("--jobs", type=int, default=None, help="gates run in parallel (default: cores)")
     parser.add_argument("--catalog", type=Path, default=CATALOG, help="the gate catalogue")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args = parser.parse_args(argv)
+    args = results.parse(parser, argv)
+    if args is None:
+        return 2
     try:
         summary, timing = run(args.scale, args.seed, args.out, args.jobs, args.catalog)
     except BadInput as exc:

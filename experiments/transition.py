@@ -20,8 +20,6 @@ hold no timings: the same seed gives the same bytes.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import multiprocessing
 import os
 import sys
@@ -32,9 +30,10 @@ from typing import Any
 
 from engine.errors import BadInput
 from engine.meter import BudgetOverrun
-from experiments import arms, metrics
+from experiments import arms, metrics, results
 from experiments.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.conditions import CONDITIONS
+from experiments.results import write_csv, write_json
 from experiments.stats import holm, paired_contrast, task_means, wilson
 from experiments.tasks import Task, dump_json, select_tasks, starts_record
 
@@ -198,17 +197,12 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def to_csv(rows: list[dict]) -> str:
-    flat = [_flat(r) for r in rows]
+def _columns(flat: list[dict]) -> list[str]:
+    """Every key of the flattened rows, in first-seen order."""
     cols: list[str] = []
     for r in flat:
         cols.extend(k for k in r if k not in cols)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    for r in flat:
-        w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in r.items()})
-    return buf.getvalue()
+    return cols
 
 
 def _sort(rows: list[dict], keys: Sequence[str]) -> list[dict]:
@@ -235,13 +229,12 @@ def run_experiment(*, scale_name: str = "default", seed: int = 0, out: Path | No
                **analyse(runs, seed, scale)}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        files = {"summary.json": dump_json(summary),
-                 "starts.json": dump_json(starts_record(tasks))}
+        write_json(out / "summary.json", summary)
+        write_json(out / "starts.json", starts_record(tasks))
         for name, rows in runs.items():
-            files[f"{name}.json"] = dump_json(rows)
-            files[f"{name}.csv"] = to_csv(rows)
-        for name, text in files.items():
-            (out / name).write_text(text, encoding="utf-8")
+            write_json(out / f"{name}.json", rows)
+            flat = [_flat(r) for r in rows]
+            write_csv(out / f"{name}.csv", flat, _columns(flat))
     return summary
 
 
@@ -269,19 +262,18 @@ def _openai_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.transition", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scale", choices=sorted(SCALES), default="default")
-    p.add_argument("--seed", type=int, default=0)
+    p = results.parser(NAME, __doc__.splitlines()[0], SCALES)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = __doc__
     p.add_argument("--coder", choices=("search", "openai"), default="search")
-    p.add_argument("--out", type=Path, default=Path("results") / NAME)
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--workers", type=int, default=2, help="worker processes (search coder only)")
     p.add_argument("--base-url", help="OpenAI-compatible server (or LOOPPROOF_OPENAI_BASE_URL)")
     p.add_argument("--model", help="model name (or LOOPPROOF_OPENAI_MODEL)")
     p.add_argument("--price", help="price per 1,000 tokens (or LOOPPROOF_OPENAI_PRICE)")
     p.add_argument("--budget", type=float, default=10.0, help="spend budget for model calls")
-    args = p.parse_args(argv)
+    args = results.parse(p, argv)
+    if args is None:
+        return 2
     try:
         spec = {"kind": "search"} if args.coder == "search" else _openai_spec(args)
     except BadInput as exc:

@@ -21,7 +21,8 @@ from proofs import g2_order, obligations
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
-from proofs.checks import check_inductive, check_transitions
+from proofs import g6_policy as g6
+from proofs.checks import bmc, check_inductive, check_transitions, check_unchanged
 from proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
 from proofs.family import dags, shapes
 from proofs.obligations import OBLIGATIONS, Obligation, discharge
@@ -44,8 +45,8 @@ def test_registry_meets_the_card():
     assert len({ob.id for ob in OBLIGATIONS}) == len(OBLIGATIONS)
     broken = [ob for ob in OBLIGATIONS if ob.expect == "refuted"]
     assert len(broken) >= 3
-    assert {ob.guarantee for ob in OBLIGATIONS} >= {"G1", "G2", "G3", "G4", "G5"}
-    assert {ob.guarantee for ob in broken} >= {"G1", "G2", "G3", "G4", "G5"}
+    assert {ob.guarantee for ob in OBLIGATIONS} >= {"G1", "G2", "G3", "G4", "G5", "G6"}
+    assert {ob.guarantee for ob in broken} >= {"G1", "G2", "G3", "G4", "G5", "G6"}
     assert any("sanity" in ob.id for ob in OBLIGATIONS)
 
 
@@ -200,6 +201,147 @@ def test_unchecked_completion_trace_issues_a_receipt_for_an_uncertified_state():
     assert not last["checkpoint_recertifies"]
     assert all(not st.state["done"] or st.state["checkpoint_recertifies"]
                for st in tr.steps[:-1])
+
+
+GOOD_POLICY = """\
+[policy]
+goals = ["every node DONE with a PASS verdict"]
+scope = ["."]
+
+[gate]
+files = ["gates/check_it.py"]
+
+[budget]
+spend = 60.0
+repairs = 1
+"""
+
+
+def _policy_files(folder):
+    """A real policy for engine.policy, and one distinct policy text per trace hash name."""
+    (folder / "gates").mkdir(parents=True)
+    (folder / "gates" / "check_it.py").write_text("import sys; sys.exit(0)\n")
+    texts: dict[str, str] = {}
+
+    def text(h: str) -> str:
+        return texts.setdefault(h, GOOD_POLICY.replace("spend = 60.0",
+                                                       f"spend = {60 + len(texts)}.0"))
+    return folder / "policy.toml", text
+
+
+def _replay_on_the_engine(tr: Trace, folder):
+    """Replay a G6 trace on real files with engine.policy: Start pins (PolicyPin.load), Edit
+    writes the named policy, a worker Write(ws, p) of the broken variant writes the policy too,
+    and before each stage the engine's pin.check() runs. Returns, per stage, whether the policy
+    on disk then had the pinned digest and whether the engine refused the stage."""
+    from engine.policy import PolicyChanged, PolicyPin, load_policy
+
+    path, text = _policy_files(folder)
+    path.write_text(text(tr.steps[0].state["current"]))
+    pin, stages = None, []
+    for prev, st in zip(tr.steps, tr.steps[1:], strict=False):
+        ev = st.event
+        if st.state["current"] != prev.state["current"]:  # Edit, or the broken worker's Write
+            path.write_text(text(st.state["current"]))
+        if ev == "Start":
+            pin = PolicyPin.load(path)
+        elif ev in ("Begin", "Judge"):
+            assert pin is not None
+            same = load_policy(path).digest == pin.record()["digest"]
+            try:
+                pin.check()
+                refused = False
+            except PolicyChanged:
+                refused = True
+            stages.append((ev, same, refused))
+    return pin, stages
+
+
+def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refuses(tmp_path):
+    tr = cex("G6-broken-check-at-start-only")
+    events = [st.event for st in tr.steps]
+    assert "Start" in events and events[-1] in ("Begin", "Judge")
+    assert any(e.startswith("Edit(") for e in events[events.index("Start"):])
+    assert all(g6.stages_pinned(st.state) for st in tr.steps[:-1])
+    last = tr.steps[-1].state
+    assert not g6.stages_pinned(last) and last["stages(digest)"][-1] == last["current"]
+    # concretely: the stages before the last ran under the pinned policy and passed the real
+    # check; the last ran under a policy with another digest, and the real check refuses it
+    pin, stages = _replay_on_the_engine(tr, tmp_path)
+    assert stages and stages[-1] == (events[-1], False, True)
+    assert all(same and not refused for _, same, refused in stages[:-1])
+    # and the real model has no such run (within a longer bound than the counterexample)
+    assert bmc(g6.PolicyLoop(), lambda s: z3.Not(g6.pinned_stages(s)), 6, "G6") is None
+
+
+def test_worker_writing_the_policy_changes_it_and_the_engine_refuses_that_setup(tmp_path):
+    from engine.errors import BadInput
+    from engine.policy import PolicyPin
+
+    tr = cex("G6-broken-worker-writes-policy")
+    before, after = tr.steps[-2].state, tr.steps[-1].state
+    assert tr.steps[-1].event.startswith("Write(")
+    assert not before["worker_wrote"] and after["worker_wrote"]
+    assert before["current"] == before["pinned"] and after["current"] != after["pinned"]
+    # concretely: a worker that can write the policy changes its digest mid-attempt
+    pin, stages = _replay_on_the_engine(tr, tmp_path / "worker")
+    assert [s[:2] for s in stages] == [("Begin", True)]
+    assert pin is not None and pin.record()["digest"] != PolicyPin.load(pin.path).record()["digest"]
+    # the engine gives no such write path: a policy inside a worker's folder is refused
+    pin.assert_outside(tmp_path / "elsewhere")
+    with pytest.raises(BadInput, match="inside the worker's folder"):
+        pin.assert_outside(tmp_path / "worker")
+    # and the frame condition of the real model fails on the broken variant, from some state
+    frame = g6.check_worker_frame(g6.WorkerWritesPolicy())
+    assert frame is not None and frame.steps[-1].event.startswith("Write(")
+    assert g6.check_worker_frame() is None
+
+
+def test_check_at_start_only_also_breaks_fail_closed():
+    found = check_unchanged(g6.CheckAtStartOnly(), g6.fails_closed, allowed=(),
+                            what="the fail-closed rule")
+    assert found is not None and found.steps[-1].event in ("Begin", "Judge")
+
+
+class _WatchResume(g6.PolicyLoop):
+    """The real model plus a ghost: has a stage run since a Resume?"""
+
+    FIELDS = {**g6.PolicyLoop.FIELDS, "resumed": z3.BoolSort(), "staged_after_resume": z3.BoolSort()}
+
+    def init(self, s):
+        return z3.And(super().init(s), z3.Not(s["resumed"]), z3.Not(s["staged_after_resume"]))
+
+    def rule_resume(self, s, ev):
+        guard, upd = super().rule_resume(s, ev)
+        return guard, {**upd, "resumed": z3.BoolVal(True)}
+
+    def stage(self, s, guard, upd):
+        return super().stage(s, guard, {**upd, "staged_after_resume": s["resumed"]})
+
+
+def test_a_change_stops_the_run_and_only_the_restored_policy_resumes_it():
+    """The real model reaches: pin, change, Halt, restore, Resume, a stage -- under the pin;
+    and it cannot resume while the policy still differs."""
+    run = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 6, "a stage after a resume")
+    assert run is not None
+    events = [st.event for st in run.steps]
+    assert events.index("Halt") < events.index("Resume") < len(events) - 1
+    assert all(g6.stages_pinned(st.state) for st in run.steps)
+    halted = run.steps[events.index("Halt")].state
+    assert halted["stopped"] and halted["current"] != halted["pinned"]
+    early = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 5, "a stage after a resume")
+    assert early is None  # no shorter way: the policy must be restored before Resume
+
+
+def test_stage_record_without_the_unstarted_clause_is_not_inductive():
+    i = z3.Int("i")
+
+    def weak(s):
+        return z3.And(s["n_stages"] >= 0, z3.ForAll([i], z3.Implies(
+            z3.And(i >= 0, i < s["n_stages"]), s["ran"][i] == s["pinned"])))
+
+    found = check_transitions(g6.PolicyLoop(), weak)
+    assert found is not None and found.steps[-1].event == "Start"
 
 
 def test_ranking_needs_the_ops_bound_because_claim_is_a_real_stutter():

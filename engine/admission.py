@@ -74,6 +74,7 @@ from engine.evidence import (
     tree_hash,
 )
 from engine.ledger import canonical
+from engine.ledger import verify as verify_chain
 
 RECEIPT_VERSION = 1
 
@@ -719,12 +720,16 @@ def verify_receipt(receipt: Mapping[str, Any], records: Iterable[Mapping[str, An
     Checks: the digest matches the content; the digest is anchored by a `guard.receipt` record;
     every verdict names evidence the ledger holds with that verdict; and, given the store, the
     checkpoint snapshot still hashes to the receipt's tree hash.
+
+    `records` may also be a run ledger (record 0 of type `run`): see `verify_receipt_in_run`.
     """
+    records = list(records)
+    if records and records[0].get("type") == "run":
+        return verify_receipt_in_run(receipt, records, store)
     problems = []
     body = {k: v for k, v in receipt.items() if k != "digest"}
     if digest(body) != receipt.get("digest"):
         problems.append("receipt content does not match its digest (edited after issue)")
-    records = list(records)
     anchors = {r.get("digest") for r in records if r.get("type") == "guard.receipt"}
     if receipt.get("digest") not in anchors:
         problems.append("receipt digest is not anchored in the ledger")
@@ -744,3 +749,42 @@ def verify_receipt(receipt: Mapping[str, Any], records: Iterable[Mapping[str, An
         except CheckpointError as exc:
             problems.append(f"checkpoint: {exc}")
     return problems
+
+
+def verify_receipt_in_run(receipt: Mapping[str, Any], run_records: Sequence[Mapping[str, Any]],
+                          store: CheckpointStore | None = None) -> list[str]:
+    """Verify a receipt against the run ledger that accepted it.
+
+    The runner anchors a revision node's receipt in the accepting `verdict` record (`receipt`:
+    digest, guard ledger path, its head hash and record count). The receipt's digest must be
+    anchored by a passing verdict; the guard ledger it names must still verify and still have
+    the anchored head at the anchored length (so it was not rewritten after the acceptance);
+    then everything `verify_receipt` checks against the guard ledger must hold.
+    """
+    d = receipt.get("digest")
+    anchors = [r["receipt"] for r in run_records
+               if r.get("type") == "verdict" and r.get("passed") is True
+               and isinstance(r.get("receipt"), dict) and r["receipt"].get("digest") == d]
+    if not anchors:
+        body = {k: v for k, v in receipt.items() if k != "digest"}
+        problems = [] if digest(body) == d else [
+            "receipt content does not match its digest (edited after issue)"]
+        return [*problems, "receipt digest is not anchored in the run ledger (no accepting "
+                           "verdict names it)"]
+    anchor = anchors[-1]
+    guard = Path(str(anchor.get("guard_ledger", "")))
+    count, head = anchor.get("guard_records"), anchor.get("guard_head")
+    if not guard.is_file():
+        return [f"{guard}: the guard ledger the run ledger anchors is missing"]
+    check = verify_chain(guard)
+    if check.status == "broken":
+        return [f"guard ledger: {check.error}"]
+    if not isinstance(count, int) or not 0 < count <= check.records:
+        return [f"guard ledger: the run ledger anchors {count!r} records, it holds "
+                f"{check.records}"]
+    lines = guard.read_bytes().split(b"\n")[:count]
+    guard_records = [json.loads(line) for line in lines]
+    if guard_records[-1].get("hash") != head:
+        return [f"guard ledger: record {count - 1} is not the head the run ledger anchored "
+                f"({str(head)[:12]}...); it was rewritten after the acceptance"]
+    return verify_receipt(receipt, guard_records, store)

@@ -7,6 +7,15 @@ raises `BudgetOverrun` inside the attempt, so the operation never runs. A comman
 for min(timeout_s, what is left of c_v) seconds and its whole process group is killed when that
 runs out; it is then settled for the seconds it used, never more than it reserved.
 
+Evaluation is paid from the same ceiling. A node may hold back `eval_reserve` units of c_v for
+its gate: the worker's own ceiling is then c_v - eval_reserve (a command is killed there), so
+the gate's reservation always fits. The gate run is reserved right after the worker's
+settlement (`reserve_evaluation`, what = "evaluation") and settled before the verdict; a gate
+run that cannot be reserved is an `Overrun`, and the attempt fails without a verdict.
+
+Prices: `price` spend units per wall-clock second (default 1), so a command's deadline is its
+reservation / price seconds. The price can change on resume (a `resources` record).
+
 The meter changes nothing itself: it hands each model event and its record to `commit`, which
 steps the model and appends the record (see engine/runner.py).
 """
@@ -25,7 +34,8 @@ from model.transitions import EPS, Event
 
 Commit = Callable[[Event, dict[str, Any]], RunState]
 
-WALL_CLOCK = "wall_clock"  # 1 spend unit = 1 second of a command worker's wall clock
+WALL_CLOCK = "wall_clock"  # `price` spend units per second of a command worker's wall clock
+EVALUATION = "evaluation"  # a gate run, metered by its wall clock at the same price
 METER_SITES = ("meter.after_reserve", "meter.before_settle")
 
 
@@ -49,21 +59,35 @@ class Meter:
     `settle`) before each paid operation; command workers go through `run_command`."""
 
     def __init__(self, graph: LoopGraph, node: str, commit: Commit,
-                 state: Callable[[], RunState], sync: Callable[[], None] | None = None) -> None:
+                 state: Callable[[], RunState], sync: Callable[[], None] | None = None, *,
+                 price: float = 1.0, eval_reserve: float = 0.0,
+                 note: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.graph, self.node, self._commit, self._state = graph, node, commit, state
+        self._note = note  # appends a fact record (no model event)
         self._sync = sync  # makes the Reserve record durable before the operation runs
+        self.price = float(price)
+        self.eval_reserve = float(eval_reserve)
         self.outstanding = 0.0
         self.overrun = False
+        self.worker_stopped = False  # the worker reached c_v - eval_reserve
+        self.evaluating = False  # the worker is done; only the gate run may still be paid
 
     # ---- reads ------------------------------------------------------------------------------
     @property
     def ceiling(self) -> float:
         return self.graph.node(self.node).spend_ceiling
 
+    @property
+    def worker_ceiling(self) -> float:
+        """What the worker may spend: c_v less the part held back for evaluation."""
+        return self.ceiling - self.eval_reserve
+
     def allowance(self) -> float:
-        """The most the attempt may still reserve: the rest of c_v, capped by the rest of B."""
+        """The most the worker may still reserve: the rest of c_v - eval_reserve, capped by the
+        rest of B (during evaluation: the rest of c_v)."""
         s = self._state()
-        return max(0.0, min(self.ceiling - s.attempt_spend,
+        top = self.ceiling if self.evaluating else self.worker_ceiling
+        return max(0.0, min(top - s.attempt_spend,
                             self.graph.spend_budget - s.settled - s.reserved))
 
     @property
@@ -73,7 +97,7 @@ class Meter:
     # ---- reserve / settle ------------------------------------------------------------------
     def reserve(self, amount: float, what: str = "charge") -> float:
         """Hold `amount` before a paid operation; raises `BudgetOverrun` if it does not fit."""
-        if not self.in_attempt:
+        if not self.in_attempt or (self.worker_stopped and not self.evaluating):
             raise BudgetOverrun(f"{self.node}: the attempt has ended; nothing more may be spent")
         if self.outstanding > EPS:
             raise RuntimeError("a reservation is outstanding: settle it before reserving again")
@@ -86,6 +110,18 @@ class Meter:
                                            "ceiling": self.ceiling})
             raise BudgetOverrun(f"{self.node}: reserving {amount:g} would exceed the ceiling "
                                 f"c_v={self.ceiling:g} or the budget B={self.graph.spend_budget:g}")
+        s = self._state()
+        if not self.evaluating and s.attempt_spend + amount > self.worker_ceiling + EPS:
+            # fits c_v but eats into the evaluation reserve: refused, recorded as a fact (the
+            # model's Overrun is for what does not fit c_v or B); the gate still runs
+            self.worker_stopped = True
+            self._fact({"type": "worker_ceiling", **base, "amount": amount,
+                               "attempt_spend": s.attempt_spend,
+                               "worker_ceiling": self.worker_ceiling,
+                               "eval_reserve": self.eval_reserve})
+            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would eat into the "
+                                f"evaluation reserve ({self.eval_reserve:g} of "
+                                f"c_v={self.ceiling:g})")
         self._commit(Reserve(amount), base)
         if self._sync is not None:
             self._sync()
@@ -112,19 +148,48 @@ class Meter:
         if self.outstanding > EPS and self.in_attempt:
             self.settle(self.outstanding, "unsettled at worker end")
 
+    def _fact(self, record: dict[str, Any]) -> None:
+        if self._note is not None:
+            self._note(record)
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def reserve_evaluation(self, gate_timeout_s: float) -> float:
+        """After the worker's settlement, before the gate runs: reserve the gate run, min(its
+        timeout, what is left of c_v and B), and return its wall-clock limit in seconds. Nothing
+        left is an `Overrun` of the gate's full price: the attempt ends failed, no verdict."""
+        if self.outstanding > EPS:
+            raise RuntimeError("a reservation is outstanding: settle it before the gate runs")
+        self.evaluating = True
+        want = float(gate_timeout_s) * self.price
+        hold = min(want, self.allowance())
+        # nothing left: ask for the full price, which does not fit, so `reserve` records the
+        # Overrun and raises BudgetOverrun
+        got = self.reserve(hold if hold > EPS else want, EVALUATION)
+        return min(float(gate_timeout_s), got / self.price)
+
+    def settle_evaluation(self, seconds: float) -> float:
+        """Charge the gate run's wall clock at the price, never more than was reserved (its
+        limit was reserved / price seconds)."""
+        return self.settle(seconds * self.price, EVALUATION, seconds=round(seconds, 6),
+                           price=self.price)
+
     # ---- commands ----------------------------------------------------------------------------
     def run_command(self, argv: Sequence[str], cwd: Path, timeout_s: float, *,
                     env: Mapping[str, str] | None = None) -> Metered:
-        """Run a command under wall-clock metering: reserve min(timeout_s, allowance) seconds,
-        kill the process group when that runs out, settle the seconds used."""
-        reserved = self.reserve(min(float(timeout_s), self.allowance()), WALL_CLOCK)
-        ceiling_binds = reserved < timeout_s
+        """Run a command under wall-clock metering: reserve min(timeout_s * price, allowance)
+        units, kill the process group after reservation / price seconds, settle the seconds
+        used at the price."""
+        full = float(timeout_s) * self.price
+        reserved = self.reserve(min(full, self.allowance()), WALL_CLOCK)
+        ceiling_binds = reserved < full
         try:
-            res = run_command(argv, cwd, reserved, env=env)
+            res = run_command(argv, cwd, reserved / self.price, env=env)
         except ProcessError as exc:  # it never started: nothing was used
             self.settle(0.0, WALL_CLOCK, error=str(exc))
             raise
         killed = res.killed and ("ceiling" if ceiling_binds else "timeout")
-        charged = self.settle(res.seconds, WALL_CLOCK, seconds=round(res.seconds, 6),
-                              killed=killed or None)
+        facts: dict[str, Any] = {"seconds": round(res.seconds, 6), "killed": killed or None}
+        if self.price != 1.0:
+            facts["price"] = self.price
+        charged = self.settle(res.seconds * self.price, WALL_CLOCK, **facts)
         return Metered(res, reserved, charged, killed or None)

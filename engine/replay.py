@@ -6,7 +6,9 @@ event the engine commits is one ledger record whose `type` is the event's name i
 `finish`, `refuse`) and whose fields carry the event's arguments. Replay turns those records back
 into events and runs them through `model.step`; a record the model refuses means the ledger's
 content is impossible, and replay fails closed with `LedgerCorrupt`. Other record types (`run`,
-`resumed`, `stopped`, `pin_changed`, `worker_output`) are facts for the reader and the report.
+`resumed`, `stopped`, `pin_changed`, `worker_output`, `worker_ceiling`) are facts for the reader
+and the report; `resources` (a new price, from `resume --price`) also sets the price at which
+later attempts are metered, so it is checked: its old price must be the current one.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ class Replayed:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     overruns: int = 0
     events: list[Event] = field(default_factory=list)
+    price: float = 1.0  # spend units per wall-clock second now (record 0, then `resources`)
+    prices: list[dict[str, Any]] = field(default_factory=list)
 
     def apply(self, rec: dict[str, Any]) -> None:
         """Fold one more record in (the runner uses this after each append)."""
@@ -119,6 +123,14 @@ class Replayed:
             self.stopped = rec
         elif t == "pin_changed":
             self.pin_changed = rec
+        elif t == "resources":
+            old, new = rec.get("old_price"), rec.get("new_price")
+            if not (_is_price(new) and _is_price(old) and abs(float(old) - self.price) <= 1e-12):
+                raise LedgerCorrupt(f"record seq {rec.get('seq')}: resources record changes the "
+                                    f"price {old!r} -> {new!r}, but the price was {self.price!r}; "
+                                    f"fix: restore the ledger from a trusted copy")
+            self.price = float(new)
+            self.prices.append({"old_price": float(old), "new_price": float(new)})
         self.records += 1
         self.head = rec.get("hash", self.head)
 
@@ -146,6 +158,7 @@ class Replayed:
             "spend": {"settled": round(s.settled, 6), "reserved": round(s.reserved, 6),
                       "budget": g.spend_budget},
             "overruns": self.overruns,
+            "price": self.price,
             "resumes": self.resumes,
             "outcome_unknown": len(self.outcome_unknown),
             "records": self.records,
@@ -164,8 +177,17 @@ def replay(ledger: Any) -> Replayed:
                             f"{first.get('type')!r}, format {first.get('format')!r}); fix: give "
                             f"the ledger written by `loopproof run`")
     graph = graph_from_record(first.get("graph"))
-    r = Replayed(graph, initial_state(graph), first)
+    price = first.get("price", 1.0)  # ledgers written before prices existed: 1 unit/second
+    if not _is_price(price):
+        raise LedgerCorrupt(f"record 0: price {price!r} is not a number > 0; fix: restore the "
+                            f"ledger from a trusted copy")
+    r = Replayed(graph, initial_state(graph), first, price=float(price))
     r.records, r.head = 1, first.get("hash", "")
     for rec in records[1:]:
         r.apply(rec)
     return r
+
+
+def _is_price(v: Any) -> bool:
+    return (not isinstance(v, bool) and isinstance(v, int | float) and v == v
+            and 0 < v < float("inf"))

@@ -10,7 +10,10 @@ checkpoint whenever anything else changed it. The attempt ends with recertificat
 
 The node's gate is the runner's own, independent judgement of the attempt: it accepts only if
 the receipt verifies against the attempt's guard ledger, the workspace is exactly the receipt's
-checkpoint, and every completion check passes again on a fresh copy. The worker's claims (its
+checkpoint, and every completion check passes again on a fresh copy. On acceptance the runner's
+own ledger anchors the receipt too: the accepting `verdict` record carries `receipt` (digest,
+guard ledger path, head hash and length), and `loopproof receipt R --ledger RUN_LEDGER` checks
+against that. The worker's claims (its
 decisions, the receipt digest) are recorded in the run ledger and never read by control flow.
 
 Each attempt keeps its state next to the workspace, outside the worker's tree:
@@ -153,6 +156,12 @@ class ReceiptGate:
 
     completion: tuple[CommandCheck, ...]
     shared: _Shared
+    accepted: dict[str, Any] | None = None  # the anchor of the last accepted receipt
+
+    def receipt_anchor(self) -> dict[str, Any] | None:
+        """What the runner puts in the accepting verdict record, so the run ledger anchors the
+        receipt: its digest and the guard ledger's path, head hash and length."""
+        return self.accepted
 
     def pinned_files(self) -> tuple[Path, ...]:
         files = {Path(f) for c in self.completion for f in c.named_files()}
@@ -160,6 +169,7 @@ class ReceiptGate:
 
     def judge(self, workspace: Path) -> GateResult:
         start = time.monotonic()
+        self.accepted = None
         verdict, detail, tree = self._judge(Path(workspace))
         return GateResult(verdict, detail, time.monotonic() - start, tree)
 
@@ -191,6 +201,9 @@ class ReceiptGate:
             if ev.verdict != "pass":
                 return (REJECT if ev.verdict == "fail" else ERROR,
                         f"{check.name}: {ev.verdict} ({ev.payload.get('detail')})", tree)
+        self.accepted = {"digest": receipt["digest"], "guard_ledger": str(last.ledger_path),
+                         "guard_head": records[-1]["hash"], "guard_records": len(records),
+                         "receipt_file": str(last.completion.receipt_path)}
         return ACCEPT, (f"receipt {receipt['digest'][:12]} verified; checkpoint "
                         f"{tree[:12]} re-checked by "
                         f"{', '.join(c.name for c in self.completion)}"), tree

@@ -19,6 +19,7 @@ record is appended; `resume` continues.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import signal
@@ -29,11 +30,19 @@ from typing import Any
 
 from engine import faults
 from engine.errors import BadInput, LedgerCorrupt
-from engine.gate import copy_tree, file_digest, make_read_only, remove_tree
+from engine.gate import (
+    CommandGate,
+    Gate,
+    GateResult,
+    copy_tree,
+    file_digest,
+    make_read_only,
+    remove_tree,
+)
 from engine.ledger import Ledger
 from engine.meter import METER_SITES, BudgetOverrun, Meter
 from engine.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
-from engine.spec import Spec
+from engine.spec import Spec, is_price
 from engine.worker import AttemptContext
 from model import (
     Abandon,
@@ -102,6 +111,7 @@ class Runner:
         self.error: str | None = None  # why the run stopped with exit 5
         self._batch: contextlib.ExitStack | None = None
         self._lock_fd: int | None = None
+        self.new_price: float | None = None  # `resume --price`: recorded by `recover`
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -133,7 +143,7 @@ class Runner:
                  "spec": spec.record(), "pins": dict(sorted(pins.items())),
                  "policy": policy.record() if policy is not None else None,
                  "stop_file": str(stop), "attempt_bound": attempt_bound(spec.graph),
-                 "bounds": spec.bounds()}
+                 "bounds": spec.bounds(), "price": spec.price}
         root = workspace_root(ledger_path)
         remove_tree(root)  # an old run's workspaces; the ledger they belonged to is gone
         ledger = Ledger.create(ledger_path, first)
@@ -145,9 +155,13 @@ class Runner:
 
     @classmethod
     def resume(cls, ledger_path: Path | str, *, stop_file: Path | None = None,
-               progress: Progress | None = None) -> Runner:
+               progress: Progress | None = None, price: float | None = None) -> Runner:
         """Verify and replay the ledger; rebuild the spec from its first record. Appends nothing
-        (the `resumed` record and any `abandon` are written by `continue_run`)."""
+        (the `resumed` record, any `abandon` and a `resources` record for a new `price` are
+        written by `continue_run`)."""
+        if price is not None and not is_price(price):
+            raise BadInput(str(ledger_path), "--price", f"must be a number of spend units per "
+                           f"second > 0, got {price!r}", "give e.g. --price 2.5")
         lock = _lock(Path(ledger_path))  # before open: opening may cut a torn tail
         try:
             ledger = Ledger.open(ledger_path)
@@ -171,6 +185,7 @@ class Runner:
             policy = PolicyPin(Path(recorded["path"]), recorded)
         runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress, policy=policy)
         runner._lock_fd = lock
+        runner.new_price = None if price is None else float(price)
         return runner
 
     # ---- state -------------------------------------------------------------------------------
@@ -267,6 +282,11 @@ class Runner:
                 "why": "this attempt started before a crash or stop and has no recorded end: "
                        "it is charged its open reservation and counted as a failed attempt; "
                        "if attempts remain the node runs again (repeated execution)"})
+        if self.new_price is not None and self.new_price != self.replayed.price:
+            # a change of resources: later attempts are metered (and their deadlines set) at
+            # the new price; the settled spend replayed from the ledger stays as it is
+            self.note({"type": "resources", "old_price": self.replayed.price,
+                       "new_price": self.new_price, "settled": self.state.settled})
         return None
 
     def stop_reason(self) -> str | None:
@@ -334,7 +354,8 @@ class Runner:
         i = self.state.attempts_of(g, node) + 1
         self.commit(Begin(node), {"activation": e, "attempt": i})
         ws = self.prepare_workspace(node)
-        meter = Meter(g, node, self.commit, lambda: self.state, sync=self.sync)
+        meter = Meter(g, node, self.commit, lambda: self.state, sync=self.sync,
+                      price=self.replayed.price, eval_reserve=cfg.eval_reserve, note=self.note)
         ctx = AttemptContext(node, e, i, ws, meter, env={
             "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)})
         faults.crashpoint("runner.before_worker")
@@ -357,10 +378,18 @@ class Runner:
             raise
         self.check_policy()
         faults.crashpoint("runner.before_verdict")
-        result = cfg.gate.judge(ws)
-        self.commit(Verdict(node, result.accepted), {
-            **where, "verdict": result.verdict, "detail": result.detail,
-            "seconds": round(result.seconds, 6), "snapshot": result.snapshot})
+        try:  # the gate run is paid from c_v too: reserved after the worker's settlement
+            limit = meter.reserve_evaluation(cfg.gate_timeout_s)
+        except BudgetOverrun:  # recorded as an Overrun: the attempt has ended, no verdict
+            return
+        result = judge_within(cfg.gate, ws, limit)
+        meter.settle_evaluation(result.seconds)
+        facts = {**where, "verdict": result.verdict, "detail": result.detail,
+                 "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
+        anchor = getattr(cfg.gate, "receipt_anchor", None)
+        if result.accepted and anchor is not None and (receipt := anchor()) is not None:
+            facts["receipt"] = receipt  # the receipt's digest, anchored in the run ledger
+        self.commit(Verdict(node, result.accepted), facts)
         faults.crashpoint("runner.after_verdict")
 
     def prepare_workspace(self, node: str) -> Path:
@@ -441,6 +470,15 @@ class Runner:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the lock
             self._lock_fd = None
+
+
+def judge_within(gate: Gate, workspace: Path, limit_s: float) -> GateResult:
+    """Run the gate with at most `limit_s` seconds of wall clock (its evaluation reservation at
+    the current price). A command gate is killed there (a timeout: an `error` verdict); a
+    Python gate cannot be killed and is charged at most its reservation."""
+    if isinstance(gate, CommandGate) and limit_s < gate.timeout_s:
+        gate = dataclasses.replace(gate, timeout_s=limit_s)
+    return gate.judge(workspace)
 
 
 def kill_orphans(root: Path) -> list[int]:

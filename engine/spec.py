@@ -39,6 +39,8 @@ GRAPH_FIELDS: dict[str, str] = {
     "strict_bound": "true: refuse to start when the pre-run spend bound W_c exceeds B (default false)",
     "policy": "optional path to a policy TOML, hash-pinned at start and re-checked before every stage",
     "stop_file": "optional kill-switch path; default <ledger>.stop",
+    "price": "spend units per wall-clock second of command workers and gates, a number > 0 "
+             "(default 1.0); `loopproof resume --price P` changes it",
 }
 NODE_FIELDS: dict[str, str] = {
     "kind": "which adapter runs the node (default \"command\"); see engine.spec.KINDS",
@@ -46,6 +48,8 @@ NODE_FIELDS: dict[str, str] = {
     "spend_ceiling": "c_v: spend ceiling per attempt, a number >= 0 (required)",
     "timeout_s": "wall-clock limit per worker run, seconds > 0 (default 60)",
     "gate_timeout_s": "wall-clock limit per gate run, seconds > 0 (default 60)",
+    "eval_reserve": "spend units of c_v held back for the gate run, 0 <= eval_reserve <= "
+                    "spend_ceiling (default 0)",
     "needs": "predecessor node names (default [])",
     "repairs": "repair targets: the node itself or its ancestors; the first listed is used (default [])",
     "gate_files": "extra files the gate depends on, hashed at start, re-checked before each gate run",
@@ -147,6 +151,7 @@ class NodeConfig:
     gate_files: tuple[Path, ...]
     worker: Worker = field(compare=False)
     gate: Gate = field(compare=False)
+    eval_reserve: float = 0.0  # spend units of c_v held back for the gate run
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -167,6 +172,7 @@ class Spec:
     strict_bound: bool = False
     policy: Path | None = None
     stop_file: Path | None = None
+    price: float = 1.0  # spend units per wall-clock second (the run's price at start)
 
     def record(self) -> dict[str, Any]:
         """What the first ledger record keeps so that `resume` can rebuild this spec."""
@@ -229,6 +235,10 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
                   "write strict_bound = true or false")
     policy = _opt_path(g, "policy", spec_dir, name, must_exist=True)
     stop_file = _opt_path(g, "stop_file", spec_dir, name, must_exist=False)
+    price = g.get("price", 1.0)
+    if not is_price(price):
+        raise bad("[graph] price", f"must be a number of spend units per second > 0, got "
+                  f"{price!r}", "set price = 1.0 (or leave it out)")
 
     nodes_t = table.get("node")
     if not isinstance(nodes_t, dict) or not nodes_t:
@@ -254,9 +264,10 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
         timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
         gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
         gate_files = _files(node, spec_dir)
+        eval_reserve = _eval_reserve(node)
         worker, gate = kind.factory(node, spec_dir)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
-                                        gate_files, worker, gate)
+                                        gate_files, worker, gate, eval_reserve)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])
@@ -266,7 +277,28 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
         text = str(exc)
         problem = text.split(": ", 1)[1].rsplit("; fix: ", 1)[0] if ": " in text else text
         raise BadInput(name, where, problem, exc.fix) from exc
-    return Spec(path, spec_dir, table, digest, graph, configs, strict, policy, stop_file)
+    return Spec(path, spec_dir, table, digest, graph, configs, strict, policy, stop_file,
+                float(price))
+
+
+def is_price(v: Any) -> bool:
+    """A price: a finite number of spend units per second > 0 (booleans are not numbers)."""
+    return (not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+            and v > 0)
+
+
+def _eval_reserve(node: NodeTable) -> float:
+    """The part of c_v held back for the gate: a number in [0, spend_ceiling]. (A non-number
+    spend_ceiling is left for the model's check, which names it.)"""
+    v = node.get("eval_reserve", 0.0)
+    ceiling = node.get("spend_ceiling")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
+                         "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
+    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and v > ceiling:
+        raise node.error("eval_reserve", f"{v!r} exceeds spend_ceiling = {ceiling!r}",
+                         "lower eval_reserve or raise spend_ceiling")
+    return float(v)
 
 
 def _unknown(t: Mapping[str, Any], allowed: set[str], what: str, file: str, node: str) -> None:

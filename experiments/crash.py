@@ -138,14 +138,19 @@ MEASURED_KEYS = frozenset({"settled"})
 # Records that exist only because a run was interrupted and resumed (bookkeeping, not execution).
 RECOVERY_TYPES = frozenset({"resumed"})
 WALL_CLOCK = "wall_clock"
+EVALUATION = "evaluation"  # a gate run's reservation and settlement (engine.meter)
 
 
 def _strip(obj: Any, root: str) -> Any:
     if isinstance(obj, dict):
         out = {k: ("~" if k in MEASURED_KEYS else _strip(v, root))
                for k, v in obj.items() if k not in VOLATILE_KEYS}
-        if obj.get("type") == "settle" and obj.get("what") == WALL_CLOCK:
+        if obj.get("type") == "settle" and obj.get("what") in (WALL_CLOCK, EVALUATION):
             out["amount"] = "~"  # seconds a command took: a measurement, not a decision
+        if obj.get("what") == EVALUATION and obj.get("type") in ("reserve", "overrun", "settle"):
+            out["amount"] = "~"  # a gate's hold is what the measured worker left of c_v
+            if "reserved" in out:
+                out["reserved"] = "~"
         if obj.get("type") == "run" and isinstance(out.get("spec"), dict):
             out["spec"].pop("sha256", None)  # the spec file's bytes embed the case folder
         return out

@@ -60,6 +60,24 @@ KIND = "test_stateful_py"
 EPS = 1e-9
 CMD_TIMEOUT = 1.0
 MAX_SLEEPS = 2  # real processes that sleep past their deadline, per test case
+GATE_PRICE = 60.0  # a gate run is metered too: gate_timeout_s (default 60) x price (default 1)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A Settle whose amount is a measurement (a gate's wall clock): any amount in
+    [0, reserved] matches."""
+
+    reserved: float
+
+
+def gate_part(g: LoopGraph, s, node: str) -> list:
+    """The gate run's reservation after the worker's settlement: min(its price, what is left of
+    c_v and B); nothing left is an Overrun of its full price (the attempt ends, no verdict)."""
+    left = min(g.node(node).spend_ceiling - s.attempt_spend,
+               g.spend_budget - s.settled - s.reserved)
+    hold = min(GATE_PRICE, max(0.0, left))
+    return [Reserve(hold)] if hold > EPS else [Overrun(GATE_PRICE)]
 
 
 class SimulatedCrash(BaseException):
@@ -256,9 +274,13 @@ class EngineMatchesModel(RuleBasedStateMachine):
         events.append(Claim(node))
         if plan.worker == "tamper_gate_file":
             return events + [Verdict(node, False)], "pin"
+        gate = gate_part(g, step(g, s, Claim(node)), node)
+        if isinstance(gate[0], Overrun):
+            return events + gate, "ok"
         if plan.gate == "crash":
-            return events, "crash"
-        return events + [Verdict(node, plan.gate == "accept")], "ok"
+            return events + gate, "crash"
+        return events + gate + [Measured(gate[0].amount), Verdict(node, plan.gate == "accept")], \
+            "ok"
 
     def new_records(self) -> list[dict]:
         recs = [json.loads(line) for line in self.ledger.read_text().splitlines()]
@@ -271,17 +293,32 @@ class EngineMatchesModel(RuleBasedStateMachine):
         if how.startswith("cmd"):
             # A real process: its wall-clock charge and its verdict are measured, then checked
             # for consistency: a worker killed at its deadline never leaves out.txt behind.
-            assert len(got) == 5, [r["type"] for r in records]
-            assert all(same(e, g) for e, (g, _) in zip(expected, got, strict=False))
-            (settle, srec), (claim, _), (verdict, _) = got[2], got[3], got[4]
+            assert all(same(e, g) for e, (g, _) in zip(expected, got[:2], strict=False))
+            (settle, srec), (claim, _) = got[2], got[3]
             assert isinstance(settle, Settle) and settle.amount <= expected[1].amount + EPS
             if how == "cmd-sleep":
                 assert srec["killed"] in ("timeout", "ceiling")
-            assert isinstance(claim, Claim) and isinstance(verdict, Verdict)
-            assert verdict.passed == (srec["killed"] is None)
-            expected = expected + [settle, claim, verdict]
+            assert isinstance(claim, Claim)
+            s = self.model
+            for e in expected + [settle, claim]:
+                s = step(self.graph, s, e)
+            gate = gate_part(self.graph, s, claim.node)
+            expected = expected + [settle, claim] + gate
+            if isinstance(gate[0], Reserve):  # the gate ran: its charge and verdict measured
+                assert len(got) == 7, [r["type"] for r in records]
+                verdict = got[6][0]
+                assert isinstance(verdict, Verdict)
+                if srec["killed"] is not None:
+                    assert not verdict.passed
+                elif gate[0].amount >= 0.5:  # the gate's limit: its reservation / price
+                    assert verdict.passed
+                expected = expected + [Measured(gate[0].amount), verdict]
         assert len(got) == len(expected), (expected, [r["type"] for r in records])
         for e, (ev, rec) in zip(expected, got, strict=True):
+            if isinstance(e, Measured):
+                assert isinstance(ev, Settle) and ev.amount <= e.reserved + EPS, (e, rec)
+                assert rec["what"] == "evaluation", rec
+                e = ev
             assert same(e, ev), (e, rec)
             self.model = step(self.graph, self.model, e)
 

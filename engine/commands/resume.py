@@ -4,6 +4,11 @@ The ledger is verified (a torn final line is cut and reported; anything else is 
 replayed; the spec is rebuilt from the ledger's first record. An attempt that started with no
 recorded end is charged its open reservation and marked outcome-unknown (`abandon`), and the
 node runs again if attempts remain. A finished run is reported and left unchanged.
+
+`--price P` changes the resources: a `resources` record (old and new price) is appended, every
+later attempt is metered at P spend units per wall-clock second (so its deadline is
+(c_v - eval_reserve) / P seconds, capped by timeout_s) and admitted against the settled spend
+replayed from the ledger, which is never reset.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the ledger written by `loopproof run`")
     parser.add_argument("--stop-file", type=Path, default=None, metavar="PATH",
                         help="kill switch file (default: the one the run recorded)")
+    parser.add_argument("--price", type=float, default=None, metavar="P",
+                        help="new price: spend units per wall-clock second (recorded)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def main(args: argparse.Namespace) -> int:
-    runner = Runner.resume(args.ledger, stop_file=args.stop_file)
+    runner = Runner.resume(args.ledger, stop_file=args.stop_file, price=args.price)
     try:
         with runner_progress(args.json) as progress:
             runner.progress = progress

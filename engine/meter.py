@@ -103,25 +103,25 @@ class Meter:
             raise RuntimeError("a reservation is outstanding: settle it before reserving again")
         amount = float(amount)
         base = {"node": self.node, "what": what}
-        if not enabled(self.graph, self._state(), Reserve(amount)):
+        s = self._state()
+        if (self.eval_reserve > EPS and not self.evaluating
+                and s.attempt_spend + amount > self.worker_ceiling + EPS):
+            # the ask eats into the evaluation reserve: refused (the operation never runs) and
+            # recorded as a fact, not an Overrun, because the attempt goes on to its gate, which
+            # the reserve pays for (admission kept B - settled >= what is left of c_v)
+            self.worker_stopped = True
+            self._fact({"type": "worker_ceiling", **base, "amount": amount,
+                        "attempt_spend": s.attempt_spend, "worker_ceiling": self.worker_ceiling,
+                        "eval_reserve": self.eval_reserve})
+            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would eat into the "
+                                f"evaluation reserve ({self.eval_reserve:g} of "
+                                f"c_v={self.ceiling:g})")
+        if not enabled(self.graph, s, Reserve(amount)):
             self.overrun = True
-            s = self._state()
             self._commit(Overrun(amount), {**base, "attempt_spend": s.attempt_spend,
                                            "ceiling": self.ceiling})
             raise BudgetOverrun(f"{self.node}: reserving {amount:g} would exceed the ceiling "
                                 f"c_v={self.ceiling:g} or the budget B={self.graph.spend_budget:g}")
-        s = self._state()
-        if not self.evaluating and s.attempt_spend + amount > self.worker_ceiling + EPS:
-            # fits c_v but eats into the evaluation reserve: refused, recorded as a fact (the
-            # model's Overrun is for what does not fit c_v or B); the gate still runs
-            self.worker_stopped = True
-            self._fact({"type": "worker_ceiling", **base, "amount": amount,
-                               "attempt_spend": s.attempt_spend,
-                               "worker_ceiling": self.worker_ceiling,
-                               "eval_reserve": self.eval_reserve})
-            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would eat into the "
-                                f"evaluation reserve ({self.eval_reserve:g} of "
-                                f"c_v={self.ceiling:g})")
         self._commit(Reserve(amount), base)
         if self._sync is not None:
             self._sync()

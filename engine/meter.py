@@ -4,8 +4,9 @@ Why inside the attempt: a harness that checks spend only between attempts lets o
 far past its cap. Here every metered operation first reserves (a `Reserve` event, appended to the
 ledger before the operation starts); a reservation that does not fit is an `Overrun` event and
 raises `BudgetOverrun` inside the attempt, so the operation never runs. A command is reserved
-for min(timeout_s, what is left of c_v) seconds and its whole process group is killed when that
-runs out; it is then settled for the seconds it used, never more than it reserved.
+min(timeout_s x price, what the worker may still spend) units and its whole process group is
+killed when that runs out; it is then settled for the seconds it used times the price, never
+more than it reserved.
 
 Evaluation is paid from the same ceiling. A node may hold back `eval_reserve` units of c_v for
 its gate: the worker's own ceiling is then c_v - eval_reserve (a command is killed there), so

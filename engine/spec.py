@@ -295,7 +295,7 @@ def _eval_reserve(node: NodeTable) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
         raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
                          "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
-    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and v > ceiling:
+    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
         raise node.error("eval_reserve", f"{v!r} exceeds spend_ceiling = {ceiling!r}",
                          "lower eval_reserve or raise spend_ceiling")
     return float(v)

@@ -109,7 +109,7 @@ def test_callable_worker_return_and_crash_are_claims(tmp_path: Path) -> None:
     try:
         spec = tmp_path / "graph.toml"
         spec.write_text('[graph]\nspend_budget = 1.0\n[node.p]\nkind = "test_worker_py"\n'
-                        "attempts = 2\nspend_ceiling = 0.0\n")
+                        "attempts = 2\nspend_ceiling = 0.5\n")  # the gate run is paid from c_v
         ledger = tmp_path / "L.jsonl"
         runner = Runner.start(spec_mod.load(spec), ledger)
         assert runner.run() == 0

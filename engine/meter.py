@@ -98,8 +98,11 @@ class Meter:
     # ---- reserve / settle ------------------------------------------------------------------
     def reserve(self, amount: float, what: str = "charge") -> float:
         """Hold `amount` before a paid operation; raises `BudgetOverrun` if it does not fit."""
-        if not self.in_attempt or (self.worker_stopped and not self.evaluating):
+        if not self.in_attempt:
             raise BudgetOverrun(f"{self.node}: the attempt has ended; nothing more may be spent")
+        if self.worker_stopped and not self.evaluating:
+            raise BudgetOverrun(f"{self.node}: the worker has reached c_v - eval_reserve = "
+                                f"{self.worker_ceiling:g}; the rest pays for the gate")
         if self.outstanding > EPS:
             raise RuntimeError("a reservation is outstanding: settle it before reserving again")
         amount = float(amount)

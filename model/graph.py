@@ -152,9 +152,10 @@ def _validate(nodes: tuple[NodeSpec, ...], repair_budget: int, spend_budget: flo
             raise GraphError(n.name, "needs", "a predecessor is listed twice", "list each once")
     dag = _dag(nodes)
     if not nx.is_directed_acyclic_graph(dag):
-        cycle = " -> ".join(u for u, _ in nx.find_cycle(dag))
-        first = nx.find_cycle(dag)[0][1]
-        raise GraphError(first, "needs", f"the graph has a cycle ({cycle} -> {first})",
+        edges = nx.find_cycle(dag)
+        loop = " -> ".join([u for u, _ in edges] + [edges[0][0]])
+        # Edges point predecessor -> successor, so the head of the first edge lists the need.
+        raise GraphError(edges[0][1], "needs", f"the graph has a cycle ({loop})",
                          "remove one of the needs on the cycle")
     for n in nodes:
         anc = nx.ancestors(dag, n.name)

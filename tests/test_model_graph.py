@@ -71,6 +71,19 @@ def test_two_node_cycle_is_refused() -> None:
         build(NodeSpec("a", needs=("b",)), NodeSpec("b", needs=("a",)))
 
 
+@pytest.mark.parametrize("names", [("a", "b"), ("a", "b", "c"), ("p", "q", "r", "s")])
+def test_the_cycle_is_printed_as_the_loop_it_is(names) -> None:
+    """Every edge of the printed loop is a real need, and the loop closes on its first node."""
+    nodes = [NodeSpec(n, needs=(names[i - 1],)) for i, n in enumerate(names)]
+    with pytest.raises(GraphError) as info:
+        build(*nodes)
+    loop = str(info.value).split("cycle (")[1].split(")")[0].split(" -> ")
+    assert loop[0] == loop[-1] and sorted(loop[:-1]) == sorted(names)
+    needs = {n.name: set(n.needs) for n in nodes}
+    assert all(pred in needs[succ] for pred, succ in zip(loop, loop[1:], strict=False))
+    assert info.value.node in needs[info.value.node] or info.value.node in names
+
+
 def test_repair_hint_lists_the_ancestors() -> None:
     with pytest.raises(GraphError) as info:
         build(NodeSpec("a"), NodeSpec("b", needs=("a",)), NodeSpec("c", needs=("b",), repairs=("z",)),

@@ -161,6 +161,7 @@ class Replayed:
             "price": self.price,
             "resumes": self.resumes,
             "outcome_unknown": len(self.outcome_unknown),
+            "repeated_executions": s.abandoned,  # attempts run again after a crash (G7)
             "records": self.records,
             "head": self.head,
         }

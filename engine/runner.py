@@ -280,8 +280,9 @@ class Runner:
                 "activation": self.state.activation_of(self.graph, node),
                 "attempt": self.state.attempts_of(self.graph, node),
                 "why": "this attempt started before a crash or stop and has no recorded end: "
-                       "it is charged its open reservation and counted as a failed attempt; "
-                       "if attempts remain the node runs again (repeated execution)"})
+                       "its outcome is unknown; it is charged its open reservation and given "
+                       "back (it does not count against the node's attempts), and the node "
+                       "will run again (a repeated execution, counted in the report)"})
         if self.new_price is not None and self.new_price != self.replayed.price:
             # a change of resources: later attempts are metered (and their deadlines set) at
             # the new price; the settled spend replayed from the ledger stays as it is

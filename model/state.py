@@ -32,6 +32,10 @@ class RunState:
 
     `passes` is the model's view of the ledger: the (node, activation) pairs that have a PASS
     verdict appended. A PASS for an old activation stays but no longer counts (G2).
+
+    `attempts_total` counts the attempts that ended (or are in flight): the ones G1's bound W
+    covers. `abandoned` counts attempts interrupted by a crash and given back by `Abandon`; each
+    was executed and is run again, so real executions = attempts_total + abandoned (G7).
     """
 
     status: tuple[Status, ...]
@@ -40,6 +44,7 @@ class RunState:
     passes: frozenset[tuple[str, int]]
     repairs_used: int = 0
     attempts_total: int = 0
+    abandoned: int = 0
     settled: float = 0.0
     reserved: float = 0.0
     attempt_spend: float = 0.0
@@ -82,6 +87,7 @@ class RunState:
             "passes": sorted([list(p) for p in self.passes]),
             "repairs_used": self.repairs_used,
             "attempts_total": self.attempts_total,
+            "abandoned": self.abandoned,
             "settled": self.settled,
             "reserved": self.reserved,
         }

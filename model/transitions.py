@@ -214,8 +214,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Abandon:
-    """Recovery of an attempt with no recorded end (a crash): charge its reservation, count it
-    as a failed attempt. Repeated execution is thus counted, never hidden."""
+    """Recovery of an attempt with no recorded end (a crash): its outcome is unknown, so it is
+    charged its open reservation and given back -- the node returns to PENDING, the interrupted
+    attempt does not count against a_v (nor in `attempts_total`), and the node runs it again.
+    The repeated execution is counted in `abandoned`, never hidden.
+
+    Why not count it as failed: a crash is the environment's doing, not the worker's; charging
+    it an attempt would let a crash inside a node's last attempt fail a run the uncrashed run
+    finishes (G7). Termination therefore assumes finitely many crashes (docs/proofs.md)."""
 
     node: str
 
@@ -223,8 +229,10 @@ class Abandon:
         return _in_attempt(graph, s, self.node)
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        s = replace(s, settled=s.settled + s.reserved, reserved=0.0)
-        return _end_attempt(graph, s, self.node, passed=False)
+        i = graph.index(self.node)
+        s = replace(s, settled=s.settled + s.reserved, reserved=0.0, attempt_spend=0.0,
+                    attempts_total=s.attempts_total - 1, abandoned=s.abandoned + 1)
+        return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1)
 
 
 @dataclass(frozen=True)

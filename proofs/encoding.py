@@ -263,9 +263,13 @@ class Semantics:
         return enc.in_attempt(s, ev.node)
 
     def update_abandon(self, enc, s, ev):
-        upd = enc.end_attempt(s, ev.node, False)
-        upd |= {"settled": s["settled"] + s["reserved"], "reserved": real(0)}
-        return upd
+        """Charged its reservation and given back: PENDING, the attempt uncounted, `abandoned`
+        counts the repeated execution."""
+        v = ev.node
+        return {f"status:{v}": S_PENDING, f"attempts:{v}": s.att(v) - 1,
+                "attempts_total": s["attempts_total"] - 1, "abandoned": s["abandoned"] + 1,
+                "settled": s["settled"] + s["reserved"], "reserved": real(0),
+                "attempt_spend": real(0)}
 
     def guard_claim(self, enc, s, ev):
         return enc.in_attempt(s, ev.node)
@@ -317,7 +321,7 @@ class RunEncoding:
             f[f"attempts:{v}"] = z3.IntSort()
             f[f"passes:{v}"] = z3.ArraySort(z3.IntSort(), z3.BoolSort())
         f |= {"repairs_used": z3.IntSort(), "attempts_total": z3.IntSort(),
-              "settled": z3.RealSort(), "reserved": z3.RealSort(),
+              "abandoned": z3.IntSort(), "settled": z3.RealSort(), "reserved": z3.RealSort(),
               "attempt_spend": z3.RealSort(), "outcome": OutcomeSort}
         f |= self.semantics.extra_fields(self)
         return f
@@ -334,7 +338,8 @@ class RunEncoding:
         for v in self.graph.names:
             cs += [s.st(v) == S_PENDING, s.act(v) == 0, s.att(v) == 0,
                    s.passes(v) == z3.K(z3.IntSort(), z3.BoolVal(False))]
-        cs += [s["repairs_used"] == 0, s["attempts_total"] == 0, s["settled"] == 0,
+        cs += [s["repairs_used"] == 0, s["attempts_total"] == 0, s["abandoned"] == 0,
+               s["settled"] == 0,
                s["reserved"] == 0, s["attempt_spend"] == 0, s["outcome"] == O_RUNNING]
         cs += self.semantics.extra_init(self, s)
         return z3.And(cs)
@@ -437,7 +442,7 @@ class RunEncoding:
             cs += [s.st(v) == STATUS[r.status_of(g, v)], s.act(v) == r.activation_of(g, v),
                    s.att(v) == r.attempts_of(g, v), s.passes(v) == arr]
         cs += [s["repairs_used"] == r.repairs_used, s["attempts_total"] == r.attempts_total,
-               s["settled"] == real(r.settled), s["reserved"] == real(r.reserved),
+               s["abandoned"] == r.abandoned, s["settled"] == real(r.settled), s["reserved"] == real(r.reserved),
                s["attempt_spend"] == real(r.attempt_spend), s["outcome"] == OUTCOME[r.outcome]]
         return z3.And(cs)
 
@@ -457,6 +462,7 @@ class RunEncoding:
             passes=frozenset(passes),
             repairs_used=value(model, s["repairs_used"]),
             attempts_total=value(model, s["attempts_total"]),
+            abandoned=value(model, s["abandoned"]),
             settled=float(value(model, s["settled"])),
             reserved=float(value(model, s["reserved"])),
             attempt_spend=float(value(model, s["attempt_spend"])),

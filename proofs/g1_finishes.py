@@ -5,11 +5,19 @@ Family: every DAG with up to 3 nodes and every repair relation (proofs/family.py
 K and B symbolic, so each shape's proof covers all numbers at once.
 
 Termination, precisely: Claim, Reserve and Settle change no control state (Claim changes nothing
-at all), so nothing in the model itself stops a worker from calling them forever. We prove
-termination under one stated assumption: at most P (symbolic, any P >= 0) metered operations and
-claims per attempt, a ghost counter `ops` reset by Begin. Under it, the tuple
-(live, K - repairs_used, sum_v mu_v, P - ops) lies in N^4 and strictly decreases, lexicographically,
-on every transition. Without the assumption the ranking fails on Claim (refuted obligation below).
+at all), so nothing in the model itself stops a worker from calling them forever; and Abandon (the
+recovery of an attempt a crash interrupted) gives the attempt back, so nothing in the model stops
+crashes from repeating an attempt forever. We prove termination under two stated environmental
+assumptions: at most P (symbolic, any P >= 0) metered operations and claims per attempt, a ghost
+counter `ops` reset by Begin; and at most C (symbolic, any C >= 0) crashes recovered in the run,
+read off the model's own counter `abandoned`. Under them the tuple
+(live, K - repairs_used, C - abandoned, sum_v mu_v, P - ops) lies in N^5 and strictly decreases,
+lexicographically, on every transition. Without the first the ranking fails on Claim, without the
+second on Abandon, and a run that crashes in every attempt repeats a state (refuted obligations).
+
+The attempt bound W needs neither: an abandoned attempt leaves `attempts_total` (attempts_total
+- 1, remaining + 1), so W bounds the attempts that count; real executions are attempts_total +
+abandoned.
 """
 
 from __future__ import annotations
@@ -102,6 +110,7 @@ def check_attempt_bound(graph: LoopGraph) -> Trace | None:
 # ---- ranking ------------------------------------------------------------------------------------
 
 P = z3.Int("P")  # the assumed bound on metered operations and claims per attempt
+C = z3.Int("C")  # the assumed bound on crashes recovered (Abandon) in the whole run
 
 
 class OpsBound(Semantics):
@@ -130,6 +139,18 @@ class OpsBound(Semantics):
         return upd
 
 
+class OpsAndCrashBound(OpsBound):
+    """Both termination assumptions: OpsBound, and Abandon is enabled only while abandoned < C
+    (a run sees finitely many crashes)."""
+
+    name = ("model + at most P metered operations/claims per attempt + at most C recovered "
+            "crashes")
+
+    def guard(self, enc, s, ev: Ev):
+        g = super().guard(enc, s, ev)
+        return z3.And(g, s["abandoned"] < C) if ev.kind == "Abandon" else g
+
+
 def mu(enc: RunEncoding, s: State, v: str) -> z3.ArithRef:
     """Per node: 0 once DONE or EXHAUSTED, else 2 * (a_v - attempts) + (1 if RUNNING)."""
     a = enc.params.attempts[v]
@@ -144,20 +165,44 @@ def control_rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
 
 
 def rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
+    """(live, K - repairs_used, C - abandoned, sum_v mu_v, P - ops)."""
+    live, repairs, nodes = control_rank(enc, s)
+    return [live, repairs, C - s["abandoned"], nodes, P - s["ops"]]
+
+
+def rank_without_crash_bound(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
     return control_rank(enc, s) + [P - s["ops"]]
 
 
 def ops_encoding(graph: LoopGraph) -> RunEncoding:
-    return RunEncoding(graph, Params.symbolic(graph).with_constraints(P >= 0), OpsBound())
+    """The model under both termination assumptions (P and C symbolic, >= 0)."""
+    return RunEncoding(graph, Params.symbolic(graph).with_constraints(P >= 0, C >= 0),
+                       OpsAndCrashBound())
+
+
+def ops_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
+    return z3.And(structural(enc, s), s["ops"] >= 0, s["ops"] <= P,
+                  s["abandoned"] >= 0, s["abandoned"] <= C)
 
 
 def check_ranking_with_ops_bound(graph: LoopGraph) -> Trace | None:
     enc = ops_encoding(graph)
 
     def inv(s: State) -> z3.BoolRef:
-        return z3.And(structural(enc, s), s["ops"] >= 0, s["ops"] <= P)
+        return ops_invariant(enc, s)
 
     return check_inductive(enc, inv) or check_ranking(enc, inv, lambda s: rank(enc, s))
+
+
+def check_ranking_without_crash_bound(graph: LoopGraph) -> Trace | None:
+    """The ops bound alone: Abandon gives an attempt back, so sum_v mu_v grows and the ranking
+    (live, K - repairs_used, sum_v mu_v, P - ops) does not decrease."""
+    enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(P >= 0), OpsBound())
+
+    def inv(s: State) -> z3.BoolRef:
+        return z3.And(structural(enc, s), s["ops"] >= 0, s["ops"] <= P, s["abandoned"] >= 0)
+
+    return check_ranking(enc, inv, lambda s: rank_without_crash_bound(enc, s))
 
 
 def check_ranking_without_ops_bound(graph: LoopGraph) -> Trace | None:
@@ -199,9 +244,9 @@ class PerActivationRepairs(Semantics):
 
 def guard_relevant(enc: RunEncoding, s: State) -> list[z3.ExprRef]:
     """Every field a guard reads, or an update of such a field reads: all but activation,
-    passes and attempts_total (history that no guard consults). A repeat on these fields
-    therefore repeats forever."""
-    skip = ("activation:", "passes:", "attempts_total")
+    passes, attempts_total and abandoned (history that no guard of the model consults). A
+    repeat on these fields therefore repeats forever."""
+    skip = ("activation:", "passes:", "attempts_total", "abandoned")
     return [x for k, x in s.vars.items() if not k.startswith(skip)]
 
 
@@ -228,6 +273,24 @@ def lasso_per_activation_repairs(depth: int = 8) -> Trace | None:
                       "per-activation repair counters")
 
 
+class RecoveryRuns(RunEncoding):
+    """Control events plus Abandon (a crash recovered), with no bound on crashes."""
+
+    def events(self, tag: str) -> list[Ev]:
+        return [ev for ev in super().events(tag) if ev.kind in (*CONTROL, "Abandon")]
+
+
+CRASH_GRAPH = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=0.0)],
+                              spend_budget=float("inf"))
+
+
+def lasso_unbounded_crashes(depth: int = 4) -> Trace | None:
+    """Without a bound on crashes, a run that crashes in every attempt never ends: Begin(a),
+    Abandon(a) returns to the state it started from (a_a = 1, nothing spent)."""
+    enc = RecoveryRuns(CRASH_GRAPH, Params.of(CRASH_GRAPH))
+    return find_lasso(enc, lambda s: guard_relevant(enc, s), depth, "unbounded crashes")
+
+
 def attempt_bound_family() -> Trace | None:
     return first(check_attempt_bound(g) for g in shapes())
 
@@ -238,6 +301,10 @@ def ranking_family() -> Trace | None:
 
 def ranking_without_ops_bound_family() -> Trace | None:
     return first(check_ranking_without_ops_bound(g) for g in shapes())
+
+
+def ranking_without_crash_bound_family() -> Trace | None:
+    return first(check_ranking_without_crash_bound(g) for g in shapes())
 
 
 # ---- the bound is reached ---------------------------------------------------------------------

@@ -50,13 +50,22 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "the bound is reached: a run of a->b (a_a=2, a_b=1, b repairs a, K=1) makes "
                "exactly W = 6 attempts (bounded model checking)", g1.bound_attained),
     Obligation("G1-ranking", "G1", "proved",
-               "(live, K - repairs_used, sum_v mu_v, P - ops) in N^4 decreases lexicographically "
-               "on every transition, assuming at most P metered operations/claims per attempt "
-               f"({FAMILY}, P symbolic)", g1.ranking_family),
+               "(live, K - repairs_used, C - abandoned, sum_v mu_v, P - ops) in N^5 decreases "
+               "lexicographically on every transition, assuming at most P metered "
+               "operations/claims per attempt and at most C recovered crashes (Abandon) per run "
+               f"({FAMILY}, P and C symbolic)", g1.ranking_family),
     Obligation("G1-ranking-needs-ops-bound", "G1", "refuted",
                "without the per-attempt bound on metered operations/claims the control ranking "
                "does not decrease (Claim changes nothing): the assumption is needed",
                g1.ranking_without_ops_bound_family),
+    Obligation("G1-ranking-needs-crash-bound", "G1", "refuted",
+               "without the bound on recovered crashes the ranking (live, K - repairs_used, "
+               "sum_v mu_v, P - ops) does not decrease (Abandon gives the attempt back): the "
+               f"assumption is needed ({FAMILY})", g1.ranking_without_crash_bound_family),
+    Obligation("G1-unbounded-crashes-loop", "G1", "refuted",
+               "without the bound on recovered crashes a run repeats a state: a (a_a = 1) "
+               "crashes in every attempt, Begin(a), Abandon(a) forever (lasso)",
+               g1.lasso_unbounded_crashes),
     Obligation("G1-broken-per-activation-repairs", "G1", "refuted",
                "broken: per-activation repair counters reset by a repair -- a reachable state "
                "repeats (lasso over control events)", g1.lasso_per_activation_repairs),

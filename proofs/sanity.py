@@ -4,12 +4,10 @@ Without these, a proof over a contradictory invariant or a dead transition would
 
 from __future__ import annotations
 
-import z3
-
 from proofs.checks import check_enabled, check_init_satisfiable, first
 from proofs.encoding import Params, RunEncoding
 from proofs.family import shapes
-from proofs.g1_finishes import P, attempt_invariant, ops_encoding, structural
+from proofs.g1_finishes import attempt_invariant, ops_encoding, ops_invariant
 from proofs.g3_no_overspend import spend_invariant
 from proofs.trace import Trace
 
@@ -23,7 +21,7 @@ def check_g1_sanity() -> Trace | None:
             return attempt_invariant(enc, s)
 
         def ops_inv(s):
-            return z3.And(structural(ops, s), s["ops"] >= 0, s["ops"] <= P)
+            return ops_invariant(ops, s)
 
         return (check_init_satisfiable(enc, inv) or check_enabled(enc, inv)
                 or check_init_satisfiable(ops, ops_inv) or check_enabled(ops, ops_inv))

@@ -58,6 +58,7 @@ class UState:
     passes: z3.ArrayRef          # Node x Int -> Bool: a PASS for (node, activation) is in the ledger
     repairs_used: z3.ArithRef
     attempts_total: z3.ArithRef
+    abandoned: z3.ArithRef       # attempts given back by Abandon (repeated executions)
     settled: z3.ArithRef
     reserved: z3.ArithRef
     attempt_spend: z3.ArithRef
@@ -117,6 +118,7 @@ class UnboundedRuns:
             z3.Array(f"attempts@{tag}", self.N, INT),
             z3.Const(f"passes@{tag}", z3.ArraySort(self.N, INT, z3.BoolSort())),
             z3.Int(f"repairs_used@{tag}"), z3.Int(f"attempts_total@{tag}"),
+            z3.Int(f"abandoned@{tag}"),
             z3.Real(f"settled@{tag}"), z3.Real(f"reserved@{tag}"),
             z3.Real(f"attempt_spend@{tag}"), z3.Const(f"outcome@{tag}", OutcomeSort))
 
@@ -139,7 +141,7 @@ class UnboundedRuns:
             s.status == z3.K(self.N, S_PENDING), s.activation == z3.K(self.N, z3.IntVal(0)),
             s.attempts == z3.K(self.N, z3.IntVal(0)),
             s.passes == z3.Lambda([x, e], z3.BoolVal(False)),
-            s.repairs_used == 0, s.attempts_total == 0, s.settled == 0, s.reserved == 0,
+            s.repairs_used == 0, s.attempts_total == 0, s.abandoned == 0, s.settled == 0, s.reserved == 0,
             s.attempt_spend == 0, s.outcome == O_RUNNING)
 
     def events(self, tag: str) -> list[UEv]:
@@ -223,9 +225,12 @@ class UnboundedRuns:
                 self.end_attempt(s, ev.node, ev.passed))
 
     def _abandon(self, s, ev):
-        upd = self.end_attempt(s, ev.node, False)
-        upd |= {"settled": s.settled + s.reserved, "reserved": real(0)}
-        return self.in_attempt(s, ev.node), upd
+        n = ev.node
+        return self.in_attempt(s, n), {
+            "status": z3.Store(s.status, n, S_PENDING),
+            "attempts": z3.Store(s.attempts, n, s.attempts[n] - 1),
+            "attempts_total": s.attempts_total - 1, "abandoned": s.abandoned + 1,
+            "settled": s.settled + s.reserved, "reserved": real(0), "attempt_spend": real(0)}
 
     def _claim(self, s, ev):
         if self.claim_marks_done:  # the broken variant: the worker's word is taken
@@ -282,6 +287,7 @@ class UnboundedRuns:
         return {"nodes": nodes, "outcome": outcome_name(value(model, s.outcome)),
                 "repairs_used": value(model, s.repairs_used),
                 "attempts_total": value(model, s.attempts_total),
+                "abandoned": value(model, s.abandoned),
                 "settled": number(value(model, s.settled)),
                 "reserved": number(value(model, s.reserved))}
 
@@ -330,6 +336,7 @@ class UnboundedRuns:
                    s.activation[k[v]] == r.activation_of(graph, v),
                    s.attempts[k[v]] == r.attempts_of(graph, v)]
         cs += [s.repairs_used == r.repairs_used, s.attempts_total == r.attempts_total,
+               s.abandoned == r.abandoned,
                s.settled == real(r.settled), s.reserved == real(r.reserved),
                s.attempt_spend == real(r.attempt_spend), s.outcome == OUTCOME[r.outcome]]
         return z3.And(cs)

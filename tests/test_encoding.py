@@ -113,6 +113,7 @@ def perturb(graph: LoopGraph, s: RunState, which: int) -> RunState:
         lambda: replace(s, passes=s.passes ^ {(graph.names[i], s.activation[i])}),
         lambda: replace(s, repairs_used=s.repairs_used + 1),
         lambda: replace(s, attempts_total=s.attempts_total + 1),
+        lambda: replace(s, abandoned=s.abandoned + 1),
         lambda: replace(s, settled=s.settled + 0.25),
         lambda: replace(s, reserved=s.reserved + 0.25),
         lambda: replace(s, attempt_spend=s.attempt_spend + 0.25),

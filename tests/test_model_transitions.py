@@ -225,16 +225,29 @@ def test_claim_changes_nothing() -> None:
     assert "not 'x'" in reason(g, s, Claim("x"))
 
 
-def test_abandon_charges_the_reservation_and_counts_a_failed_attempt() -> None:
+def test_abandon_charges_the_reservation_and_gives_the_attempt_back() -> None:
     g = chain()
     s = run(g, Begin("a"), Reserve(1.0), Settle(0.5), Reserve(2.0))
     after = run(g, Abandon("a"), s=s)
     assert after.settled == 2.5 and after.reserved == 0.0 and after.attempt_spend == 0.0
-    assert after.status_of(g, "a") is Status.PENDING and after.attempts_of(g, "a") == 1
-    assert after.passes == frozenset() and after.attempts_total == 1
-    last = run(g, Begin("a"), Abandon("a"), s=after)
-    assert last.status_of(g, "a") is Status.EXHAUSTED and last.attempts_total == 2
+    assert after.status_of(g, "a") is Status.PENDING and after.attempts_of(g, "a") == 0
+    assert after.passes == frozenset() and after.attempts_total == 0 and after.abandoned == 1
+    assert after.summary(g)["abandoned"] == 1
+    again = run(g, Begin("a"), Abandon("a"), s=after)  # a second crash: given back again
+    assert again.status_of(g, "a") is Status.PENDING and again.attempts_of(g, "a") == 0
+    assert again.attempts_total == 0 and again.abandoned == 2 and again.settled == 2.5
     assert "no attempt is in flight" in reason(g, initial_state(g), Abandon("a"))
+
+
+def test_abandon_inside_the_last_attempt_does_not_exhaust_the_node() -> None:
+    """The G7 bug: a crash inside a_v's last attempt used to exhaust the node and fail the run."""
+    g = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=3.0)], spend_budget=10.0)
+    s = run(g, Begin("a"), Reserve(1.0), Abandon("a"))
+    assert s.status_of(g, "a") is Status.PENDING and s.settled == 1.0 and s.abandoned == 1
+    end = run(g, Begin("a"), Verdict("a", True), Finish(), s=s)
+    assert end.outcome is Outcome.DONE and end.attempts_total == 1 and end.abandoned == 1
+    failed = run(g, Begin("a"), Verdict("a", False), s=s)  # a real FAIL still uses it up
+    assert failed.status_of(g, "a") is Status.EXHAUSTED and failed.attempts_total == 1
 
 
 # ---- Repair -------------------------------------------------------------------------------------

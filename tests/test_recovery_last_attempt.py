@@ -1,0 +1,148 @@
+"""G7 on a node's last attempt: a crash inside an attempt is recovered by giving the attempt back.
+
+A one-node graph with attempts = 1 is SIGKILLed at every crash site inside its only attempt, then
+resumed. Before the fix, `Abandon` counted the interrupted attempt as failed, so the node was
+exhausted and the resumed run ended FAILED while the uncrashed run ends DONE. Now the resumed run
+must end exactly as the uncrashed one (outcome, statuses, verdicts, attempts that count), report
+the one repeated execution, and keep settled + reserved <= B on every ledger prefix (G3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import cli
+from engine.meter import METER_SITES
+from engine.runner import CRASH_SITES
+
+REPO = Path(__file__).resolve().parent.parent
+
+ONE_NODE = """
+[graph]
+repair_budget = 0
+spend_budget = 100.0
+
+[node.a]
+worker = ["sh", "-c", "echo ok > out"]
+gate = ["sh", "-c", "test \\"$(cat out)\\" = ok"]
+attempts = 1
+spend_ceiling = 5.0
+timeout_s = 5
+"""
+
+# the sites between a recorded Begin and its recorded verdict (engine/runner.py, engine/meter.py)
+INSIDE = ("runner.before_worker", "runner.after_worker", "runner.before_verdict", *METER_SITES)
+# a meter site is passed twice per attempt: the worker's command, then the gate run
+CASES = [f"{site}:{n}" for site in INSIDE for n in ((1, 2) if site in METER_SITES else (1,))]
+
+CHILD = """
+import sys
+from engine.runner import Runner
+from engine.spec import load
+runner = Runner.start(load(sys.argv[1]), sys.argv[2])
+code = runner.run()
+runner.close()
+sys.exit(code)
+"""
+
+
+def test_the_cases_cover_every_site_inside_an_attempt() -> None:
+    inside = CRASH_SITES[CRASH_SITES.index("runner.before_worker"):
+                         CRASH_SITES.index("runner.after_verdict")]
+    assert set(inside) == set(INSIDE)
+
+
+def records(ledger: Path) -> list[dict]:
+    return [json.loads(line) for line in ledger.read_text().splitlines()]
+
+
+def g3_every_prefix(recs: list[dict]) -> None:
+    budget = recs[0]["graph"]["spend_budget"]
+    settled = reserved = 0.0
+    for r in recs:
+        if r["type"] == "reserve":
+            reserved = r["amount"]
+        elif r["type"] == "settle":
+            settled, reserved = settled + r["amount"], 0.0
+        elif r["type"] == "abandon":
+            assert r["charged"] == reserved  # the open reservation, in full
+            settled, reserved = settled + reserved, 0.0
+        assert settled + reserved <= budget + 1e-9
+
+
+def run_json(capsys, *argv: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = cli.main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def crash_child(spec: Path, ledger: Path, crash_at: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LOOPPROOF_CRASH_AT=crash_at)
+    return subprocess.run([sys.executable, "-c", CHILD, str(spec), str(ledger)], env=env,
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def same_end(report: dict) -> dict:
+    """What a recovered run must share with the uncrashed one."""
+    return {"outcome": report["outcome"], "attempts_total": report["attempts_total"],
+            "nodes": {n: (v["status"], v["attempts"], v["verdicts"])
+                      for n, v in report["nodes"].items()}}
+
+
+@pytest.fixture(scope="module")
+def uncrashed(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("uncrashed")
+    (d / "graph.toml").write_text(ONE_NODE)
+    code = cli.main(["run", str(d / "graph.toml"), "--ledger", str(d / "L.jsonl"), "--json"])
+    assert code == 0
+    from engine.ledger import Ledger
+    from engine.replay import replay
+    report = replay(Ledger.open(d / "L.jsonl")).summary()
+    assert report["outcome"] == "DONE" and report["repeated_executions"] == 0
+    return report
+
+
+@pytest.mark.parametrize("crash_at", CASES)
+def test_crash_inside_the_last_attempt_recovers_the_uncrashed_outcome(
+        tmp_path: Path, capsys, uncrashed: dict, crash_at: str) -> None:
+    spec, ledger = tmp_path / "graph.toml", tmp_path / "L.jsonl"
+    spec.write_text(ONE_NODE)
+    child = crash_child(spec, ledger, crash_at)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    code, report = run_json(capsys, "resume", "--ledger", str(ledger))
+    assert code == 0, report
+    assert same_end(report) == same_end(uncrashed)
+    assert report["repeated_executions"] == 1 and report["outcome_unknown"] == 1
+    assert report["nodes"]["a"]["attempts_all"] == 2  # executions = attempts_total + repeated
+    recs = records(ledger)
+    g3_every_prefix(recs)
+    abandon = next(r for r in recs if r["type"] == "abandon")
+    assert abandon["outcome"] == "unknown" and "run again" in abandon["why"]
+    begins = [r for r in recs if r["type"] == "begin"]
+    assert len(begins) == 2
+
+
+REGRESS = REPO / "examples" / "regress-restore"
+
+
+@pytest.mark.parametrize("crash_at", ["runner.after_worker:1", "meter.before_settle:1"])
+def test_regress_restore_example_recovers_after_a_crash_inside_its_attempt(
+        tmp_path: Path, capsys, crash_at: str) -> None:
+    """The example's only node has attempts = 1: a crash inside it used to fail the run."""
+    ex = tmp_path / "regress-restore"
+    shutil.copytree(REGRESS, ex)
+    ledger = tmp_path / "L.jsonl"
+    child = crash_child(ex / "graph.toml", ledger, crash_at)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    code, report = run_json(capsys, "resume", "--ledger", str(ledger))
+    assert code == 0 and report["outcome"] == "DONE", report
+    assert report["repeated_executions"] == 1 and report["attempts_total"] == 1
+    g3_every_prefix(records(ledger))

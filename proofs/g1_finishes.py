@@ -15,6 +15,12 @@ read off the model's own counter `abandoned`. Under them the tuple
 lexicographically, on every transition. Without the first the ranking fails on Claim, without the
 second on Abandon, and a run that crashes in every attempt repeats a state (refuted obligations).
 
+How the spend budget bounds recoveries, precisely: an Abandon charges only the open reservation,
+which may be 0 (a crash before the first metered operation), so B alone bounds nothing -- the
+crash lasso below runs with B = 1. If every recovered crash was charged at least delta > 0 in its
+attempt (what it settled plus its open reservation; delta symbolic), then settled >= delta *
+abandoned is inductive, and with G3 abandoned <= (B + EPS) / delta (G1-paid-crashes-bounded).
+
 The attempt bound W needs neither: an abandoned attempt leaves `attempts_total` (attempts_total
 - 1, remaining + 1), so W bounds the attempts that count; real executions are attempts_total +
 abandoned.
@@ -26,8 +32,17 @@ import z3
 
 from model.bounds import attempt_bound, rerun_set
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_inductive, check_ranking, find_lasso, first
+from proofs.checks import (
+    bmc,
+    check_enabled,
+    check_inductive,
+    check_init_satisfiable,
+    check_ranking,
+    find_lasso,
+    first,
+)
 from proofs.encoding import (
+    EPS,
     O_RUNNING,
     S_DONE,
     S_EXHAUSTED,
@@ -40,6 +55,7 @@ from proofs.encoding import (
     State,
 )
 from proofs.family import shapes
+from proofs.g3_no_overspend import spend_invariant
 from proofs.trace import Trace
 
 # ---- the invariant ------------------------------------------------------------------------------
@@ -139,16 +155,22 @@ class OpsBound(Semantics):
         return upd
 
 
-class OpsAndCrashBound(OpsBound):
-    """Both termination assumptions: OpsBound, and Abandon is enabled only while abandoned < C
-    (a run sees finitely many crashes)."""
+class CrashBound(Semantics):
+    """The model plus the second termination assumption: Abandon is enabled only while
+    abandoned < C (a run sees finitely many crashes)."""
 
-    name = ("model + at most P metered operations/claims per attempt + at most C recovered "
-            "crashes")
+    name = "model + at most C recovered crashes"
 
     def guard(self, enc, s, ev: Ev):
         g = super().guard(enc, s, ev)
         return z3.And(g, s["abandoned"] < C) if ev.kind == "Abandon" else g
+
+
+class OpsAndCrashBound(CrashBound, OpsBound):
+    """Both termination assumptions."""
+
+    name = ("model + at most P metered operations/claims per attempt + at most C recovered "
+            "crashes")
 
 
 def mu(enc: RunEncoding, s: State, v: str) -> z3.ArithRef:
@@ -164,10 +186,15 @@ def control_rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
             z3.Sum([mu(enc, s, v) for v in enc.graph.names])]
 
 
+def crash_rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
+    """(live, K - repairs_used, C - abandoned, sum_v mu_v)."""
+    live, repairs, nodes = control_rank(enc, s)
+    return [live, repairs, C - s["abandoned"], nodes]
+
+
 def rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
     """(live, K - repairs_used, C - abandoned, sum_v mu_v, P - ops)."""
-    live, repairs, nodes = control_rank(enc, s)
-    return [live, repairs, C - s["abandoned"], nodes, P - s["ops"]]
+    return crash_rank(enc, s) + [P - s["ops"]]
 
 
 def rank_without_crash_bound(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
@@ -206,8 +233,14 @@ def check_ranking_without_crash_bound(graph: LoopGraph) -> Trace | None:
 
 
 def check_ranking_without_ops_bound(graph: LoopGraph) -> Trace | None:
-    enc = RunEncoding(graph, Params.symbolic(graph))
-    return check_ranking(enc, lambda s: structural(enc, s), lambda s: control_rank(enc, s))
+    """The crash bound alone: Claim (Reserve(0), Settle(0)) changes no control state, so
+    (live, K - repairs_used, C - abandoned, sum_v mu_v) does not decrease."""
+    enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(C >= 0), CrashBound())
+
+    def inv(s: State) -> z3.BoolRef:
+        return z3.And(structural(enc, s), s["abandoned"] >= 0, s["abandoned"] <= C)
+
+    return check_ranking(enc, inv, lambda s: crash_rank(enc, s))
 
 
 # ---- the broken variant: per-activation repair counters -----------------------------------------
@@ -280,15 +313,61 @@ class RecoveryRuns(RunEncoding):
         return [ev for ev in super().events(tag) if ev.kind in (*CONTROL, "Abandon")]
 
 
-CRASH_GRAPH = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=0.0)],
-                              spend_budget=float("inf"))
+CRASH_GRAPH = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=1.0)], spend_budget=1.0)
 
 
 def lasso_unbounded_crashes(depth: int = 4) -> Trace | None:
     """Without a bound on crashes, a run that crashes in every attempt never ends: Begin(a),
-    Abandon(a) returns to the state it started from (a_a = 1, nothing spent)."""
+    Abandon(a) returns to the state it started from (a_a = 1; B = 1, but a crash before any
+    metered operation is charged nothing, so the budget does not stop it)."""
     enc = RecoveryRuns(CRASH_GRAPH, Params.of(CRASH_GRAPH))
     return find_lasso(enc, lambda s: guard_relevant(enc, s), depth, "unbounded crashes")
+
+
+DELTA = z3.Real("delta")  # the assumed least charge of an attempt recovered after a crash
+
+
+class PaidCrashes(Semantics):
+    """The model plus: every recovered crash was charged at least delta (settled during its
+    attempt plus its open reservation). A ghost `base` holds settled at the attempt's Begin."""
+
+    name = "model + every recovered crash charged at least delta"
+
+    def extra_fields(self, enc):
+        return {"base": z3.RealSort()}
+
+    def extra_init(self, enc, s):
+        return [s["base"] == 0]
+
+    def guard_abandon(self, enc, s, ev):
+        charged = s["settled"] + s["reserved"] - s["base"]
+        return z3.And(super().guard_abandon(enc, s, ev), charged >= DELTA)
+
+    def update(self, enc, s, ev: Ev):
+        upd = super().update(enc, s, ev)
+        if ev.kind in ("Begin", "Abandon"):
+            upd["base"] = upd["settled"] if "settled" in upd else s["settled"]
+        return upd
+
+
+def check_paid_crashes_bounded(graph: LoopGraph) -> Trace | None:
+    enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(DELTA > 0), PaidCrashes())
+    b = enc.params.spend_budget
+    assert b is not None
+
+    def inv(s: State) -> z3.BoolRef:
+        return z3.And(spend_invariant(enc, s), s["settled"] >= s["base"],
+                      s["base"] >= DELTA * s["abandoned"])
+
+    def bounded(s: State) -> z3.BoolRef:
+        return DELTA * s["abandoned"] <= b + EPS
+
+    return (check_inductive(enc, inv, bounded, "delta * abandoned <= B + EPS")
+            or check_init_satisfiable(enc, inv) or check_enabled(enc, inv))
+
+
+def paid_crashes_family() -> Trace | None:
+    return first(check_paid_crashes_bounded(g) for g in shapes())
 
 
 def attempt_bound_family() -> Trace | None:

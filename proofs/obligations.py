@@ -66,6 +66,11 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "without the bound on recovered crashes a run repeats a state: a (a_a = 1) "
                "crashes in every attempt, Begin(a), Abandon(a) forever (lasso)",
                g1.lasso_unbounded_crashes),
+    Obligation("G1-paid-crashes-bounded", "G1", "proved",
+               "if every recovered crash was charged at least delta > 0 (settled in its attempt "
+               "plus its open reservation), settled >= delta * abandoned is inductive (with G3's "
+               "invariant) and implies abandoned <= (B + EPS) / delta; Init and every transition "
+               f"satisfiable under it ({FAMILY}, delta symbolic)", g1.paid_crashes_family),
     Obligation("G1-broken-per-activation-repairs", "G1", "refuted",
                "broken: per-activation repair counters reset by a repair -- a reachable state "
                "repeats (lasso over control events)", g1.lasso_per_activation_repairs),

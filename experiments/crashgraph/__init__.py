@@ -4,9 +4,11 @@ Three nodes and one repair: `prepare` -> `build` -> `check`, with `check` repair
 `check` always fails in activation 0, so it is exhausted once and the repair re-runs `build` and
 `check` (activation 1), where both pass. Each worker's verdict is a function of
 (seed, node, activation, attempt) only, so a re-run after a crash does exactly what the first run
-did. Each node passes from a seeded attempt number on and has two attempts of slack, because a
-crash inside an attempt makes resume charge and count that attempt as failed (model.Abandon);
-two slack attempts cover a crash and a crash of the resume.
+did. Each node passes from a seeded attempt number on and has exactly the attempts the uncrashed
+run needs (no slack): every crash inside an attempt of `prepare` or `build` whose verdict is a
+PASS is a crash inside that node's last attempt. Recovery must not need slack: resume charges an
+interrupted attempt its open reservation and gives it back (model.Abandon), so the node runs the
+same attempt number again and the run ends as the uncrashed one did.
 
 Workers and gates are small standard-library scripts (worker.py, gate.py). The worker appends
 one line per call to a calls file outside every workspace, so repeated execution is counted.
@@ -26,7 +28,7 @@ WORKER = HERE / "worker.py"
 GATE = HERE / "gate.py"
 CEILING = 10.0   # c_v, spend units (seconds of wall clock) per attempt
 TIMEOUT = 10.0   # a worker that hangs is killed here; the real ones take milliseconds
-SLACK = 2        # attempts beyond the passing one, per activation
+SLACK = 0        # attempts beyond the passing one, per activation: none, so last attempts crash
 
 
 @dataclass(frozen=True)

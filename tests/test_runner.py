@@ -327,4 +327,6 @@ def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path) -
     resumed = next(r for r in records(ledger) if r["type"] == "resumed")
     assert resumed["orphans_killed"] == 1
     time.sleep(0.5)
-    assert log.read_text().split() == ["start-1", "start-2", "end-2"]  # attempt 1 never ended
+    # the interrupted attempt 1 never ended; it was given back (model.Abandon) and ran again as
+    # attempt 1, whose worker wrote the only `end`
+    assert log.read_text().split() == ["start-1", "start-1", "end-1"]

@@ -89,6 +89,9 @@ class Replayed:
     stopped: dict[str, Any] | None = None
     pin_changed: dict[str, Any] | None = None
     verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # node -> its last accepting verdict (activation, attempt, accepted_tree): the tree its
+    # successors receive (engine/runner.py `hand_off`)
+    accepted: dict[str, dict[str, Any]] = field(default_factory=dict)
     repairs: list[dict[str, Any]] = field(default_factory=list)
     overruns: int = 0
     events: list[Event] = field(default_factory=list)
@@ -110,6 +113,9 @@ class Replayed:
         if t == "verdict":
             self.verdicts.setdefault(rec["node"], []).append(
                 {k: rec.get(k) for k in ("activation", "attempt", "verdict", "passed")})
+            if rec.get("passed") is True:
+                self.accepted[rec["node"]] = {k: rec.get(k) for k in
+                                              ("activation", "attempt", "accepted_tree")}
         elif t == "abandon":
             self.outcome_unknown.append(rec)
         elif t == "repair":

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import fcntl
 import os
+import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from typing import Any
 from engine import faults
 from engine.errors import BadInput, LedgerCorrupt
 from engine.gate import (
+    ERROR,
     CommandGate,
     Gate,
     GateResult,
@@ -38,6 +40,7 @@ from engine.gate import (
     file_digest,
     make_read_only,
     remove_tree,
+    tree_digest,
 )
 from engine.ledger import Ledger
 from engine.meter import METER_SITES, BudgetOverrun, Meter
@@ -90,6 +93,13 @@ def workspace_root(ledger_path: Path) -> Path:
     return Path(f"{ledger_path}.work")
 
 
+def accepted_root(ledger_path: Path) -> Path:
+    """Judged snapshots live next to the ledger, outside the workers' folder:
+    <ledger>.accepted/<node>/<activation>-<attempt>/. The one a gate accepted is what the node's
+    successors receive (never the live workspace)."""
+    return Path(f"{ledger_path}.accepted")
+
+
 def default_stop_file(ledger_path: Path) -> Path:
     return Path(f"{ledger_path}.stop")
 
@@ -105,6 +115,7 @@ class Runner:
         self.progress = progress
         self.policy = policy
         self.root = workspace_root(ledger.path)
+        self.accepted = accepted_root(ledger.path)
         self.pins: dict[str, str] = dict(replayed.first.get("pins", {}))
         self.stop_signal: str | None = None
         self.stopped = False
@@ -146,6 +157,7 @@ class Runner:
                  "bounds": spec.bounds(), "price": spec.price}
         root = workspace_root(ledger_path)
         remove_tree(root)  # an old run's workspaces; the ledger they belonged to is gone
+        remove_tree(accepted_root(ledger_path))  # and its judged snapshots
         ledger = Ledger.create(ledger_path, first)
         lock = _lock(ledger_path)
         runner = cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
@@ -353,8 +365,8 @@ class Runner:
         faults.crashpoint("runner.before_begin")
         e = self.state.activation_of(g, node)
         i = self.state.attempts_of(g, node) + 1
+        ws = self.prepare_workspace(node)  # before Begin: a bad hand-off stops with no attempt open
         self.commit(Begin(node), {"activation": e, "attempt": i})
-        ws = self.prepare_workspace(node)
         meter = Meter(g, node, self.commit, lambda: self.state, sync=self.sync,
                       price=self.replayed.price, eval_reserve=cfg.eval_reserve, note=self.note)
         ctx = AttemptContext(node, e, i, ws, meter, env={
@@ -379,24 +391,50 @@ class Runner:
             raise
         self.check_policy()
         faults.crashpoint("runner.before_verdict")
+        judged = self.judged_path(node, e, i)
+        staged, stage_error = stage_snapshot(ws, judged)
         try:  # the gate run is paid from c_v too: reserved after the worker's settlement
             limit = meter.reserve_evaluation(cfg.gate_timeout_s)
         except BudgetOverrun:  # recorded as an Overrun: the attempt has ended, no verdict
+            remove_tree(judged)
             return
-        result = judge_within(cfg.gate, ws, limit)
+        if staged is None:
+            result = GateResult(ERROR, f"cannot copy the workspace to judge it: {stage_error}",
+                                0.0)
+        else:
+            result = judge_within(cfg.gate, judged, limit)
+            after = _digest_or_why(judged)
+            if result.accepted and after != staged:
+                result = GateResult(ERROR, "the judged copy changed while the gate judged it "
+                                    f"({staged[:12]}... -> {after[:12]}...)",
+                                    result.seconds, result.snapshot)
+        if not result.accepted:
+            remove_tree(judged)
         meter.settle_evaluation(result.seconds)
         facts = {**where, "verdict": result.verdict, "detail": result.detail,
                  "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
+        if result.accepted:  # the tree successors receive (`hand_off` checks it)
+            facts["accepted_tree"] = staged
         anchor = getattr(cfg.gate, "receipt_anchor", None)
         if result.accepted and anchor is not None and (receipt := anchor()) is not None:
             facts["receipt"] = receipt  # the receipt's digest, anchored in the run ledger
         self.commit(Verdict(node, result.accepted), facts)
+        if result.accepted:  # older accepted snapshots of this node are no longer handed off
+            for old in self.accepted.joinpath(node).iterdir():
+                if old.name != judged.name:
+                    remove_tree(old)
         faults.crashpoint("runner.after_verdict")
+
+    def judged_path(self, node: str, activation: int, attempt: int) -> Path:
+        return self.accepted / node / f"{activation}-{attempt}"
 
     def prepare_workspace(self, node: str) -> Path:
         """The node's workspace persists across its attempts and activations. Before each
-        attempt, every predecessor's workspace (without its own inputs/) is copied, read-only,
-        to inputs/<predecessor>/, replacing any older copy."""
+        attempt, every predecessor's *accepted* snapshot (the tree its gate judged and accepted,
+        without its own inputs/) is copied, read-only, to inputs/<predecessor>/, replacing any
+        older copy. The copy is hashed and must match the snapshot hash in the accepting
+        verdict record; a mismatch (or a missing snapshot) is recorded and stops the run
+        (exit 5), before any Begin."""
         ws = self.root / node
         ws.mkdir(parents=True, exist_ok=True)
         inputs = ws / INPUTS
@@ -405,14 +443,33 @@ class Runner:
         if preds:
             inputs.mkdir()
             for p in preds:
-                src = self.root / p
-                dst = inputs / p
-                if src.is_dir():
-                    copy_tree(src, dst, ignore=(INPUTS,))
-                else:
-                    dst.mkdir()
-                make_read_only(dst)
+                self.hand_off(node, p, inputs / p)
         return ws
+
+    def hand_off(self, node: str, pred: str, dst: Path) -> None:
+        """Copy `pred`'s accepted snapshot to `dst` and check the copy against the verdict."""
+        rec = self.replayed.accepted.get(pred)
+        expected = "" if rec is None else str(rec.get("accepted_tree") or "")
+        src = (self.judged_path(pred, rec["activation"], rec["attempt"]) if rec is not None
+               else self.accepted / pred)
+        found = "missing"
+        if expected and src.is_dir():
+            try:
+                copy_tree(src, dst)
+                found = tree_digest(dst)
+            except (OSError, shutil.Error) as exc:
+                found = f"unreadable: {exc}"
+        if not expected or found != expected:
+            remove_tree(dst)
+            self.note({"type": "pin_changed", "what": "accepted_snapshot", "node": node,
+                       "predecessor": pred, "file": str(src), "expected": expected,
+                       "found": found})
+            raise PinChanged(f"{src}: the snapshot {pred!r}'s gate accepted is not what its "
+                             f"verdict recorded (sha256 {expected[:12] or 'none'}... -> "
+                             f"{found[:12]}...); fix: restore it from a trusted copy, or start "
+                             f"the run again")
+        remove_tree(dst / INPUTS)  # the predecessor's own inputs are not handed on
+        make_read_only(dst)
 
     # ---- integrity ---------------------------------------------------------------------------
     def check_pins(self, node: str | None = None) -> None:
@@ -480,6 +537,29 @@ def judge_within(gate: Gate, workspace: Path, limit_s: float) -> GateResult:
     if isinstance(gate, CommandGate) and limit_s < gate.timeout_s:
         gate = dataclasses.replace(gate, timeout_s=limit_s)
     return gate.judge(workspace)
+
+
+def stage_snapshot(workspace: Path, dst: Path) -> tuple[str | None, str]:
+    """Copy the workspace to `dst` and hash it (`tree_digest`): the tree the gate judges and, if
+    it accepts, the tree successors receive. Modes are kept as the worker left them (a receipt
+    gate compares the tree, modes included, with its checkpoint); what protects the copy is
+    its hash, checked after the gate and again at every hand-off. Returns (hash, "") or
+    (None, why it failed)."""
+    remove_tree(dst)  # an attempt given back after a crash runs again under the same name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        copy_tree(workspace, dst)
+        return tree_digest(dst), ""
+    except (OSError, shutil.Error) as exc:  # e.g. a file the worker made unreadable
+        remove_tree(dst)
+        return None, str(exc)
+
+
+def _digest_or_why(root: Path) -> str:
+    try:
+        return tree_digest(root)
+    except OSError as exc:
+        return f"unreadable: {exc}"
 
 
 def kill_orphans(root: Path) -> list[int]:

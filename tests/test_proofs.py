@@ -501,3 +501,56 @@ def test_z3_really_times_out_into_unknown():
 
 def test_done_constant_is_the_model_status():
     assert str(S_DONE) == Status.DONE.value
+
+
+# ---- recovered crashes (Abandon gives the attempt back) -----------------------------------------
+
+def test_ranking_needs_the_crash_bound_because_abandon_is_a_real_step():
+    tr = cex("G1-ranking-needs-crash-bound")
+    pre, post = tr.steps
+    assert type(post.event_obj).__name__ == "Abandon"
+    g = next(g for g in shapes() if RunEncoding(g, Params.of(g)).case == tr.params["graph"])
+    concrete = LoopGraph.build(
+        [NodeSpec(n.name, attempts=tr.params[f"a_{n.name}"],
+                  spend_ceiling=float(tr.params[f"c_{n.name}"]), needs=n.needs,
+                  repairs=tuple(u for d, u in g.repair_pairs
+                                if d == n.name and f"({d},{u})" in tr.params["R"]))
+         for n in g.nodes], repair_budget=tr.params["K"], spend_budget=float(tr.params["B"]))
+    after = step(concrete, pre.state_obj, post.event_obj)
+    assert after == post.state_obj and after.abandoned == pre.state_obj.abandoned + 1
+
+
+def test_unbounded_crashes_loop_in_the_real_model_despite_a_finite_budget():
+    tr = cex("G1-unbounded-crashes-loop")
+    assert tr.kind == "lasso" and tr.loop_start is not None
+    graph = g1.CRASH_GRAPH
+    assert graph.spend_budget == 1.0
+    states = replay(tr)
+    s = states[-1]
+    loop = [st.event_obj for st in tr.steps[tr.loop_start + 1:]]
+    for _ in range(50):  # the real model goes round as often as crashes happen
+        for e in loop:
+            s = step(graph, s, e)
+    assert not s.ended and s.abandoned == states[-1].abandoned + 50 and s.settled == 0.0
+    assert s.attempts_total == states[-1].attempts_total
+
+
+def test_paid_crashes_bound_needs_its_assumption():
+    """Without `charged >= delta` on Abandon, settled >= delta * abandoned is not inductive."""
+    graph = LoopGraph.build([NodeSpec("a", attempts=1)], spend_budget=1.0)
+
+    class Unpaid(g1.PaidCrashes):
+        def guard_abandon(self, enc, s, ev):
+            return enc.in_attempt(s, ev.node)
+
+    for sem, want_cex in ((g1.PaidCrashes(), False), (Unpaid(), True)):
+        enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(g1.DELTA > 0), sem)
+
+        def inv(s, enc=enc):
+            return z3.And(g3.spend_invariant(enc, s), s["settled"] >= s["base"],
+                          s["base"] >= g1.DELTA * s["abandoned"])
+
+        found = check_inductive(enc, inv)
+        assert (found is not None) == want_cex
+        if found is not None:
+            assert found.steps[-1].event == "Abandon(a)"

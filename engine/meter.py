@@ -23,6 +23,7 @@ steps the model and appends the record (see engine/runner.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,7 @@ class Meter:
         self.overrun = False
         self.worker_stopped = False  # the worker reached c_v - eval_reserve
         self.evaluating = False  # the worker is done; only the gate run may still be paid
+        self.broken: str | None = None  # why the worker broke its contract (a bad settle claim)
 
     # ---- reads ------------------------------------------------------------------------------
     @property
@@ -93,7 +95,8 @@ class Meter:
 
     @property
     def in_attempt(self) -> bool:
-        return not self.overrun and self._state().running(self.graph) == self.node
+        return (not self.overrun and self.broken is None
+                and self._state().running(self.graph) == self.node)
 
     # ---- reserve / settle ------------------------------------------------------------------
     def reserve(self, amount: float, what: str = "charge") -> float:
@@ -134,9 +137,36 @@ class Meter:
         return amount
 
     def settle(self, used: float, what: str = "charge", **facts: Any) -> float:
-        """Charge what the operation used (capped at the reservation) and release the rest."""
+        """Charge what the operation used and release the rest of the reservation.
+
+        A claim above the reservation (or negative, or not a number) is not coerced: the worker
+        broke its contract. The reservation is charged in full (Settle cannot exceed it), the
+        claim is recorded as a fact (`overspend_claimed`), the attempt is marked broken (the
+        runner ends it failed, unjudged) and `BudgetOverrun` is raised inside the attempt."""
         crashpoint("meter.before_settle")
-        charged = min(max(0.0, round(float(used), 6)), self.outstanding)
+        claimed = _number(used)
+        if claimed is None or claimed < 0 or claimed > self.outstanding + EPS:
+            reserved = self.outstanding
+            self._fact({"type": "overspend_claimed", "node": self.node, "what": what,
+                        "reserved": reserved, "claimed": repr(used) if claimed is None
+                        else claimed})
+            self._settle(reserved, what, claimed=repr(used) if claimed is None else claimed,
+                         **facts)
+            self.broken = (f"{self.node}: the worker claimed {used!r} for {what!r} against a "
+                           f"reservation of {reserved:g}; it was charged the reservation in "
+                           f"full and the attempt fails")
+            raise BudgetOverrun(self.broken)
+        return self._settle(min(round(claimed, 6), self.outstanding), what, **facts)
+
+    def _settle_capped(self, used: float, what: str, **facts: Any) -> float:
+        """The engine's own measurements (a command's or a gate's wall clock): the process is
+        killed at its reservation, so a few milliseconds of kill latency past it are charged as
+        the reservation (documented: never more than reserved)."""
+        crashpoint("meter.before_settle")
+        return self._settle(min(max(0.0, round(float(used), 6)), self.outstanding), what,
+                            **facts)
+
+    def _settle(self, charged: float, what: str, **facts: Any) -> float:
         self._commit(Settle(charged), {"node": self.node, "reserved": self.outstanding,
                                        "what": what, **facts})
         self.outstanding = 0.0
@@ -150,7 +180,7 @@ class Meter:
     def close(self) -> None:
         """End of the worker: a reservation left open is charged in full."""
         if self.outstanding > EPS and self.in_attempt:
-            self.settle(self.outstanding, "unsettled at worker end")
+            self._settle_capped(self.outstanding, "unsettled at worker end")
 
     def _fact(self, record: dict[str, Any]) -> None:
         if self._note is not None:
@@ -174,8 +204,8 @@ class Meter:
     def settle_evaluation(self, seconds: float) -> float:
         """Charge the gate run's wall clock at the price, never more than was reserved (its
         limit was reserved / price seconds)."""
-        return self.settle(seconds * self.price, EVALUATION, seconds=round(seconds, 6),
-                           price=self.price)
+        return self._settle_capped(seconds * self.price, EVALUATION,
+                                   seconds=round(seconds, 6), price=self.price)
 
     # ---- commands ----------------------------------------------------------------------------
     def run_command(self, argv: Sequence[str], cwd: Path, timeout_s: float, *,
@@ -189,11 +219,18 @@ class Meter:
         try:
             res = run_command(argv, cwd, reserved / self.price, env=env)
         except ProcessError as exc:  # it never started: nothing was used
-            self.settle(0.0, WALL_CLOCK, error=str(exc))
+            self._settle_capped(0.0, WALL_CLOCK, error=str(exc))
             raise
         killed = res.killed and ("ceiling" if ceiling_binds else "timeout")
         facts: dict[str, Any] = {"seconds": round(res.seconds, 6), "killed": killed or None}
         if self.price != 1.0:
             facts["price"] = self.price
-        charged = self.settle(res.seconds * self.price, WALL_CLOCK, **facts)
+        charged = self._settle_capped(res.seconds * self.price, WALL_CLOCK, **facts)
         return Metered(res, reserved, charged, killed or None)
+
+
+def _number(v: Any) -> float | None:
+    """`v` as a finite float, or None (a bool, a string, NaN, infinity)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)

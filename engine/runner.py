@@ -383,6 +383,11 @@ class Runner:
             self.note({"type": "worker_output", "node": node, **where, "claims": claims})
             return
         self.commit(Claim(node), {**where, "claims": claims})
+        if meter.broken is not None:  # a settle claim above its reservation: fails, unjudged
+            self.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
+                                               "detail": f"not judged: {meter.broken}",
+                                               "snapshot": ""})
+            return
         try:
             self.check_pins(node)
         except PinChanged as exc:

@@ -1,0 +1,98 @@
+"""A Python-callable worker that reports using more than it reserved is not silently
+under-charged: the reservation is charged in full, the claim is recorded as a fact
+(`overspend_claimed`), and the attempt ends failed without a verdict of the gate."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from engine import spec as spec_mod
+from engine.gate import CallableGate
+from engine.meter import BudgetOverrun
+from engine.runner import Runner
+from engine.worker import CallableWorker
+
+KIND = "test_overspend_claim_py"
+FUNCS: dict[str, tuple] = {}
+
+
+def _factory(table, spec_dir):
+    worker_fn, gate_fn = FUNCS[table["fn"]]
+    return CallableWorker(worker_fn), CallableGate(gate_fn)
+
+
+spec_mod.register_kind(KIND, _factory, ["fn"])
+
+
+def records(ledger: Path) -> list[dict]:
+    return [json.loads(line) for line in ledger.read_text().splitlines()]
+
+
+def run_one(tmp_path: Path, name: str, worker, attempts: int = 1) -> tuple[int, list[dict]]:
+    FUNCS[name] = (worker, lambda snap: "accept")
+    p = tmp_path / "graph.toml"
+    p.write_text(f'[graph]\nspend_budget = 20.0\n[node.n]\nkind = "{KIND}"\nfn = "{name}"\n'
+                 f"attempts = {attempts}\nspend_ceiling = 5.0\n")
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec_mod.load(p), ledger)
+    code = runner.run()
+    runner.close()
+    return code, records(ledger)
+
+
+def test_a_claim_above_the_reservation_is_charged_in_full_recorded_and_fails(
+        tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def liar(ctx):
+        ctx.meter.reserve(1.0, "api call")
+        try:
+            ctx.meter.settle(3.0, "api call")  # used more than it reserved
+        except BudgetOverrun:
+            seen.append("refused")
+        try:
+            ctx.meter.charge(0.5)  # the attempt is over: nothing more may be spent
+        except BudgetOverrun:
+            seen.append("refused again")
+        return "done"
+
+    code, recs = run_one(tmp_path, "liar", liar)
+    assert code == 3 and seen == ["refused", "refused again"]
+    claim = next(r for r in recs if r["type"] == "overspend_claimed")
+    assert (claim["reserved"], claim["claimed"], claim["what"]) == (1.0, 3.0, "api call")
+    settles = [r for r in recs if r["type"] == "settle"]
+    assert [s["amount"] for s in settles] == [1.0]  # the reservation in full, not less
+    verdict = next(r for r in recs if r["type"] == "verdict")
+    assert not verdict["passed"] and verdict["verdict"] == "error"
+    assert "claimed 3.0" in verdict["detail"]
+    kinds = [r["type"] for r in recs]
+    assert kinds.count("reserve") == 1 and kinds[-1] == "fail"
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, "2"])
+def test_a_negative_or_non_number_claim_is_not_coerced(tmp_path: Path, bad) -> None:
+    def odd(ctx):
+        ctx.meter.reserve(2.0)
+        ctx.meter.settle(bad)
+        return "done"
+
+    code, recs = run_one(tmp_path, f"odd{bad!r}", odd)
+    assert code == 3
+    assert [r["amount"] for r in recs if r["type"] == "settle"] == [2.0]
+    assert any(r["type"] == "overspend_claimed" for r in recs)
+
+
+def test_an_honest_claim_within_the_reservation_is_charged_as_claimed(tmp_path: Path) -> None:
+    def honest(ctx):
+        ctx.meter.reserve(2.0)
+        ctx.meter.settle(0.75)
+        return "done"
+
+    code, recs = run_one(tmp_path, "honest", honest)
+    assert code == 0
+    assert [r["amount"] for r in recs if r["type"] == "settle" and r["what"] == "charge"] == [0.75]
+    assert not any(r["type"] == "overspend_claimed" for r in recs)

@@ -87,6 +87,7 @@ class Replayed:
     resumes: int = 0
     outcome_unknown: list[dict[str, Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
+    release_unmet: dict[str, Any] | None = None  # the last `release_unmet` since a resume
     pin_changed: dict[str, Any] | None = None
     verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # node -> its last accepting verdict (activation, attempt, accepted_tree): the tree its
@@ -124,9 +125,11 @@ class Replayed:
             self.overruns += 1
         elif t == "resumed":
             self.resumes += 1
-            self.stopped = self.pin_changed = None
+            self.stopped = self.pin_changed = self.release_unmet = None
         elif t == "stopped":
             self.stopped = rec
+        elif t == "release_unmet":
+            self.release_unmet = rec
         elif t == "pin_changed":
             self.pin_changed = rec
         elif t == "resources":
@@ -157,6 +160,8 @@ class Replayed:
         return {
             "outcome": s.outcome.value,
             "stopped": self.stopped is not None,
+            "release_unmet": None if self.release_unmet is None
+            else list(self.release_unmet.get("unmet", [])),
             "nodes": nodes,
             "attempts_total": s.attempts_total,
             "repairs_used": s.repairs_used,

@@ -123,6 +123,7 @@ class Runner:
         self._batch: contextlib.ExitStack | None = None
         self._lock_fd: int | None = None
         self.new_price: float | None = None  # `resume --price`: recorded by `recover`
+        self.approved_by: str | None = None  # a human's sign-off, for the `approved` condition
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -258,7 +259,11 @@ class Runner:
     def exit_code(self) -> int:
         if self.state.ended:
             return EXIT_CODES[self.state.outcome]
-        return EXIT_PIN_CHANGED if self.error else EXIT_STOPPED
+        if self.error:
+            return EXIT_PIN_CHANGED
+        if self.replayed.release_unmet is not None and not self.stopped:
+            return EXIT_CODES[Outcome.FAILED]  # every node DONE, but the result is not released
+        return EXIT_STOPPED
 
     def continue_run(self) -> int:
         """After `resume`: recover, then run on."""
@@ -326,6 +331,12 @@ class Runner:
             self._repair_or_fail(x)
             return True
         if enabled(g, s, Finish()):
+            unmet = self.release_unmet()
+            if unmet:  # the run does not end DONE: why is recorded, and it stops with exit 3
+                from engine.policy import RELEASE_CONDITIONS
+                self.note({"type": "release_unmet", "unmet": unmet, "settled": s.settled,
+                           "why": {c: RELEASE_CONDITIONS[c] for c in unmet}})
+                return False
             self.commit(Finish(), {"settled": s.settled})
             return True
         node = self.next_node()
@@ -337,6 +348,34 @@ class Runner:
             return True
         self.attempt(node)
         return True
+
+    def release_unmet(self) -> list[str]:
+        """The pinned policy's release conditions that do not hold now, every node being DONE
+        ([] without a policy). A changed pin or policy raises PinChanged (exit 5) first, so
+        `pins_unchanged` holds here. `ledger_verified`: the ledger, synced, verifies now.
+        `signed`: the policy names a private key that loads (the head is signed with it when
+        the run ends). `approved`: `approved_by` names the policy's approver."""
+        if self.policy is None:
+            return []
+        self.check_pins()
+        self.check_policy()
+        from engine.ledger import verify
+        from engine.policy import parse_policy
+        from engine.signing import _load_private
+        policy = self.policy.policy or parse_policy(self.policy.path.read_bytes(),
+                                                    self.policy.path)
+        self.sync()
+        priv, _ = policy.key_paths()
+        signed = priv is not None
+        if signed:
+            try:
+                _load_private(priv)
+            except BadInput:
+                signed = False
+        return policy.release_unmet(outcome="DONE",
+                                    ledger_status=verify(self.ledger.path).status,
+                                    pins_unchanged=True, signed=signed,
+                                    approved_by=self.approved_by)
 
     def next_node(self) -> str:
         s, g = self.state, self.graph

@@ -142,6 +142,23 @@ def _finite(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
+TIMEOUT_KNOB = "timeout_s."  # + node name
+TIGHTEN = "tighten_timeout."  # + node name
+
+
+def timeout_catalog(timeouts: Mapping[str, float]) -> Catalog:
+    """The catalogue a run's `[planner]` may name (engine/runner.py): per command node, one
+    feature that LOWERS the worker's timeout_s by half of its declared value, within
+    [timeout/2, timeout]. Nothing can raise it: a worker's timeout only caps its wall-clock
+    reservation, so a lower one never lets an attempt spend more, and attempts, spend ceilings,
+    budgets and repairs (everything W and W_c depend on) are not knobs at all."""
+    knobs = [Knob(TIMEOUT_KNOB + n, t / 2, t, t) for n, t in sorted(timeouts.items())]
+    feats = [Feature(TIGHTEN + n, {TIMEOUT_KNOB + n: -t / 2},
+                     f"halve node {n!r}'s worker timeout_s (once)")
+             for n, t in sorted(timeouts.items())]
+    return Catalog.build(knobs, feats, source="[planner]")
+
+
 # ---- one stage of evolution ---------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -93,6 +93,8 @@ class Replayed:
     # node -> its last accepting verdict (activation, attempt, accepted_tree): the tree its
     # successors receive (engine/runner.py `hand_off`)
     accepted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    accepts: int = 0  # accepting verdicts: round boundaries for a `[planner]`
+    stage_done: list[dict[str, Any]] = field(default_factory=list)  # committed planner rounds
     repairs: list[dict[str, Any]] = field(default_factory=list)
     overruns: int = 0
     events: list[Event] = field(default_factory=list)
@@ -115,6 +117,7 @@ class Replayed:
             self.verdicts.setdefault(rec["node"], []).append(
                 {k: rec.get(k) for k in ("activation", "attempt", "verdict", "passed")})
             if rec.get("passed") is True:
+                self.accepts += 1
                 self.accepted[rec["node"]] = {k: rec.get(k) for k in
                                               ("activation", "attempt", "accepted_tree")}
         elif t == "abandon":
@@ -128,6 +131,8 @@ class Replayed:
             self.stopped = self.pin_changed = self.release_unmet = None
         elif t == "stopped":
             self.stopped = rec
+        elif t == "stage_done":
+            self.stage_done.append(rec)
         elif t == "release_unmet":
             self.release_unmet = rec
         elif t == "pin_changed":

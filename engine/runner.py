@@ -31,6 +31,14 @@ from typing import Any
 
 from engine import faults
 from engine.errors import BadInput, LedgerCorrupt
+from engine.evolution import (
+    TIMEOUT_KNOB,
+    Catalog,
+    command_planner,
+    plan_stage,
+    replay_config,
+    timeout_catalog,
+)
 from engine.gate import (
     ERROR,
     CommandGate,
@@ -44,9 +52,10 @@ from engine.gate import (
 )
 from engine.ledger import Ledger
 from engine.meter import METER_SITES, BudgetOverrun, Meter
+from engine.process import ProcessError
 from engine.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
 from engine.spec import Spec, is_price
-from engine.worker import AttemptContext
+from engine.worker import AttemptContext, CommandWorker
 from model import (
     Abandon,
     Begin,
@@ -124,6 +133,9 @@ class Runner:
         self._lock_fd: int | None = None
         self.new_price: float | None = None  # `resume --price`: recorded by `recover`
         self.approved_by: str | None = None  # a human's sign-off, for the `approved` condition
+        self.catalog, self.timeouts = _planner_catalog(spec), {}
+        if self.catalog is not None:  # the configuration the committed planner stages left
+            self.apply_config(replay_config(self.catalog, replayed.stage_done))
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -327,6 +339,9 @@ class Runner:
             return False
         if (node := s.running(g)) is not None:  # only after a crash inside this process
             raise RuntimeError(f"{node!r} has an attempt in flight; use resume")
+        if self.catalog is not None and self.replayed.accepts > len(self.replayed.stage_done):
+            self.plan_round()  # a round boundary (a node reached DONE) with no stage yet
+            return True
         if (x := s.exhausted(g)) is not None:
             self._repair_or_fail(x)
             return True
@@ -348,6 +363,45 @@ class Runner:
             return True
         self.attempt(node)
         return True
+
+    def plan_round(self) -> None:
+        """Ask the `[planner]` command which catalogue entries to merge, between attempts.
+
+        It runs in a fresh scratch folder (<ledger>.planner/) with the allow-listed environment
+        and the context (stage, round, current configuration, catalogue ids) as JSON on stdin.
+        `engine.evolution.evolve` checks its reply; rejections and the `stage_done` commit are
+        appended as fact records. A planner that cannot start is recorded as a malformed
+        reply. The planner's wall clock is not metered (it runs outside every attempt)."""
+        assert self.catalog is not None and self.spec.planner is not None
+        scratch = Path(f"{self.ledger.path}.planner")
+        remove_tree(scratch)
+        scratch.mkdir()
+        plan = command_planner(self.spec.planner.argv, scratch, self.spec.planner.timeout_s)
+
+        def guarded(context: Any) -> object:
+            try:
+                return plan(context)
+            except ProcessError as exc:  # not JSON: recorded as a malformed reply
+                return f"planner could not run: {exc}"
+
+        config = replay_config(self.catalog, self.replayed.stage_done)
+        decision = plan_stage(self.catalog, config, guarded, stage="round",
+                              round=len(self.replayed.stage_done), recorder=_Noter(self.note))
+        self.apply_config(decision.config)
+        remove_tree(scratch)
+
+    def apply_config(self, config: dict[str, float]) -> None:
+        self.timeouts = {k[len(TIMEOUT_KNOB):]: v for k, v in config.items()
+                         if k.startswith(TIMEOUT_KNOB)}
+
+    def worker_for(self, node: str) -> Any:
+        """The node's worker, with the timeout the planner's accepted stages set (never higher
+        than the spec's)."""
+        worker = self.spec.nodes[node].worker
+        t = self.timeouts.get(node)
+        if t is not None and isinstance(worker, CommandWorker) and t < worker.timeout_s:
+            worker = dataclasses.replace(worker, timeout_s=t)
+        return worker
 
     def release_unmet(self) -> list[str]:
         """The pinned policy's release conditions that do not hold now, every node being DONE
@@ -412,7 +466,7 @@ class Runner:
             "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)})
         faults.crashpoint("runner.before_worker")
         try:
-            claims = cfg.worker.run(ctx)
+            claims = self.worker_for(node).run(ctx)
         except BudgetOverrun as exc:  # an adapter that lets the overrun through
             claims = {"overrun": str(exc)}
         faults.crashpoint("runner.after_worker")
@@ -581,6 +635,21 @@ def judge_within(gate: Gate, workspace: Path, limit_s: float) -> GateResult:
     if isinstance(gate, CommandGate) and limit_s < gate.timeout_s:
         gate = dataclasses.replace(gate, timeout_s=limit_s)
     return gate.judge(workspace)
+
+
+class _Noter:
+    """The recorder `engine.evolution` writes to: each record becomes a runner fact record."""
+
+    def __init__(self, note: Callable[[dict[str, Any]], None]) -> None:
+        self.append = note
+
+
+def _planner_catalog(spec: Spec) -> Catalog | None:
+    """With a `[planner]`: the code-owned catalogue of its knobs (command workers' timeouts)."""
+    if spec.planner is None:
+        return None
+    return timeout_catalog({n: c.worker.timeout_s for n, c in spec.nodes.items()
+                            if isinstance(c.worker, CommandWorker)})
 
 
 def stage_snapshot(workspace: Path, dst: Path) -> tuple[str | None, str]:

@@ -160,6 +160,15 @@ class NodeConfig:
 
 
 @dataclass(frozen=True)
+class PlannerConfig:
+    """The optional `[planner]` table: a command that names catalogue entries between rounds
+    (engine/evolution.py; wired in engine/runner.py)."""
+
+    argv: tuple[str, ...]
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class Spec:
     """A validated graph spec: the model graph and, per node, its worker, gate and limits."""
 
@@ -173,6 +182,7 @@ class Spec:
     policy: Path | None = None
     stop_file: Path | None = None
     price: float = 1.0  # spend units per wall-clock second (the run's price at start)
+    planner: PlannerConfig | None = None  # the optional [planner] table
 
     def record(self) -> dict[str, Any]:
         """What the first ledger record keeps so that `resume` can rebuild this spec."""
@@ -222,7 +232,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
     if not isinstance(table, dict):
         raise bad("(toml)", "the spec is not a table", "write [graph] and [node.NAME] tables")
     _json_only(table, name)
-    _unknown(table, {"graph", "node"}, "top-level table", name, "")
+    _unknown(table, {"graph", "node", "planner"}, "top-level table", name, "")
     g = table.get("graph")
     if not isinstance(g, dict):
         raise bad("[graph]", "the [graph] table is missing", "add [graph] with spend_budget = B")
@@ -278,7 +288,26 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
         problem = text.split(": ", 1)[1].rsplit("; fix: ", 1)[0] if ": " in text else text
         raise BadInput(name, where, problem, exc.fix) from exc
     return Spec(path, spec_dir, table, digest, graph, configs, strict, policy, stop_file,
-                float(price))
+                float(price), _planner(table.get("planner"), spec_dir, name))
+
+
+def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:
+    if t is None:
+        return None
+    if not isinstance(t, dict):
+        raise BadInput(name, "[planner]", "must be a table",
+                       'write [planner] with command = ["program", ...]')
+    _unknown(t, {"command", "timeout_s"}, "[planner] field", name, "")
+    argv = t.get("command")
+    if (not isinstance(argv, list) or not argv
+            or not all(isinstance(a, str) and a for a in argv)):
+        raise BadInput(name, "[planner] command", f"must be a non-empty list of strings, got "
+                       f"{argv!r}", 'write command = ["python3", "plan.py"]')
+    timeout = t.get("timeout_s", 30.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < 1e9:
+        raise BadInput(name, "[planner] timeout_s", f"must be a number of seconds > 0, got "
+                       f"{timeout!r}", "write timeout_s = 30")
+    return PlannerConfig(tuple(resolve_arg(a, spec_dir) for a in argv), float(timeout))
 
 
 def is_price(v: Any) -> bool:

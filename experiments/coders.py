@@ -162,8 +162,10 @@ class OpenAICoder:
 
     def revise(self, request: Request) -> Reply:
         messages = self.messages(request)
-        chars = sum(len(m["content"]) for m in messages)
-        reserved = self.meter.reserve((chars / 3 + self.max_tokens) / 1000 * self.price_per_1k,
+        # an upper bound, not an estimate: a byte-level BPE token is at least one UTF-8 byte, so
+        # the prompt has at most `size` tokens; a claim above the hold fails the attempt
+        size = sum(len(m["content"].encode("utf-8")) for m in messages)
+        reserved = self.meter.reserve((size + self.max_tokens) / 1000 * self.price_per_1k,
                                       "chat call")
         body = json.dumps({"model": self.model, "messages": messages, "temperature": 0,
                            "seed": request.seed, "max_tokens": self.max_tokens}).encode()

@@ -2,8 +2,9 @@
 
 The ledger is verified (a torn final line is cut and reported; anything else is exit 5) and
 replayed; the spec is rebuilt from the ledger's first record. An attempt that started with no
-recorded end is charged its open reservation and marked outcome-unknown (`abandon`), and the
-node runs again if attempts remain. A finished run is reported and left unchanged.
+recorded end is charged its open reservation, marked outcome-unknown (`abandon`) and given back:
+the node runs that attempt again, and the report counts the repeated execution. A finished run
+is reported and left unchanged.
 
 `--price P` changes the resources: a `resources` record (old and new price) is appended, every
 later attempt is metered at P spend units per wall-clock second (so its deadline is

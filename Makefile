@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv proofs explore check lint test reproduce bench clean
+.PHONY: all venv proofs explore check lint test reproduce figures bench clean
 
 all: check
 
@@ -40,16 +40,23 @@ bench: venv
 reproduce: venv
 	$(BIN)/python -m proofs --json --out results/proofs/proofs.json
 	$(BIN)/python -m experiments.bounds --scale $(SCALE) --seed $(SEED) --json
-	mkdir -p results/examples && rm -f results/examples/pipeline.jsonl results/examples/repair.jsonl results/examples/budget.jsonl
+	rm -rf results/examples && mkdir -p results/examples
 	$(BIN)/loopproof run examples/pipeline/graph.toml --ledger results/examples/pipeline.jsonl --json
 	$(BIN)/loopproof run examples/repair/graph.toml --ledger results/examples/repair.jsonl --json
 	$(BIN)/loopproof run examples/budget/graph.toml --ledger results/examples/budget.jsonl --json || test $$? -eq 4
-	rm -rf results/examples/regress-restore.jsonl* && $(BIN)/loopproof run examples/regress-restore/graph.toml --ledger results/examples/regress-restore.jsonl --json
+	$(BIN)/loopproof run examples/regress-restore/graph.toml --ledger results/examples/regress-restore.jsonl --json
 	$(BIN)/python -m experiments.integrity --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.transition --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.mutants --scale $(SCALE) --seed $(SEED) --json
-	@echo "make reproduce: results written to results/"
+	$(BIN)/python -m engine.bench --json
+	$(MAKE) figures
+	@echo "make reproduce: results and figures written to results/"
+
+# Each notebook reads results/<name>/ and saves its figure there; the notebooks in git stay unexecuted.
+figures: venv
+	cd notebooks && for nb in bounds crash mutants transition; do \
+	  LOOPPROOF_RESULTS=$(CURDIR)/results MPLBACKEND=Agg ../$(BIN)/jupyter-execute $$nb.ipynb || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -142,7 +142,9 @@ class Runner:
     def start(cls, spec: Spec, ledger_path: Path | str, *, stop_file: Path | None = None,
               progress: Progress | None = None) -> Runner:
         """Validate everything, then create the ledger (the first write of the run)."""
-        ledger_path = Path(ledger_path)
+        # Absolute from here on: workers, gates and revision nodes run in other folders, and a
+        # relative ledger path would name a different file there.
+        ledger_path = Path(ledger_path).absolute()
         if spec.strict_bound and not spec.bounds()["fits"]:
             b = spec.bounds()
             raise BadInput(str(spec.path), "[graph] strict_bound",
@@ -187,7 +189,8 @@ class Runner:
         if price is not None and not is_price(price):
             raise BadInput(str(ledger_path), "--price", f"must be a number of spend units per "
                            f"second > 0, got {price!r}", "give e.g. --price 2.5")
-        lock = _lock(Path(ledger_path))  # before open: opening may cut a torn tail
+        ledger_path = Path(ledger_path).absolute()  # as in start: other folders, same file
+        lock = _lock(ledger_path)  # before open: opening may cut a torn tail
         try:
             ledger = Ledger.open(ledger_path)
             replayed = replay(ledger)

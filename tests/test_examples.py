@@ -18,9 +18,19 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("name", ["pipeline", "repair", "budget"])
-def test_example_has_graph_and_readme(name: str) -> None:
-    assert (EXAMPLES / name / "graph.toml").is_file()
+@pytest.mark.parametrize("name, outcome", [("pipeline", "DONE"), ("repair", "DONE"),
+                                           ("budget", "BUDGET_EXHAUSTED"),
+                                           ("regress-restore", "DONE")])
+def test_each_example_ends_as_make_reproduce_expects_with_a_relative_ledger(
+        tmp_path: Path, capsys, monkeypatch, name: str, outcome: str) -> None:
+    """`make reproduce` passes relative ledger paths; workers, gates and revision nodes run in
+    other folders, so the engine must not resolve the ledger against them (a revision node once
+    did, and every reply came back invalid)."""
+    monkeypatch.chdir(tmp_path)
+    code, r = run(capsys, "run", str(EXAMPLES / name / "graph.toml"), "--ledger",
+                  f"{name}.jsonl")
+    assert r["outcome"] == outcome, r
+    assert code == {"DONE": 0, "BUDGET_EXHAUSTED": 4}[outcome]
     assert (EXAMPLES / name / "README.md").read_text().strip()
 
 

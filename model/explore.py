@@ -210,7 +210,8 @@ class Task:
 class TaskResult:
     cases: int = 0
     states: int = 0
-    mismatch: dict[str, object] | None = None
+    mismatches: int = 0  # cases whose true worst case differs from W
+    mismatch: dict[str, object] | None = None  # the first of them, as a counterexample
 
 
 def tasks(max_nodes: int) -> Iterator[Task]:
@@ -228,8 +229,9 @@ def relations(n: int, edges: Edges) -> Iterator[tuple[tuple[int, int], ...]]:
 
 
 def run_task(task: Task) -> TaskResult:
-    """Check every repair relation and K for one DAG and a_v; stop at the first mismatch.
-    One memo table serves them all (its key holds only the readable part of R)."""
+    """Check every repair relation and K for one DAG and a_v, counting every mismatching case and
+    keeping the first as the counterexample. One memo table serves them all (its key holds only
+    the readable part of R)."""
     result = TaskResult()
     autos = [q for q in automorphisms(task.n, task.edges) if q != tuple(range(task.n))]
     search = WorstCase()
@@ -240,11 +242,10 @@ def run_task(task: Task) -> TaskResult:
         for k in K_CHOICES:
             graph = built.with_repair_budget(k)
             result.cases += 1
-            result.mismatch = check(graph, search)
-            if result.mismatch is not None:
-                break
-        if result.mismatch is not None:
-            break
+            found = check(graph, search)
+            if found is not None:
+                result.mismatches += 1
+                result.mismatch = result.mismatch or found
     result.states = search.states
     return result
 
@@ -296,9 +297,8 @@ def explore(max_nodes: int, workers: int = 2) -> dict[str, object]:
     for r in results:
         total.cases += r.cases
         total.states += r.states
-        if r.mismatch is not None:
-            mismatches += 1
-            total.mismatch = total.mismatch or r.mismatch
+        mismatches += r.mismatches
+        total.mismatch = total.mismatch or r.mismatch
     summary: dict[str, object] = {
         "graphs": graphs,
         "cases": total.cases,

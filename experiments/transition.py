@@ -35,7 +35,7 @@ from experiments.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.conditions import CONDITIONS
 from experiments.results import write_csv, write_json
 from experiments.stats import holm, paired_contrast, task_means, wilson
-from experiments.tasks import Task, dump_json, select_tasks, starts_record
+from experiments.tasks import Task, select_tasks, starts_record
 
 NAME = "transition"
 
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
               f"--budget or lower the scale", file=sys.stderr)
         return 4
     if args.json:
-        print(dump_json(summary), end="")
+        results.print_summary(summary, True)  # one line, like every experiment's --json
     else:
         cc = summary["current_correct"]
         print(f"{summary['trajectories']} trajectories, current correct {cc}, ever correct "

@@ -392,7 +392,3 @@ def starts_record(tasks: list[Task]) -> dict[str, Any]:
         "correct": {"hash": code_hash(t.reference), "source": t.reference},
         "wrong": [{"hash": code_hash(w), "source": w} for w in t.wrong],
     } for t in tasks]}
-
-
-def dump_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False) + "\n"

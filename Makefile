@@ -27,6 +27,7 @@ explore: venv
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: venv
 	$(BIN)/python -m pytest -n 2
@@ -35,7 +36,7 @@ check: venv lint proofs test
 	@echo "make check: proofs and tests passed"
 
 bench: venv
-	$(BIN)/python -m engine.bench --json
+	$(BIN)/python -m bench --json
 
 reproduce: venv
 	$(BIN)/python -m proofs --json --out results/proofs/proofs.json
@@ -49,7 +50,7 @@ reproduce: venv
 	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.transition --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.mutants --scale $(SCALE) --seed $(SEED) --json
-	$(BIN)/python -m engine.bench --json
+	$(BIN)/python -m bench --json
 	$(MAKE) figures
 	@echo "make reproduce: results and figures written to results/"
 

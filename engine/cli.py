@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from engine.errors import BadInput, LedgerCorrupt
+from engine.system.errors import BadInput, LedgerCorrupt
 
 EXIT_OK, EXIT_REJECT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUDGET, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
 
@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "bound": "print the closed-form attempt and spend bounds of a graph",
     "audit": "audit a gate catalogue with mutants: vacuity, self-attestation, false accepts",
     "receipt": "verify a completion receipt against its anchoring ledger and checkpoint store",
+    "conformance": "run the admission layer's conformance cases (fault injections)",
 }
 
 

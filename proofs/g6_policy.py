@@ -1,7 +1,7 @@
 """G6 (policy pinned): every stage runs under the policy pinned at run start; a change stops the
 run (fail closed); no worker event can change the policy or the pin.
 
-The abstract model of engine/policy.py and engine/runner.py. State: whether the run has started,
+The abstract model of engine/policy/pin.py and engine/run/runner.py. State: whether the run has started,
 the digest pinned at start (`PolicyPin.load`, recorded in the ledger's first record), the digest
 of the policy as the file system reports it now (`current`; it covers the policy's fields, its
 file's bytes and every pinned gate/suite/key file), whether the run has stopped on a change

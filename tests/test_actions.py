@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.actions import (
+from engine.admission.actions import (
     Escalate,
     Keep,
     Patch,

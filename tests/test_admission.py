@@ -12,7 +12,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.admission import (
+from engine.admission.broker import (
     AdmissionBroker,
     GuardPolicy,
     MemoryLog,
@@ -20,9 +20,9 @@ from engine.admission import (
     run_revisions,
     verify_receipt,
 )
-from engine.errors import BadInput
-from engine.evidence import CallableCheck, CheckResult, Evidence, tree_hash
-from engine.spec import load as load_spec
+from engine.admission.evidence import CallableCheck, CheckResult, Evidence, tree_hash
+from engine.run.spec import load as load_spec
+from engine.system.errors import BadInput
 
 GOOD, BAD = "k = 4\n", "k = 12\n"
 
@@ -287,7 +287,7 @@ def test_receipt_command_verifies_and_detects_tampering(tmp_path: Path, capsys) 
     import argparse
 
     from engine.commands import receipt as cmd
-    from engine.ledger import Ledger
+    from engine.record.ledger import Ledger
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from audit_helpers import SOUND, make_loop
 
-from experiments import mutants
+from experiments.mutants import study as mutants
 from notebooks import REPO, execute_notebook
 
 

@@ -8,8 +8,15 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.bounds import SCALES, Scale, graph_text, load_results, plot_series, random_graph
-from experiments.bounds import run as run_experiment
+from experiments.bounds.study import (
+    SCALES,
+    Scale,
+    graph_text,
+    load_results,
+    plot_series,
+    random_graph,
+)
+from experiments.bounds.study import run as run_experiment
 from model.bounds import (
     attempt_bound,
     peer_bound,
@@ -170,7 +177,7 @@ def test_status_enum_is_used_by_the_schedule() -> None:
     assert end.status == (Status.DONE,) and end.attempts_total == 4 == attempt_bound(g)
 
 
-# ---- the experiment (experiments/bounds.py) -----------------------------------------------------
+# ---- the experiment (experiments/bounds/study.py) -----------------------------------------------------
 
 def test_the_experiment_is_byte_identical_for_a_seed(tmp_path) -> None:
     tiny = Scale(explore_nodes=2, graphs=10, min_nodes=3, max_nodes=5)
@@ -200,7 +207,7 @@ def test_the_seed_decides_the_random_graphs() -> None:
 
 
 def test_the_experiment_refuses_a_file_as_its_output_directory(tmp_path, capsys) -> None:
-    from experiments.bounds import main
+    from experiments.bounds.study import main
 
     target = tmp_path / "taken"
     target.write_text("x")

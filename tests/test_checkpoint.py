@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.checkpoint import CheckpointError, CheckpointStore
-from engine.evidence import Evidence, tree_hash
+from engine.admission.checkpoint import CheckpointError, CheckpointStore
+from engine.admission.evidence import Evidence, tree_hash
 
 SUITES = {"visible": "S", "challenge": "C"}
 

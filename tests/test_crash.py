@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import crash, crashgraph
+from experiments.crash import graph as crashgraph
+from experiments.crash import study as crash
 from notebooks import REPO, execute_notebook
 
 

@@ -30,12 +30,12 @@ from hypothesis.stateful import (
     rule,
 )
 
-from engine import spec as spec_mod
-from engine.gate import CallableGate
-from engine.ledger import Ledger
-from engine.replay import replay
-from engine.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, PinChanged, Runner, default_stop_file
-from engine.worker import CallableWorker
+from engine.record.ledger import Ledger
+from engine.record.replay import replay
+from engine.run import spec as spec_mod
+from engine.run.gate import CallableGate
+from engine.run.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, PinChanged, Runner, default_stop_file
+from engine.run.worker import CallableWorker
 from model import (
     Abandon,
     Begin,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.evidence import (
+from engine.admission.evidence import (
     CallableCheck,
     CheckResult,
     CommandCheck,

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import evolution
-from engine.errors import BadInput
-from engine.evolution import Catalog, Feature, Knob, evolve, replay_config
+from engine.policy import evolution
+from engine.policy.evolution import Catalog, Feature, Knob, evolve, replay_config
+from engine.system.errors import BadInput
 
 
 def catalog(per_round: int = 2, per_idle: int = 1) -> Catalog:
@@ -296,7 +296,7 @@ def test_any_planner_stays_inside_the_catalogue(stages: list) -> None:
 
 
 def test_records_go_through_the_hash_chained_ledger(tmp_path: Path) -> None:
-    from engine.ledger import Ledger, verify
+    from engine.record.ledger import Ledger, verify
 
     path = tmp_path / "ledger.jsonl"
     cat = catalog()
@@ -314,7 +314,7 @@ def test_records_go_through_the_hash_chained_ledger(tmp_path: Path) -> None:
 
 
 def test_every_pinned_policy_field_is_refused() -> None:
-    from engine.policy import FIELDS
+    from engine.policy.pin import FIELDS
 
     for f in FIELDS:
         table, name = f.name.split(".")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine.gate import (
+from engine.run.gate import (
     ACCEPT,
     ERROR,
     REJECT,

@@ -9,9 +9,16 @@ import random
 
 import pytest
 
-from engine.ledger import Verification
-from experiments import integrity
-from experiments.integrity import LEDGER_TAMPERS, SCALES, Scale, plan, run_experiment, run_trial
+from engine.record.ledger import Verification
+from experiments.integrity import study as integrity
+from experiments.integrity.study import (
+    LEDGER_TAMPERS,
+    SCALES,
+    Scale,
+    plan,
+    run_experiment,
+    run_trial,
+)
 
 
 def test_smoke_run_detects_everything(tmp_path):

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine import spec as spec_mod
-from engine.gate import CallableGate
-from engine.runner import EXIT_STOPPED, Runner, default_stop_file
-from engine.worker import CallableWorker
+from engine.run import spec as spec_mod
+from engine.run.gate import CallableGate
+from engine.run.runner import EXIT_STOPPED, Runner, default_stop_file
+from engine.run.worker import CallableWorker
 
 REPO = Path(__file__).resolve().parent.parent
 KIND = "test_killswitch_py"
@@ -130,8 +130,8 @@ spend_ceiling = 5.0
 
 CHILD = """
 import sys
-from engine.runner import Runner
-from engine.spec import load
+from engine.run.runner import Runner
+from engine.run.spec import load
 runner = Runner.start(load(sys.argv[1]), sys.argv[2])
 code = runner.run()
 runner.close()

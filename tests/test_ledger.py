@@ -1,4 +1,4 @@
-"""engine.ledger and `loopproof verify`: the chain, every damage it must catch, torn tails,
+"""engine.record.ledger and `loopproof verify`: the chain, every damage it must catch, torn tails,
 group commit, crashpoints, and the CLI's statuses and exit codes."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ledger as ledger_mod
 from engine.cli import main as cli_main
-from engine.errors import BadInput, LedgerCorrupt
-from engine.ledger import GENESIS, Ledger, canonical, record_hash, verify
+from engine.record import ledger as ledger_mod
+from engine.record.ledger import GENESIS, Ledger, canonical, record_hash, verify
+from engine.system.errors import BadInput, LedgerCorrupt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -399,7 +399,7 @@ def lines_of(data: bytes) -> list[bytes]:
 
 CHILD = """
 import sys
-from engine.ledger import Ledger
+from engine.record.ledger import Ledger
 led = Ledger.create(sys.argv[1], {"type": "run_start"})
 for i in range(1, 6):
     led.append({"type": "tick", "i": i, "pad": "x" * 50})
@@ -477,27 +477,6 @@ def test_cli_verify_json_statuses_and_exit_codes(tmp_path, capsys):
     assert not (tmp_path / "nope.jsonl").exists()
 
 
-# ---- the benchmark, at a tiny size -----------------------------------------------------------------
-
-def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
-    from engine import bench
-
-    bench.register("fake", lambda args: {"records_seen": args.records})
-    try:
-        assert bench.main(["--records", "60", "--fsync-records", "5", "--group-size", "7",
-                           "--repeat", "1", "--out", str(tmp_path), "--json",
-                           "--only", "ledger", "--only", "fake"]) == 0
-    finally:
-        del bench.BENCHMARKS["fake"]
-    printed = json.loads(capsys.readouterr().out)
-    stored = json.loads((tmp_path / "bench.json").read_text())
-    assert printed == stored and stored["fake"] == {"records_seen": 60}
-    figures = stored["ledger"]
-    assert figures["records"] == 60 and figures["fsync_records"] == 5
-    assert figures["appends_per_s_group"] > 0 and figures["verified_records_per_s"] > 0
-    assert figures["ratio_vs_peer"]["verify"] == round(figures["verified_records_per_s"] / 140_000, 2)
-    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # the ledgers are cleaned up
-    assert bench.main(["--out", str(tmp_path), "--only", "nope"]) == 2
 
 
 # ---- a stateful test: any mix of appends, group commits, torn writes and reopens -----------------

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import spec as spec_mod
-from engine.gate import CallableGate
-from engine.meter import BudgetOverrun
-from engine.runner import Runner
-from engine.worker import CallableWorker
+from engine.run import spec as spec_mod
+from engine.run.gate import CallableGate
+from engine.run.meter import BudgetOverrun
+from engine.run.runner import Runner
+from engine.run.worker import CallableWorker
 
 KIND = "test_meter_py"
 FUNCS: dict[str, tuple] = {}

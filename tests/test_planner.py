@@ -1,4 +1,4 @@
-"""A run's `[planner]` may only name entries of the code-owned catalogue (engine/evolution.py):
+"""A run's `[planner]` may only name entries of the code-owned catalogue (engine/policy/evolution.py):
 an unknown entry, an out-of-range knob and a policy field are rejected and recorded and change
 nothing; an accepted change (a lower worker timeout) takes effect and survives a crash and
 resume."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import BadInput
-from engine.runner import Runner
-from engine.spec import load
+from engine.run.runner import Runner
+from engine.run.spec import load
+from engine.system.errors import BadInput
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -101,7 +101,7 @@ def test_rejections_are_recorded_and_change_nothing_an_accepted_change_applies(
                      if r["type"] in ("begin", "verdict", "finish")]
 
 
-CHILD = ("import sys\nfrom engine.runner import Runner\nfrom engine.spec import load\n"
+CHILD = ("import sys\nfrom engine.run.runner import Runner\nfrom engine.run.spec import load\n"
          "r = Runner.start(load(sys.argv[1]), sys.argv[2])\nsys.exit(r.run())\n")
 
 

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import spec as spec_mod
 from engine.cli import main as cli_main
-from engine.errors import BadInput, LedgerCorrupt
-from engine.gate import CallableGate
-from engine.replay import replay
-from engine.runner import Runner
-from engine.worker import CallableWorker
+from engine.record.replay import replay
+from engine.run import spec as spec_mod
+from engine.run.gate import CallableGate
+from engine.run.runner import Runner
+from engine.run.worker import CallableWorker
+from engine.system.errors import BadInput, LedgerCorrupt
 
 KIND = "test_prefix_py"
 FUNCS: dict[str, tuple] = {}

@@ -218,7 +218,7 @@ repairs = 1
 
 
 def _policy_files(folder):
-    """A real policy for engine.policy, and one distinct policy text per trace hash name."""
+    """A real policy for engine.policy.pin, and one distinct policy text per trace hash name."""
     (folder / "gates").mkdir(parents=True)
     (folder / "gates" / "check_it.py").write_text("import sys; sys.exit(0)\n")
     texts: dict[str, str] = {}
@@ -230,11 +230,11 @@ def _policy_files(folder):
 
 
 def _replay_on_the_engine(tr: Trace, folder):
-    """Replay a G6 trace on real files with engine.policy: Start pins (PolicyPin.load), Edit
+    """Replay a G6 trace on real files with engine.policy.pin: Start pins (PolicyPin.load), Edit
     writes the named policy, a worker Write(ws, p) of the broken variant writes the policy too,
     and before each stage the engine's pin.check() runs. Returns, per stage, whether the policy
     on disk then had the pinned digest and whether the engine refused the stage."""
-    from engine.policy import PolicyChanged, PolicyPin, load_policy
+    from engine.policy.pin import PolicyChanged, PolicyPin, load_policy
 
     path, text = _policy_files(folder)
     path.write_text(text(tr.steps[0].state["current"]))
@@ -275,8 +275,8 @@ def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refu
 
 
 def test_worker_writing_the_policy_changes_it_and_the_engine_refuses_that_setup(tmp_path):
-    from engine.errors import BadInput
-    from engine.policy import PolicyPin
+    from engine.policy.pin import PolicyPin
+    from engine.system.errors import BadInput
 
     tr = cex("G6-broken-worker-writes-policy")
     before, after = tr.steps[-2].state, tr.steps[-1].state

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import spec as spec_mod
-from engine.admission import verify_receipt
-from engine.evidence import digest
-from engine.runner import Runner
+from engine.admission.broker import verify_receipt
+from engine.admission.evidence import digest
+from engine.run import spec as spec_mod
+from engine.run.runner import Runner
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "regress-restore"

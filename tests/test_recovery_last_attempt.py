@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine.meter import METER_SITES
-from engine.runner import CRASH_SITES
+from engine.run.meter import METER_SITES
+from engine.run.runner import CRASH_SITES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,15 +38,15 @@ spend_ceiling = 5.0
 timeout_s = 5
 """
 
-# the sites between a recorded Begin and its recorded verdict (engine/runner.py, engine/meter.py)
+# the sites between a recorded Begin and its recorded verdict (engine/run/runner.py, engine/run/meter.py)
 INSIDE = ("runner.before_worker", "runner.after_worker", "runner.before_verdict", *METER_SITES)
 # a meter site is passed twice per attempt: the worker's command, then the gate run
 CASES = [f"{site}:{n}" for site in INSIDE for n in ((1, 2) if site in METER_SITES else (1,))]
 
 CHILD = """
 import sys
-from engine.runner import Runner
-from engine.spec import load
+from engine.run.runner import Runner
+from engine.run.spec import load
 runner = Runner.start(load(sys.argv[1]), sys.argv[2])
 code = runner.run()
 runner.close()
@@ -103,8 +103,8 @@ def uncrashed(tmp_path_factory) -> dict:
     (d / "graph.toml").write_text(ONE_NODE)
     code = cli.main(["run", str(d / "graph.toml"), "--ledger", str(d / "L.jsonl"), "--json"])
     assert code == 0
-    from engine.ledger import Ledger
-    from engine.replay import replay
+    from engine.record.ledger import Ledger
+    from engine.record.replay import replay
     report = replay(Ledger.open(d / "L.jsonl")).summary()
     assert report["outcome"] == "DONE" and report["repeated_executions"] == 0
     return report

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from engine import cli
-from engine.runner import Runner
+from engine.run.runner import Runner
 
 POLICY = """
 [policy]

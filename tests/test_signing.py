@@ -1,4 +1,4 @@
-"""engine.signing: a signed head catches the full-rewrite and truncation attacks the chain alone
+"""engine.record.signing: a signed head catches the full-rewrite and truncation attacks the chain alone
 cannot; keys and signature files are checked as bad input."""
 
 from __future__ import annotations
@@ -8,19 +8,18 @@ import stat
 
 import pytest
 
-from engine.errors import BadInput, LedgerCorrupt
-from engine.ledger import Ledger, canonical, record_hash, verify
-from engine.policy import load_policy
-from engine.signing import (
+from engine.policy.pin import load_policy, sign_with_policy
+from engine.record.ledger import Ledger, canonical, record_hash, verify
+from engine.record.signing import (
     generate_keypair,
     sidecar_path,
     sign_head,
-    sign_with_policy,
     verify_signed,
 )
-from engine.signing import (
+from engine.record.signing import (
     main as signing_main,
 )
+from engine.system.errors import BadInput, LedgerCorrupt
 
 
 @pytest.fixture

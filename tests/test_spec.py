@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine import spec as spec_mod
+from engine.run import spec as spec_mod
 
 OK_NODE = """
 [node.{name}]
@@ -153,8 +153,8 @@ def test_gate_argv_files_are_pinned(tmp_path: Path) -> None:
 
 def test_registered_kind_is_used(tmp_path: Path) -> None:
     """Another module adds a kind without editing spec.py; its own fields are allowed."""
-    from engine.gate import CallableGate
-    from engine.worker import CallableWorker
+    from engine.run.gate import CallableGate
+    from engine.run.worker import CallableWorker
 
     seen = {}
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission import AdmissionBroker, GuardPolicy, Outcome
-from experiments import arms
-from experiments.coders import SOLUTION, Request, SearchCoder, patched_source
-from experiments.conditions import trace
-from experiments.tasks import build_task, code_hash, correct, run_cases
+from engine.admission.broker import AdmissionBroker, GuardPolicy, Outcome
+from experiments.transition import arms
+from experiments.transition.coders import SOLUTION, Request, SearchCoder, patched_source
+from experiments.transition.conditions import trace
+from experiments.transition.tasks import build_task, code_hash, correct, run_cases
 
 SEED = 1
 
@@ -39,7 +39,7 @@ def test_a_stale_trace_edits_a_correct_start_back_to_wrong(task):
     assert stale.state_hash == code_hash(wrong) != code_hash(current)
     failing = stale.payload["failed"][0]
     # ...which the current state in fact passes
-    from experiments.tasks import Case
+    from experiments.transition.tasks import Case
     named = Case(failing["args"], failing["expected"])
     assert run_cases(task.entry, [current], [named])[0][0][0]
 
@@ -113,7 +113,7 @@ def test_suite_checks_bind_to_the_task_suites(task):
 
 
 def test_condition_payloads(task):
-    from experiments.conditions import CONDITIONS, evidence_for
+    from experiments.transition.conditions import CONDITIONS, evidence_for
     wrong, previous = arms.starts(task, SEED)
     ev = {c: evidence_for(c, task, wrong, previous) for c in CONDITIONS}
     assert ev["unavailable"] is None

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
-from experiments import metrics
-from experiments.edits import EXAMPLES, enumerate_edits, normalize, restorations
 from experiments.stats import holm, paired_contrast, task_means
+from experiments.transition import metrics
+from experiments.transition.edits import EXAMPLES, enumerate_edits, normalize, restorations
 
 
 def row(y, self_=None, visible=None, challenge=None, task="t", cond="c"):

@@ -8,10 +8,10 @@ import json
 import pytest
 from fake_openai import fake_openai
 
-from engine.actions import Escalate, Keep, Patch
-from engine.meter import BudgetOverrun
-from experiments.coders import SOLUTION, OpenAICoder, Request, model_meter
-from experiments.tasks import Case, Suite, Task
+from engine.admission.actions import Escalate, Keep, Patch
+from engine.run.meter import BudgetOverrun
+from experiments.transition.coders import SOLUTION, OpenAICoder, Request, model_meter
+from experiments.transition.tasks import Case, Suite, Task
 
 SRC = "def inc(x):\n    return x + 2\n"
 FIXED = "def inc(x):\n    return x + 1\n"

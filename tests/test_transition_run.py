@@ -7,8 +7,8 @@ import json
 
 from fake_openai import fake_openai
 
-from experiments import transition
-from experiments.transition import Scale, main, run_experiment
+from experiments.transition import study as transition
+from experiments.transition.study import Scale, main, run_experiment
 from notebooks import execute_notebook
 
 TINY = Scale(tasks=2, seeds=1, revisions=2, n_boot=200, n_flips=200)

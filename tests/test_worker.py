@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 from engine import cli
-from engine import spec as spec_mod
-from engine.gate import CallableGate
-from engine.runner import Runner
-from engine.worker import CallableWorker
+from engine.run import spec as spec_mod
+from engine.run.gate import CallableGate
+from engine.run.runner import Runner
+from engine.run.worker import CallableWorker
 
 
 def records(ledger: Path) -> list[dict]:

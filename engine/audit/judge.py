@@ -1,6 +1,6 @@
 """Run a gate (or an oracle) on mutants, each in its own scratch copy, in parallel.
 
-Why threads: each job is a child process (engine.process.run_command), so threads only wait;
+Why threads: each job is a child process (engine.system.process.run_command), so threads only wait;
 the cores go to the gates. Why a cache: probes and corpus mutants often build the same workspace,
 and a gate's verdict on a given workspace is asked once.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.audit.catalogue import Command, Loop
-from engine.process import ProcessError, run_command, safe_environment
+from engine.system.process import ProcessError, run_command, safe_environment
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 

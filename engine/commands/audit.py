@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engine.audit.catalogue import GATE_DIR, load_catalogue
 from engine.audit.instrument import audit
-from engine.errors import BadInput
+from engine.system.errors import BadInput
 
 DEFAULT_TIER2_CAP = 15
 

@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from engine import spec as spec_mod
+from engine.run import spec as spec_mod
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,10 +13,10 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.admission import load_receipt, verify_receipt
-from engine.checkpoint import CheckpointStore
-from engine.errors import BadInput
-from engine.ledger import verify
+from engine.admission.broker import load_receipt, verify_receipt
+from engine.admission.checkpoint import CheckpointStore
+from engine.record.ledger import verify
+from engine.system.errors import BadInput
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from engine.commands._report import finish, runner_progress
-from engine.runner import Runner
+from engine.run.runner import Runner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

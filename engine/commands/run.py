@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine import spec as spec_mod
 from engine.commands._report import finish, runner_progress
-from engine.runner import Runner
+from engine.run import spec as spec_mod
+from engine.run.runner import Runner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.ledger import Verification, verify
+from engine.record.ledger import Verification, verify
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 
@@ -23,7 +23,7 @@ def check(ledger: Path, public_key: Path | None = None) -> Verification:
     """The chain check, plus the signature check when a public key is given."""
     if public_key is None:
         return verify(ledger)
-    from engine.signing import verify_signed
+    from engine.record.signing import verify_signed
 
     return verify_signed(ledger, public_key)
 

@@ -4,7 +4,7 @@ Code loops take real HumanEval tasks (prompt + canonical solution as the worker'
 task's own tests as the oracle) and put gates of different strength in front of them. Non-code
 loops check a JSON config, a README, a CSV and a changelog entry. Defective gates are defective on
 purpose: they are what `loopproof audit` must find. Where the audit flags a gate, gate.repaired/
-holds the minimal repair an engineer would make to silence tier 1 (experiments/mutants.py).
+holds the minimal repair an engineer would make to silence tier 1 (experiments/mutants/study.py).
 
     python examples/catalog/build_catalog.py      # rewrites examples/catalog/<loop>/
 """

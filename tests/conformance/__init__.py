@@ -1,2 +1,1 @@
-"""Conformance cases for state-bound evidence, typed actions, the checkpoint and recertification.
-`cases.py` holds them; `engine.conformance` and `test_conformance.py` both run them from there."""
+"""Runs the conformance cases of engine/admission/conformance/ under pytest."""

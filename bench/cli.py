@@ -1,0 +1,71 @@
+"""`python -m bench --json`: every benchmark of bench/, written to results/bench/bench.json.
+
+Every module listed in `MODULES` registers its benchmarks in `bench.registry`; each result dict
+is stored under its name. Timings vary run to run, so bench.json is exempt from the same-bytes
+rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from bench.registry import BENCHMARKS
+
+MODULES = ("bench.ledger", "bench.attempt")
+
+
+def _load_modules() -> None:
+    for name in MODULES:
+        importlib.import_module(name)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=100_000, help="ledger size (default 100,000)")
+    p.add_argument("--fsync-records", type=int, default=2_000,
+                   help="appends timed with an fsync each (default 2,000)")
+    p.add_argument("--group-size", type=int, default=1_000, help="appends per group commit")
+    p.add_argument("--repeat", type=int, default=3, help="verify timings: best of this many")
+    p.add_argument("--out", type=Path, default=Path("results/bench"), help="results folder")
+    p.add_argument("--only", action="append", default=None, metavar="NAME",
+                   help="run only this benchmark (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = p.parse_args(argv)
+    for name, least in (("records", 2), ("fsync_records", 2), ("group_size", 1), ("repeat", 1)):
+        if getattr(args, name) < least:
+            p.error(f"--{name.replace('_', '-')} must be at least {least}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    _load_modules()
+    registry = BENCHMARKS
+    unknown = sorted(set(args.only or ()) - set(registry))
+    if unknown:
+        print(f"bench: unknown benchmark(s) {unknown}; fix: choose from {sorted(registry)}",
+              file=sys.stderr)
+        return 2
+    results = {name: fn(args) for name, fn in sorted(registry.items())
+               if not args.only or name in args.only}
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = args.out / "bench.json.tmp"
+    tmp.write_text(json.dumps(results, sort_keys=True, indent=2) + "\n")
+    os.replace(tmp, args.out / "bench.json")
+    if args.json:
+        print(json.dumps(results, sort_keys=True))
+    else:
+        for name, figures in results.items():
+            print(f"{name}:")
+            for key, value in figures.items():
+                print(f"  {key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

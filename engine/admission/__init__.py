@@ -1,0 +1,1 @@
+"""Admission of revisions: state-bound evidence, typed actions, the checkpoint, the broker."""

@@ -1,0 +1,167 @@
+"""The last-known-good checkpoint: the latest candidate that passed the admission gate.
+
+The store keeps content-addressed snapshots (`objects/<tree hash>/`) and one HEAD file naming the
+checkpoint and the evidence that admitted it. `commit` is the only way HEAD moves, and it checks
+the admission itself: every admission check must have PASS evidence bound to exactly this tree,
+so a rejected proposal, an invalid action or a failed challenge check has no way to become the
+checkpoint. `restore` makes a workspace byte-for-byte equal to a snapshot (modes included) and
+removes anything else in it, so a regression leaves no untracked leftovers behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.admission.evidence import Evidence, tree_hash
+from engine.record.ledger import canonical
+
+
+class CheckpointError(Exception):
+    """A commit without admission, or a stored snapshot whose content no longer matches its hash."""
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """HEAD: which tree is the checkpoint, and the ids of the PASS evidence that admitted it."""
+
+    tree_hash: str
+    evidence_ids: tuple[str, ...]
+    generation: int  # how many commits HEAD has seen (0 for the first)
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy a workspace (contents, modes, symlinks as links) into a new folder `dst`."""
+    shutil.copytree(src, dst, symlinks=True)
+    shutil.copystat(src, dst)
+
+
+def clear_dir(root: Path) -> list[str]:
+    """Remove everything inside `root` (not `root` itself); return what was removed, sorted."""
+    removed = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        removed.append(entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            _make_writable(Path(entry.path))
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+    return removed
+
+
+def remove_tree(root: Path) -> None:
+    """Remove `root` and everything in it, read-only folders included (best effort)."""
+    if Path(root).exists():
+        _make_writable(Path(root))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _make_writable(root: Path) -> None:
+    for dirpath, _dirs, _files in os.walk(root):
+        with contextlib.suppress(OSError):
+            os.chmod(dirpath, 0o700)
+
+
+def _entries(root: Path) -> set[str]:
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            out.add((Path(dirpath) / name).relative_to(root).as_posix())
+    return out
+
+
+class CheckpointStore:
+    """Snapshots by tree hash, plus HEAD. One store per guarded workspace."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.objects = self.root / "objects"
+        self.objects.mkdir(parents=True, exist_ok=True)
+        self.head_path = self.root / "HEAD.json"
+
+    # ---- snapshots ------------------------------------------------------------------------------
+    def snapshot(self, workspace: Path) -> str:
+        """Store `workspace` as a content-addressed snapshot; return its tree hash."""
+        h = tree_hash(workspace)
+        target = self.objects / h
+        if not target.exists():
+            tmp = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.objects))
+            tmp.rmdir()
+            copy_tree(workspace, tmp)
+            if tree_hash(tmp) != h:  # the workspace changed while it was being copied
+                shutil.rmtree(tmp)
+                raise CheckpointError(f"{workspace}: changed while being snapshotted; retry")
+            os.replace(tmp, target)
+        return h
+
+    def path_of(self, h: str) -> Path:
+        """The stored snapshot for tree `h`, checked: its content must still hash to `h`."""
+        path = self.objects / h
+        if not path.is_dir():
+            raise CheckpointError(f"{path}: no snapshot for tree {h[:12]}")
+        actual = tree_hash(path)
+        if actual != h:
+            raise CheckpointError(f"{path}: snapshot was altered (now hashes to {actual[:12]})")
+        return path
+
+    # ---- HEAD ---------------------------------------------------------------------------------
+    def head(self) -> CheckpointInfo | None:
+        if not self.head_path.exists():
+            return None
+        try:
+            obj = json.loads(self.head_path.read_text(encoding="utf-8"))
+            return CheckpointInfo(str(obj["tree_hash"]), tuple(obj["evidence_ids"]),
+                                  int(obj["generation"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{self.head_path}: unreadable HEAD ({exc})") from None
+
+    def commit(self, candidate: Path, evidence: Sequence[Evidence],
+               required_suites: Mapping[str, str]) -> CheckpointInfo:
+        """Make `candidate` the checkpoint. Refused unless, for every required check name, there
+        is PASS evidence from that check's suite hash bound to exactly this candidate's tree."""
+        h = self.snapshot(candidate)
+        for name, suite in sorted(required_suites.items()):
+            if not any(e.check == name and e.suite_hash == suite and e.state_hash == h
+                       and e.verdict == "pass" for e in evidence):
+                raise CheckpointError(f"tree {h[:12]} has no PASS from {name!r} bound to it; "
+                                      f"only an admitted candidate can become the checkpoint")
+        if not required_suites:
+            raise CheckpointError("no admission checks: nothing can be admitted without a gate")
+        previous = self.head()
+        info = CheckpointInfo(h, tuple(sorted(e.id for e in evidence)),
+                              0 if previous is None else previous.generation + 1)
+        tmp = self.head_path.with_suffix(".tmp")
+        tmp.write_bytes(canonical({"tree_hash": info.tree_hash,
+                                   "evidence_ids": list(info.evidence_ids),
+                                   "generation": info.generation}))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.head_path)
+        return info
+
+    # ---- restore --------------------------------------------------------------------------------
+    def restore(self, h: str, workspace: Path) -> list[str]:
+        """Make `workspace` exactly snapshot `h`; return the paths that were not in the snapshot
+        (the untracked leftovers that were removed), sorted."""
+        source = self.path_of(h)
+        workspace = Path(workspace)
+        workspace.mkdir(parents=True, exist_ok=True)
+        leftovers = sorted(_entries(workspace) - _entries(source))
+        _make_writable(workspace)
+        clear_dir(workspace)
+        for entry in sorted(os.scandir(source), key=lambda e: e.name):
+            dst = workspace / entry.name
+            if entry.is_dir(follow_symlinks=False):
+                shutil.copytree(entry.path, dst, symlinks=True)
+            else:
+                shutil.copy2(entry.path, dst, follow_symlinks=False)
+        shutil.copystat(source, workspace)
+        if tree_hash(workspace) != h:
+            raise CheckpointError(f"{workspace}: restore did not reproduce tree {h[:12]}")
+        return leftovers

@@ -1,0 +1,1 @@
+"""The admission layer's conformance cases, shipped with the engine: `loopproof conformance`."""

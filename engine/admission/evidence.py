@@ -1,0 +1,310 @@
+"""State-bound evidence: a verifier's result is only as good as the state and suite it describes.
+
+An `Evidence` envelope carries `(state_hash, suite_hash, execution_id, payload)`. The state hash
+covers the workspace tree (sorted relative paths, entry kinds, modes and contents); the suite hash
+covers the check's identity (argv, the files it names, its working directory, its timeout). A
+payload can hold true facts and still be invalid: if its envelope names an older tree or another
+suite, it describes something that no longer exists (the paper's Caesar-shift example: a trace
+from shift 12 reused after shift 4 restores shift 12). `stale_reason` says why an envelope does
+not bind; the admission broker refuses to let such evidence drive a patch.
+
+Hashes prove identity, not correctness: a hash-matched patch can still be wrong; that residual
+risk belongs to the checks themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from engine.record.ledger import canonical  # the one byte form every digest is taken over
+from engine.system.errors import BadInput
+from engine.system.process import ProcessError, run_command, safe_environment
+
+HASH_CHUNK = 1 << 16
+
+
+class UnsafeTree(BadInput):
+    """The workspace holds something a state hash cannot vouch for (an escaping symlink, a fifo)."""
+
+
+def digest(obj: Any) -> str:
+    """SHA-256 of the canonical JSON of `obj`, hex."""
+    return hashlib.sha256(canonical(obj)).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, hex (streamed, so large files do not load whole)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(HASH_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _inside(root: Path, target: Path) -> bool:
+    try:
+        target.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def tree_entries(root: Path) -> list[tuple[str, str, int, str]]:
+    """`(relative path, kind, mode, content digest)` for every entry under `root`, sorted by path.
+
+    Kinds are "dir", "file" and "link" (a link's digest is over its target text). A symlink whose
+    target resolves outside `root`, or any other kind of entry, raises `UnsafeTree`.
+    """
+    root = Path(root)
+    real_root = root.resolve()
+    if not real_root.is_dir():
+        raise UnsafeTree(str(root), "workspace", "is not a directory",
+                         "point the node at an existing workspace folder")
+    out: list[tuple[str, str, int, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            st = os.lstat(path)
+            mode = stat.S_IMODE(st.st_mode)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(path)
+                if not _inside(real_root, (path.parent / target).resolve()):
+                    raise UnsafeTree(str(root), rel, f"symlink leaves the workspace (-> {target})",
+                                     "remove the link or point it at a file inside the workspace")
+                out.append((rel, "link", 0, hashlib.sha256(target.encode()).hexdigest()))
+            elif stat.S_ISDIR(st.st_mode):
+                out.append((rel, "dir", mode, ""))
+            elif stat.S_ISREG(st.st_mode):
+                out.append((rel, "file", mode, file_digest(path)))
+            else:
+                raise UnsafeTree(str(root), rel, "is neither a file, a folder nor a symlink",
+                                 "remove it from the workspace")
+        # os.walk does not descend into symlinked folders (followlinks=False); they were hashed
+        # above as links. Keep the walk order deterministic.
+        dirnames.sort()
+    out.sort()
+    return out
+
+
+def tree_hash(root: Path) -> str:
+    """The state hash: one digest over the sorted (path, kind, mode, content) entries of `root`."""
+    return digest(tree_entries(root))
+
+
+def suite_hash(identity: Mapping[str, Any]) -> str:
+    """The suite hash: one digest over a check's identity (see `engine.admission.broker.Check`)."""
+    return digest(dict(identity))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one execution of one check said about one state of one workspace.
+
+    `payload` holds the check's name, its verdict ("pass" | "fail" | "error") and details (exit
+    code, a bounded tail of its output). The envelope fields bind it: a worker may be shown this
+    evidence, and a patch may cite it, only while `state_hash` and `suite_hash` are current.
+    """
+
+    state_hash: str
+    suite_hash: str
+    execution_id: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def check(self) -> str:
+        return str(self.payload.get("check", ""))
+
+    @property
+    def verdict(self) -> str:
+        return str(self.payload.get("verdict", "error"))
+
+    @property
+    def id(self) -> str:
+        """The evidence id: a digest over the whole envelope, so any edit gives another id."""
+        return digest(self.to_json())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state_hash": self.state_hash, "suite_hash": self.suite_hash,
+                "execution_id": self.execution_id, "payload": dict(self.payload)}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Evidence:
+        return cls(state_hash=str(obj["state_hash"]), suite_hash=str(obj["suite_hash"]),
+                   execution_id=str(obj["execution_id"]), payload=dict(obj.get("payload", {})))
+
+
+def stale_reason(evidence: Evidence | None, state_hash: str, suite_hash_now: str) -> str | None:
+    """Why `evidence` does not describe the current state and suite, or None when it binds."""
+    if evidence is None:
+        return "no evidence was cited"
+    if evidence.state_hash != state_hash:
+        return (f"evidence {evidence.execution_id} describes tree {evidence.state_hash[:12]}, "
+                f"the current tree is {state_hash[:12]}")
+    if evidence.suite_hash != suite_hash_now:
+        return (f"evidence {evidence.execution_id} came from suite {evidence.suite_hash[:12]}, "
+                f"the current suite is {suite_hash_now[:12]}")
+    return None
+
+
+# ---- checks: the things that produce evidence ------------------------------------------------
+
+TAIL_BYTES = 2000  # how much of a check's stdout/stderr an evidence payload keeps
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict on one candidate. "error" is no verdict, and never counts as a pass."""
+
+    verdict: str  # "pass" | "fail" | "error"
+    detail: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Check(Protocol):
+    """One protocol, two adapters (`CommandCheck`, `CallableCheck`). `identity()` is what the
+    suite hash covers; `run(candidate)` is called on an isolated copy the check may scribble on."""
+
+    name: str
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def run(self, candidate: Path, timeout_s: float | None = None) -> CheckResult: ...
+
+
+def _file_identity(paths: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for p in sorted(set(paths)):
+        try:
+            out[p] = file_digest(Path(p))
+        except OSError:
+            out[p] = "missing"
+    return out
+
+
+def _tail(data: bytes) -> str:
+    return data[-TAIL_BYTES:].decode("utf-8", errors="replace")
+
+
+def working_dir_violation(candidate: Path, cwd: str) -> str | None:
+    """Why `cwd` is not a valid working directory for a check inside `candidate`, or None."""
+    pure = PurePosixPath(cwd)
+    if pure.is_absolute() or ".." in pure.parts:
+        return f"working directory {cwd!r} must be a relative path inside the candidate"
+    target = (Path(candidate) / pure).resolve()
+    if not _inside(Path(candidate).resolve(), target):
+        return f"working directory {cwd!r} leaves the candidate"
+    if not target.is_dir():
+        return f"working directory {cwd!r} does not exist in the candidate"
+    return None
+
+
+@dataclass(frozen=True)
+class CommandCheck:
+    """A command run in the candidate copy (`cwd` relative to it): exit 0 pass, 1 fail, anything
+    else (another code, a signal, a timeout, a command that cannot start) is an error. The
+    child gets the allow-listed environment of `engine.system.process` (no secrets) plus `env`, and its
+    whole process group is killed when it ends or times out."""
+
+    name: str
+    argv: tuple[str, ...]
+    cwd: str = "."
+    files: tuple[str, ...] = ()
+    timeout_s: float = 30.0
+    env: Mapping[str, str] | None = None
+
+    def named_files(self) -> tuple[str, ...]:
+        """The files the suite hash covers: `files`, plus absolute argv items (after the program)
+        that name existing files — the test scripts a gate runs."""
+        from_argv = [a for a in self.argv[1:] if os.path.isabs(a) and os.path.isfile(a)]
+        return tuple(sorted(set(self.files) | set(from_argv)))
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "command", "name": self.name, "argv": list(self.argv), "cwd": self.cwd,
+                "timeout_s": self.timeout_s, "env": dict(self.env or {}),
+                "files": _file_identity(self.named_files())}
+
+    def run(self, candidate: Path, timeout_s: float | None = None) -> CheckResult:
+        why = working_dir_violation(candidate, self.cwd)
+        if why is not None:
+            return CheckResult("error", f"invalid verifier: {why}", {"returncode": None})
+        limit = self.timeout_s if timeout_s is None else max(0.01, min(self.timeout_s, timeout_s))
+        try:
+            res = run_command(self.argv, Path(candidate) / self.cwd, limit,
+                              env=safe_environment(self.env))
+        except ProcessError as exc:
+            return CheckResult("error", f"verifier could not start: {exc}", {"returncode": None})
+        data = {"returncode": res.returncode, "killed": res.killed,
+                "stdout": _tail(res.stdout), "stderr": _tail(res.stderr)}
+        if res.killed:
+            return CheckResult("error", f"verifier killed ({res.killed} after {limit:g}s)", data)
+        if res.returncode == 0:
+            return CheckResult("pass", "exit 0", data)
+        if res.returncode == 1:
+            return CheckResult("fail", "exit 1", data)
+        if res.returncode is not None and res.returncode < 0:
+            return CheckResult("error", f"verifier crashed (signal {-res.returncode})", data)
+        return CheckResult("error", f"verifier error (exit {res.returncode})", data)
+
+
+@dataclass(frozen=True)
+class CallableCheck:
+    """A Python function `fn(candidate_dir) -> bool | CheckResult` as a check. Its identity is
+    the function's qualified name, `version` and the digests of `files`; bump `version` when its
+    logic changes. An exception is an error, not a fail. The function enforces its own time
+    limit (run candidate code through `engine.system.process.run_command`)."""
+
+    name: str
+    fn: Callable[[Path], bool | CheckResult]
+    version: str = "1"
+    files: tuple[str, ...] = ()
+
+    def identity(self) -> dict[str, Any]:
+        fn_name = f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', '?')}"
+        return {"kind": "callable", "name": self.name, "function": fn_name,
+                "version": self.version, "files": _file_identity(self.files)}
+
+    def run(self, candidate: Path, timeout_s: float | None = None) -> CheckResult:
+        try:
+            out = self.fn(Path(candidate))
+        except Exception as exc:  # a crashing verifier gives no verdict
+            return CheckResult("error", f"verifier raised {type(exc).__name__}: {exc}")
+        if isinstance(out, CheckResult):
+            return out
+        if isinstance(out, bool):
+            return CheckResult("pass" if out else "fail", "callable returned " + str(out))
+        return CheckResult("error", f"verifier returned {type(out).__name__}, not bool")
+
+
+def run_check(check: Check, source: Path, execution_id: str, *, scratch: Path | None = None,
+              timeout_s: float | None = None) -> Evidence:
+    """Run `check` on a fresh copy of `source` and wrap the result in a bound envelope.
+
+    The state hash is taken on the copy before the check runs, so the evidence names exactly the
+    tree the check saw; the copy is deleted afterwards, so a check cannot change `source`.
+    """
+    parent = Path(tempfile.mkdtemp(prefix="check-", dir=scratch))
+    copy = parent / "candidate"
+    try:
+        shutil.copytree(source, copy, symlinks=True)
+        state = tree_hash(copy)
+        suite = suite_hash(check.identity())
+        result = check.run(copy, timeout_s)
+    finally:
+        for dirpath, _dirs, _files in os.walk(parent):
+            with contextlib.suppress(OSError):
+                os.chmod(dirpath, 0o700)
+        shutil.rmtree(parent, ignore_errors=True)
+    payload = {"check": check.name, "verdict": result.verdict, "detail": result.detail,
+               **{k: v for k, v in result.data.items() if k not in ("check", "verdict", "detail")}}
+    return Evidence(state_hash=state, suite_hash=suite, execution_id=execution_id, payload=payload)

@@ -1,0 +1,265 @@
+"""The "revision" node kind: a code-repair node whose attempts go through the admission broker.
+
+In graph.toml (`kind = "revision"`), one attempt of the node is a guarded revision loop in the
+node's workspace: the broker checkpoints the workspace if it passes; then, up to `revisions`
+times, the worker command is shown bound evidence (a JSON file named by LOOPPROOF_EVIDENCE) and
+replies on stdout with a typed action (see engine/admission/actions.py); the broker admits a Patch only if
+the gate (and `challenge`, if given) pass on an isolated copy, and restores the workspace to the
+checkpoint whenever anything else changed it. The attempt ends with recertification (the gate,
+`challenge` and `hidden` re-run on the checkpoint) and a receipt.
+
+The node's gate is the runner's own, independent judgement of the attempt: it accepts only if
+the receipt verifies against the attempt's guard ledger, the workspace is exactly the receipt's
+checkpoint, and every completion check passes again on a fresh copy. On acceptance the runner's
+own ledger anchors the receipt too: the accepting `verdict` record carries `receipt` (digest,
+guard ledger path, head hash and length), and `loopproof receipt R --ledger RUN_LEDGER` checks
+against that. The worker's claims (its
+decisions, the receipt digest) are recorded in the run ledger and never read by control flow.
+
+Each attempt keeps its state next to the workspace, outside the worker's tree:
+`<ledger>.work/<node>.guard/a<activation>.<attempt>/` (checkpoint store, proposals,
+guard.jsonl, receipt.json); an attempt re-run after a crash gets `...rerun<n>/` and the old
+folder stays, so repeated execution is visible.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.admission.broker import AdmissionBroker, Completion, GuardPolicy, verify_receipt
+from engine.admission.checkpoint import CheckpointError, CheckpointStore
+from engine.admission.evidence import CommandCheck, UnsafeTree, digest, run_check, tree_hash
+from engine.record.ledger import Ledger, canonical
+from engine.run.gate import ACCEPT, ERROR, REJECT, GateResult
+from engine.run.meter import BudgetOverrun
+from engine.run.spec import NodeTable, register_kind
+from engine.run.worker import AttemptContext
+from engine.system.process import ProcessError, safe_environment
+
+REVISION_FIELDS: dict[str, str] = {
+    "worker": "argv; reads the evidence JSON named by LOOPPROOF_EVIDENCE, prints a typed action",
+    "gate": "argv; the admission check whose evidence the worker sees (exit 0 pass, 1 fail)",
+    "challenge": "optional argv; a second admission check the worker never sees",
+    "hidden": "optional argv; a completion-only check, run at recertification",
+    "revisions": "worker replies per attempt, an integer >= 1 (default 3)",
+    "candidate_budget": "patches evaluated per attempt, an integer >= 0 (default: revisions)",
+    "on_stale": "stale evidence: \"refresh\" | \"keep\" | \"escalate\" (default refresh)",
+    "on_invalid": "malformed replies: \"keep\" | \"escalate\" (default keep)",
+    "repeat_limit": "a tree rejected this many times escalates when proposed again (default 1)",
+    "wall_budget_s": "optional seconds for an attempt's revisions (checks are cut at what is left)",
+    "seed": "optional folder (relative to the spec) copied into the workspace when it is empty",
+    "protected": "globs of workspace paths a Patch may not write (default [])",
+}
+REPLY_LIMIT = 1 << 20  # a reply longer than this (truncated by the process layer) is invalid
+
+
+@dataclass
+class _Attempt:
+    """What the worker leaves for the gate: the attempt's state folder and its completion."""
+
+    state: Path
+    ledger_path: Path
+    completion: Completion
+
+
+@dataclass
+class _Shared:
+    last: _Attempt | None = None
+
+
+@dataclass
+class RevisionWorker:
+    """Runs one guarded revision loop per attempt (see the module docstring)."""
+
+    argv: tuple[str, ...]
+    checks: tuple[CommandCheck, ...]
+    completion: tuple[CommandCheck, ...]
+    policy: GuardPolicy
+    revisions: int
+    timeout_s: float
+    protected: tuple[str, ...]
+    seed: Path | None
+    shared: _Shared = field(default_factory=_Shared)
+    # The receipt's policy hash: the node's table and guard policy as loaded (the run's human
+    # policy file, if any, is pinned and re-checked by the runner itself, engine/policy/pin.py).
+    policy_digest: str = ""
+
+    def run(self, ctx: AttemptContext) -> dict[str, Any]:
+        ws = ctx.workspace
+        self.shared.last = None
+        if self.seed is not None and not any(p.name != "inputs" for p in ws.iterdir()):
+            shutil.copytree(self.seed, ws, dirs_exist_ok=True, symlinks=True)
+        state = ws.parent / f"{ctx.node}.guard" / f"a{ctx.activation}.{ctx.attempt}"
+        rerun = 0
+        while state.exists():  # a re-run after a crash: keep the old state for audit
+            rerun += 1
+            state = state.with_name(f"a{ctx.activation}.{ctx.attempt}.rerun{rerun}")
+        state.mkdir(parents=True)
+        ledger_path = state / "guard.jsonl"
+        ledger = Ledger.create(ledger_path, {"type": "guard.run", "node": ctx.node,
+                                             "activation": ctx.activation,
+                                             "attempt": ctx.attempt})
+        try:
+            pin = self.policy_digest
+            broker = AdmissionBroker(ws, state, admission=self.checks, completion=self.completion,
+                                     policy=self.policy, ledger=ledger,
+                                     policy_digest=lambda: pin,
+                                     protected=(*self.protected, "inputs", "inputs/*"))
+            try:
+                evidence = broker.start()
+            except UnsafeTree as exc:
+                return {"started": False, "error": str(exc)}
+            outcomes: list[str] = []
+            for r in range(self.revisions):
+                if broker.closed:
+                    break
+                ev_file = state / "evidence.json"
+                ev_file.write_bytes(canonical({**evidence.to_json(), "revision": r}))
+                env = safe_environment(extra={**ctx.env, "LOOPPROOF_EVIDENCE": str(ev_file)},
+                                       home=ws)
+                try:
+                    m = ctx.meter.run_command(self.argv, ws, self.timeout_s, env=env)
+                    res = m.result
+                    reply = (None if res.killed or res.output_truncated or res.returncode != 0
+                             else res.stdout)
+                except ProcessError:
+                    reply = None
+                except BudgetOverrun as exc:
+                    return {"overrun": str(exc), "revisions": outcomes}
+                decision = broker.submit(reply, based_on=evidence)
+                outcomes.append(decision.outcome.value)
+                if not broker.closed:
+                    try:
+                        evidence = broker.evidence()
+                    except CheckpointError:
+                        break  # the broker has stopped, fail closed; complete() says why
+            completion = broker.complete()
+        finally:
+            ledger.close()
+        self.shared.last = _Attempt(state, ledger_path, completion)
+        receipt = completion.receipt or {}
+        return {"revisions": outcomes, "completed": completion.completed,
+                "reason": completion.reason, "receipt_digest": receipt.get("digest"),
+                "checkpoint": receipt.get("checkpoint", {}).get("tree_hash"),
+                "receipt": str(completion.receipt_path) if completion.receipt_path else None}
+
+
+@dataclass
+class ReceiptGate:
+    """Accept an attempt only if its receipt verifies, the workspace is exactly the receipt's
+    checkpoint, and every completion check passes again on a fresh copy. Never writes."""
+
+    completion: tuple[CommandCheck, ...]
+    shared: _Shared
+    accepted: dict[str, Any] | None = None  # the anchor of the last accepted receipt
+
+    def receipt_anchor(self) -> dict[str, Any] | None:
+        """What the runner puts in the accepting verdict record, so the run ledger anchors the
+        receipt: its digest and the guard ledger's path, head hash and length."""
+        return self.accepted
+
+    def pinned_files(self) -> tuple[Path, ...]:
+        files = {Path(f) for c in self.completion for f in c.named_files()}
+        return tuple(sorted(files))
+
+    def judge(self, workspace: Path) -> GateResult:
+        start = time.monotonic()
+        self.accepted = None
+        verdict, detail, tree = self._judge(Path(workspace))
+        return GateResult(verdict, detail, time.monotonic() - start, tree)
+
+    def _judge(self, workspace: Path) -> tuple[str, str, str]:
+        try:
+            tree = tree_hash(workspace)
+        except UnsafeTree as exc:
+            return REJECT, str(exc), ""
+        last = self.shared.last
+        if last is None:
+            return ERROR, "no guarded attempt ran before this gate", tree
+        if not last.completion.completed or last.completion.receipt_path is None:
+            return REJECT, f"no receipt: {last.completion.reason}", tree
+        try:
+            receipt = json.loads(last.completion.receipt_path.read_text(encoding="utf-8"))
+            records = Ledger.open(last.ledger_path).records
+        except Exception as exc:  # a damaged receipt or guard ledger: no acceptance
+            return REJECT, f"receipt or guard ledger unreadable: {exc}", tree
+        problems = verify_receipt(receipt, records, CheckpointStore(last.state / "checkpoint"))
+        if problems:
+            return REJECT, "receipt does not verify: " + "; ".join(problems), tree
+        if receipt["checkpoint"]["tree_hash"] != tree:
+            return REJECT, (f"workspace tree {tree[:12]} is not the receipt's checkpoint "
+                            f"{receipt['checkpoint']['tree_hash'][:12]}"), tree
+        scratch = last.state / "gate-scratch"
+        scratch.mkdir(exist_ok=True)
+        for i, check in enumerate(self.completion):
+            ev = run_check(check, workspace, f"gate.{i}.{check.name}", scratch=scratch)
+            if ev.verdict != "pass":
+                return (REJECT if ev.verdict == "fail" else ERROR,
+                        f"{check.name}: {ev.verdict} ({ev.payload.get('detail')})", tree)
+        self.accepted = {"digest": receipt["digest"], "guard_ledger": str(last.ledger_path),
+                         "guard_head": records[-1]["hash"], "guard_records": len(records),
+                         "receipt_file": str(last.completion.receipt_path)}
+        return ACCEPT, (f"receipt {receipt['digest'][:12]} verified; checkpoint "
+                        f"{tree[:12]} re-checked by "
+                        f"{', '.join(c.name for c in self.completion)}"), tree
+
+
+def _int(node: NodeTable, key: str, default: int, lowest: int) -> int:
+    v = node.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < lowest:
+        raise node.error(key, f"must be an integer >= {lowest}, got {v!r}", f"set {key} = {default}")
+    return v
+
+
+def _choice(node: NodeTable, key: str, default: str, options: tuple[str, ...]) -> str:
+    v = node.get(key, default)
+    if v not in options:
+        raise node.error(key, f"must be one of {list(options)}, got {v!r}", f'set {key} = "{default}"')
+    return str(v)
+
+
+def revision_factory(node: NodeTable, spec_dir: Path) -> tuple[RevisionWorker, ReceiptGate]:
+    """Build the worker and gate of one `kind = "revision"` node from its table."""
+    check_timeout = node.seconds("gate_timeout_s", 60.0)
+    checks = [CommandCheck("gate", node.argv("gate", spec_dir), timeout_s=check_timeout)]
+    challenge = node.argv("challenge", spec_dir, required=False)
+    if challenge:
+        checks.append(CommandCheck("challenge", challenge, timeout_s=check_timeout))
+    completion = list(checks)
+    hidden = node.argv("hidden", spec_dir, required=False)
+    if hidden:
+        completion.append(CommandCheck("hidden", hidden, timeout_s=check_timeout))
+    revisions = _int(node, "revisions", 3, 1)
+    policy = GuardPolicy(on_stale=_choice(node, "on_stale", "refresh",  # type: ignore[arg-type]
+                                          ("refresh", "keep", "escalate")),
+                         on_invalid=_choice(node, "on_invalid", "keep",  # type: ignore[arg-type]
+                                            ("keep", "escalate")),
+                         candidate_budget=_int(node, "candidate_budget", revisions, 0),
+                         repeat_limit=_int(node, "repeat_limit", 1, 1),
+                         wall_budget_s=(node.seconds("wall_budget_s") if "wall_budget_s" in node
+                                        else None))
+    protected = node.get("protected", [])
+    if not isinstance(protected, list) or not all(isinstance(p, str) and p for p in protected):
+        raise node.error("protected", f"must be a list of path globs, got {protected!r}",
+                         'write protected = ["tests/*"]')
+    seed = None
+    if "seed" in node:
+        raw = node["seed"]
+        seed = (spec_dir / raw).resolve() if isinstance(raw, str) and raw else None
+        if seed is None or not seed.is_dir():
+            raise node.error("seed", f"{raw!r} is not a folder under {spec_dir}",
+                             "give a folder, relative to the spec, holding the starting code")
+    shared = _Shared()
+    worker = RevisionWorker(node.argv("worker", spec_dir), tuple(checks), tuple(completion),
+                            policy, revisions, node.seconds("timeout_s", 60.0), tuple(protected),
+                            seed, shared,
+                            digest({"node": dict(node), "guard": asdict(policy)}))
+    return worker, ReceiptGate(tuple(completion), shared)
+
+
+register_kind("revision", revision_factory, REVISION_FIELDS)  # type: ignore[arg-type]

@@ -1,0 +1,389 @@
+"""The human policy (goals, scope, gate and suite identity, budget, release conditions, signing
+key), loaded from TOML, validated, and hash-pinned for the length of a run.
+
+Why pin: a harness that can change its own configuration must not be able to change what it is
+judged by. The runner pins the policy at start (`PolicyPin.load`, digests in the first ledger
+record) and calls `pin.check()` before every stage; any change — a policy field, the policy
+file's bytes, a gate or suite file, the public key — stops the run with PolicyChanged (exit 5),
+naming the field. On resume, `PolicyPin.resume(path, recorded)` compares against the digests
+recorded at start, so a change made while the run was down is caught too.
+
+Workers have no write path to the policy: the runner gives a worker only its own workspace as
+working directory and a filtered environment (engine.system.process.safe_environment), and
+`PolicyPin.assert_outside(root)` refuses a policy whose files lie inside a worker's root.
+
+Each field is declared once in FIELDS with its validator and one line of doc (docs/ledger.md
+lists them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.record.ledger import canonical
+from engine.system.errors import BadInput, LedgerCorrupt
+
+RELEASE_CONDITIONS: dict[str, str] = {
+    "all_done": "the run ended DONE (every node has a PASS for its current activation)",
+    "ledger_verified": "the ledger's hash chain verifies",
+    "pins_unchanged": "the policy and every pinned file are unchanged at the end of the run",
+    "signed": "the ledger head is signed with the policy's signing key",
+    "approved": "a named human approver (release.approver) signed off",
+}
+
+
+class PolicyChanged(LedgerCorrupt):
+    """The pinned policy, or a file it names, changed since the run started: exit 5."""
+
+
+# ---- field validators ----------------------------------------------------------------------------
+
+def _strings(nonempty: bool) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list) or not all(isinstance(s, str) and s.strip() for s in v):
+            return "must be a list of non-empty strings"
+        if nonempty and not v:
+            return "must not be empty"
+        if len(set(v)) != len(v):
+            return "lists an entry twice"
+        return None
+    return check
+
+
+def _number(least: float, integer: bool) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        kinds = (int,) if integer else (int, float)
+        if isinstance(v, bool) or not isinstance(v, kinds):
+            return f"must be {'an integer' if integer else 'a number'}"
+        if v != v or v in (float("inf"), float("-inf")):
+            return "must be a finite number"
+        if v < least:
+            return f"must be >= {least:g}"
+        return None
+    return check
+
+
+def _conditions(v: Any) -> str | None:
+    bad = _strings(nonempty=False)(v)
+    if bad:
+        return bad
+    unknown = [c for c in v if c not in RELEASE_CONDITIONS]
+    return f"has unknown condition(s) {unknown}" if unknown else None
+
+
+def _text(v: Any) -> str | None:
+    return None if isinstance(v, str) and v.strip() else "must be a non-empty string"
+
+
+def _version(v: Any) -> str | None:
+    return None if v == 1 and not isinstance(v, bool) else "must be 1 (the only format so far)"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One policy setting: its dotted name, validator, default (None = required) and doc."""
+
+    name: str
+    validate: Callable[[Any], str | None]
+    doc: str
+    example: str
+    default: Any = None
+    optional: bool = False  # may be absent with no default
+    kind: str = "value"     # "files": a list of paths pinned by content; "file": one such path
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("policy.version", _version, "format version of this policy file", "1", default=1),
+    Field("policy.goals", _strings(True), "what the run is for, in words; pinned, never edited "
+          "by a worker", '["every node DONE with a PASS verdict"]'),
+    Field("policy.scope", _strings(True), "what workers may change: paths relative to their "
+          "own workspace; nothing outside a workspace is in scope", '["."]'),
+    Field("gate.files", _strings(True), "gate identity: the gate programs and data, relative to "
+          "this file's folder; content-hashed at start, re-checked before every stage",
+          '["gates/check_it.py"]', kind="files"),
+    Field("suite.files", _strings(False), "suite identity: the test or mutant suite the gates "
+          "read; content-hashed like gate.files", '["gates/cases.json"]', default=[],
+          kind="files"),
+    Field("budget.spend", _number(0, False), "run-wide spend budget B, in spend units; the "
+          "graph's spend_budget may not exceed it", "60.0"),
+    Field("budget.repairs", _number(0, True), "global repair budget K; the graph's "
+          "repair_budget may not exceed it", "1"),
+    Field("budget.attempts", _number(1, True), "optional cap on the closed-form attempt bound W "
+          "of the graph", "20", optional=True),
+    Field("release.conditions", _conditions, "what must hold before a result is released; any "
+          f"of {sorted(RELEASE_CONDITIONS)}", '["all_done", "ledger_verified"]',
+          default=["all_done", "ledger_verified"]),
+    Field("release.approver", _text, "the human who signs off a release (needed by 'approved')",
+          '"alice"', optional=True),
+    Field("signing.private_key", _text, "Ed25519 private key (PEM) that signs the ledger head; "
+          "keep it outside every worker's reach", '"/etc/loopproof/run.key"', optional=True),
+    Field("signing.public_key", _text, "the matching public key; pinned by content, used by "
+          "`loopproof verify --public-key`", '"/etc/loopproof/run.pub"', optional=True,
+          kind="file"),
+)
+BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+TABLES = sorted({f.name.split(".")[0] for f in FIELDS})
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A validated policy. `values` maps every field name to its value (defaults filled in)."""
+
+    path: Path
+    values: Mapping[str, Any]
+    fields: Mapping[str, str] = field(init=False)   # field name -> sha256 of its value
+    digest: str = field(init=False)                 # sha256 of the canonical content
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", {k: _digest(v) for k, v in sorted(self.values.items())})
+        object.__setattr__(self, "digest", _digest(dict(self.values)))
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def resolve(self, p: str) -> Path:
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (self.folder / q)
+
+    def pinned_paths(self) -> dict[str, list[Path]]:
+        """Field -> the files whose content is pinned under it."""
+        out: dict[str, list[Path]] = {}
+        for f in FIELDS:
+            v = self.values.get(f.name)
+            if v is None:
+                continue
+            if f.kind == "files":
+                out[f.name] = [self.resolve(p) for p in v]
+            elif f.kind == "file":
+                out[f.name] = [self.resolve(v)]
+        return out
+
+    def key_paths(self) -> tuple[Path | None, Path | None]:
+        priv, pub = self.values.get("signing.private_key"), self.values.get("signing.public_key")
+        return (self.resolve(priv) if priv else None, self.resolve(pub) if pub else None)
+
+    def admits(self, *, spend_budget: float, repair_budget: int,
+               attempt_bound: int | None = None) -> list[str]:
+        """Ways a graph asks for more than the policy allows ([] when it fits)."""
+        out = []
+        if spend_budget > self.values["budget.spend"]:
+            out.append(f"spend_budget {spend_budget:g} exceeds policy budget.spend "
+                       f"{self.values['budget.spend']:g}")
+        if repair_budget > self.values["budget.repairs"]:
+            out.append(f"repair_budget {repair_budget} exceeds policy budget.repairs "
+                       f"{self.values['budget.repairs']}")
+        cap = self.values.get("budget.attempts")
+        if cap is not None and attempt_bound is not None and attempt_bound > cap:
+            out.append(f"attempt bound W = {attempt_bound} exceeds policy budget.attempts {cap}")
+        return out
+
+    def release_unmet(self, *, outcome: str, ledger_status: str, pins_unchanged: bool,
+                      signed: bool, approved_by: str | None = None) -> list[str]:
+        """The release conditions that do not hold ([] means the result may be released)."""
+        holds = {
+            "all_done": outcome == "DONE",
+            "ledger_verified": ledger_status == "verified",
+            "pins_unchanged": pins_unchanged,
+            "signed": signed,
+            "approved": approved_by is not None
+            and approved_by == self.values.get("release.approver"),
+        }
+        return [c for c in self.values["release.conditions"] if not holds[c]]
+
+
+def load_policy(path: Path | str) -> Policy:
+    """Read, validate and return the policy; BadInput names the file, field and fix."""
+    path = Path(path)
+    raw = _read_or_bad(path)
+    return parse_policy(raw, path)
+
+
+def parse_policy(raw: bytes, path: Path) -> Policy:
+    name = str(path)
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadInput(name, "policy", "is not UTF-8 text", "save the file as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(name, "policy", f"is not valid TOML ({exc})",
+                       "fix the TOML syntax at the position given") from None
+    for table, body in doc.items():
+        if table not in TABLES:
+            raise BadInput(name, f"[{table}]", "is not a policy table",
+                           f"use only {', '.join(f'[{t}]' for t in TABLES)}")
+        if not isinstance(body, dict):
+            raise BadInput(name, table, "must be a table", f"write it as [{table}]")
+        for key in body:
+            if f"{table}.{key}" not in BY_NAME:
+                known = [f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith(table + ".")]
+                raise BadInput(name, f"{table}.{key}", "is not a policy field",
+                               f"use one of {known} in [{table}] (see docs/ledger.md)")
+    values: dict[str, Any] = {}
+    for f in FIELDS:
+        table, key = f.name.split(".", 1)
+        present = key in doc.get(table, {})
+        if not present:
+            if f.default is not None:
+                values[f.name] = f.default
+                continue
+            if f.optional:
+                continue
+            raise BadInput(name, f.name, "is missing",
+                           f"add `{key} = {f.example}` under [{table}] ({f.doc})")
+        v = doc[table][key]
+        problem = f.validate(v)
+        if problem:
+            raise BadInput(name, f.name, problem, f"write e.g. `{key} = {f.example}` ({f.doc})")
+        values[f.name] = v
+    policy = Policy(path, values)
+    if ("signing.private_key" in values) != ("signing.public_key" in values):
+        raise BadInput(name, "signing", "names only one of private_key and public_key",
+                       "give both keys (see `python -m engine.record.signing keygen`) or neither")
+    if "signed" in values["release.conditions"] and "signing.private_key" not in values:
+        raise BadInput(name, "release.conditions", "asks for 'signed' but [signing] names no key",
+                       "add [signing] private_key and public_key, or drop 'signed'")
+    if "approved" in values["release.conditions"] and "release.approver" not in values:
+        raise BadInput(name, "release.conditions", "asks for 'approved' but names no approver",
+                       "add release.approver, or drop 'approved'")
+    for fname, paths in policy.pinned_paths().items():
+        for p in paths:
+            if not p.is_file():
+                raise BadInput(name, fname, f"names {p}, which is not a file",
+                               "fix the path (relative paths start at the policy's folder)")
+    return policy
+
+
+# ---- the pin -------------------------------------------------------------------------------------
+
+def _hash_files(policy: Policy) -> dict[str, dict[str, str]]:
+    return {fname: {str(p): file_sha256(p) for p in paths}
+            for fname, paths in sorted(policy.pinned_paths().items())}
+
+
+class PolicyPin:
+    """The policy as it was at run start; `check()` fails closed on any change."""
+
+    def __init__(self, path: Path, expected: Mapping[str, Any]) -> None:
+        self.path = path
+        self.expected = expected
+        self.policy: Policy | None = None
+
+    @classmethod
+    def load(cls, path: Path | str) -> PolicyPin:
+        """Load, validate and pin the policy now (run start). Bad policy: BadInput, exit 2."""
+        path = Path(path).resolve()
+        raw = _read_or_bad(path)
+        policy = parse_policy(raw, path)
+        expected = {"path": str(path), "digest": policy.digest,
+                    "file_digest": hashlib.sha256(raw).hexdigest(),
+                    "fields": dict(policy.fields), "files": _hash_files(policy)}
+        pin = cls(path, expected)
+        pin.policy = policy
+        return pin
+
+    @classmethod
+    def resume(cls, path: Path | str | None, recorded: Mapping[str, Any]) -> PolicyPin:
+        """Re-pin from the digests recorded at run start and check the files still match them."""
+        for key in ("path", "digest", "file_digest", "fields", "files"):
+            if key not in recorded:
+                raise LedgerCorrupt(f"policy record lacks {key!r}; fix: restore the ledger from a "
+                                    f"trusted copy")
+        pin = cls(Path(path or recorded["path"]).resolve(), dict(recorded))
+        pin.check()
+        pin.policy = parse_policy(pin.path.read_bytes(), pin.path)
+        return pin
+
+    def record(self) -> dict[str, Any]:
+        """Digests for the ledger's first record (plain data, canonical-JSON safe)."""
+        return {"path": self.expected["path"], "digest": self.expected["digest"],
+                "file_digest": self.expected["file_digest"],
+                "fields": dict(self.expected["fields"]),
+                "files": {k: dict(v) for k, v in self.expected["files"].items()}}
+
+    def check(self) -> None:
+        """Raise PolicyChanged naming the changed field if anything pinned differs now."""
+        exp = self.expected
+        where = str(self.path)
+        fix = "fix: restore the pinned version (digest recorded in the ledger's first record), then resume"
+        try:
+            raw = self.path.read_bytes()
+        except OSError as exc:
+            raise PolicyChanged(f"{where}: policy: the pinned policy file cannot be read "
+                                f"({exc.strerror or exc}); {fix}") from None
+        if hashlib.sha256(raw).hexdigest() != exp["file_digest"]:
+            try:
+                now = parse_policy(raw, self.path)
+            except BadInput as exc:
+                raise PolicyChanged(f"{where}: policy: changed since the run started and no "
+                                    f"longer loads ({exc.field}: {exc.problem}); {fix}") from None
+            changed = sorted(set(now.fields) ^ set(exp["fields"])
+                             | {k for k in now.fields if exp["fields"].get(k) != now.fields[k]})
+            if changed:
+                raise PolicyChanged(f"{where}: policy field(s) {', '.join(changed)} changed since "
+                                    f"the run started; {fix}")
+            raise PolicyChanged(f"{where}: policy: the file's bytes changed since the run started "
+                                f"(comments or layout only; no field changed); {fix}")
+        for fname, files in exp["files"].items():
+            for p, digest in files.items():
+                try:
+                    found = file_sha256(Path(p))
+                except OSError:
+                    raise PolicyChanged(f"{where}: {fname}: pinned file {p} is gone; {fix}"
+                                        ) from None
+                if found != digest:
+                    raise PolicyChanged(f"{where}: {fname}: pinned file {p} changed since the "
+                                        f"run started (sha256 {digest[:12]}... -> "
+                                        f"{found[:12]}...); {fix}")
+
+    def assert_outside(self, *roots: Path) -> None:
+        """BadInput if the policy, a pinned file or a key lies inside a worker's root."""
+        policy = self.policy or parse_policy(self.path.read_bytes(), self.path)
+        named = [("policy", self.path)] + [(f, p) for f, ps in policy.pinned_paths().items()
+                                           for p in ps]
+        priv, _ = policy.key_paths()
+        if priv is not None:
+            named.append(("signing.private_key", priv))
+        for root in roots:
+            r = Path(root).resolve()
+            for fname, p in named:
+                if p.resolve().is_relative_to(r):
+                    raise BadInput(str(self.path), fname, f"{p} lies inside the worker's folder {r}",
+                                   "keep the policy, gate files and keys outside every workspace")
+
+
+def _read_or_bad(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(str(path), "policy", "file not found", "give the path of the policy TOML"
+                       ) from None
+    except IsADirectoryError:
+        raise BadInput(str(path), "policy", "is a directory", "give the policy TOML file") from None
+    except OSError as exc:
+        raise BadInput(str(path), "policy", f"cannot be read ({exc.strerror or exc})",
+                       "make the policy file readable by the engine") from None
+
+
+def sign_with_policy(ledger: Path | str, policy: Policy) -> dict | None:
+    """Sign the ledger's head with the policy's [signing] private key; None when the policy names none."""
+    private, _ = policy.key_paths()
+    from engine.record.signing import sign_head
+
+    return sign_head(ledger, private) if private is not None else None

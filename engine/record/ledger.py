@@ -1,0 +1,428 @@
+"""The hash-chained ledger: the run's source of truth (state = replay(ledger)).
+
+Format: JSON Lines. Each line is `canonical(record)`; every record carries `seq` (0, 1, 2, ...),
+`prev` (the previous record's `hash`, "" for record 0), `type`, and `hash` = sha256 hex of
+`canonical(record without "hash")`. Opening verifies the whole chain. A torn final line — one a
+crash cut short — is truncated and reported in `Ledger.torn`; any other inconsistency raises
+LedgerCorrupt naming the line, and no Ledger object exists to append with (fail closed).
+
+Why verification hashes the stored bytes instead of re-serialising: the writer stores canonical
+JSON, so "the line minus its own `"hash":"…"` member" *is* `canonical(record without hash)`;
+hashing those bytes directly checks the same equation at a fraction of the cost, and binds the
+exact bytes on disk (a line that is not canonical can only verify if whoever wrote it computed
+its hash themselves — a rewrite of the chain, which only signing catches; see engine.record.signing).
+
+Appends never re-read the file: the ledger keeps the head hash and next seq in memory, writes one
+line with a single `write`, and fsyncs it (once per `group()` under group commit). A SIGKILL
+after `write` returns cannot lose the line (it is in the kernel); fsync guards against power loss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.system import faults
+from engine.system.errors import BadInput, LedgerCorrupt
+
+try:  # orjson parses ~2.5x faster; json is the reference and the fallback. orjson reads an
+    # integer beyond 64 bits as a float, so `append` refuses such integers (see _check_ints).
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _fast_loads = json.loads
+
+
+GENESIS = ""  # `prev` of record 0
+CHAIN_FIELDS = ("seq", "prev", "hash")
+_HEX = frozenset("0123456789abcdef")
+_UNPARSEABLE = object()
+_FIX = "fix: restore the ledger from a trusted copy; a broken chain is never repaired in place"
+
+
+# json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False),
+# with the encoder built once rather than on every call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+
+
+def canonical(obj: Any) -> bytes:
+    """The one byte form of a record: sorted keys, no spaces, UTF-8, no NaN/Infinity."""
+    return _ENCODER.encode(obj).encode()
+
+
+def record_hash(record: dict) -> str:
+    """sha256 hex of canonical(record without "hash")."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(canonical(body)).hexdigest()
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What `verify` found. `records`/`head` describe the verified prefix."""
+
+    status: str  # "verified" | "torn-tail" | "broken"
+    records: int
+    head: str
+    error: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"status": self.status, "records": self.records, "head": self.head,
+                "error": self.error}
+
+
+@dataclass
+class _Scan:
+    records: list[dict]
+    head: str
+    count: int               # number of verified records
+    good_bytes: int          # length of the verified prefix (complete lines)
+    torn: str | None         # why the tail after good_bytes is a torn write
+    error: str | None        # why the chain is broken (then records/head are the good prefix)
+
+
+def _is_hex64(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
+
+
+def _looks_cut_short(line: bytes) -> bool:
+    """A final line that a crash cut short: the start of a record we write, or zero-fill."""
+    return line.startswith(b'{"') or b"\x00" in line
+
+
+def _body_without_hash(line: bytes, h: str) -> bytes | None:
+    """`line` minus its `"hash":"h"` member (and the comma that joins it), or None if absent."""
+    member = b'"hash":"' + h.encode() + b'"'
+    i = line.find(member)
+    if i < 0:
+        return None
+    j = i + len(member)
+    if line[i - 1:i] == b",":
+        return line[:i - 1] + line[j:]
+    if line[j:j + 1] == b",":
+        return line[:i] + line[j + 1:]
+    return line[:i] + line[j:]
+
+
+def _scan(data: bytes, name: str, keep: bool = True) -> _Scan:
+    """`_verify_lines` with the cyclic GC paused: building 100,000 record dicts would otherwise
+    trigger dozens of full collections that find nothing to free."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _verify_lines(data, name, keep)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _verify_lines(data: bytes, name: str, keep: bool) -> _Scan:
+    """Verify `data` line by line; stop at the first inconsistency. (The hot loop does only the
+    checks; messages are built on the failure path.)"""
+    records: list[dict] = []
+    head = GENESIS
+    end = data.rfind(b"\n") + 1          # bytes after `end` have no newline: a torn write
+    lines = data[:end].split(b"\n")
+    lines.pop()
+    good = 0
+    sha256, fast = hashlib.sha256, _fast_loads
+    for seq, line in enumerate(lines):
+        try:
+            rec = fast(line)
+        except ValueError:
+            try:
+                rec = json.loads(line)  # what orjson refuses, e.g. 1e400 or a lone surrogate
+            except ValueError:
+                rec = _UNPARSEABLE
+        if rec.__class__ is dict:
+            h = rec.get("hash")
+            if h.__class__ is str:  # a hexdigest never equals a value that is not 64 hex
+                member = b'"hash":"' + h.encode() + b'"'
+                i = line.find(member)
+                if i > 0 and line[i - 1] == 44:  # b","
+                    body = line[:i - 1] + line[i + 73:]
+                else:
+                    body = _body_without_hash(line, h)
+                if (body is not None and sha256(body).hexdigest() == h
+                        and rec.get("seq") == seq and rec["seq"].__class__ is int
+                        and rec.get("prev") == head and rec.get("type").__class__ is str):
+                    head = h
+                    good += len(line) + 1
+                    if keep:
+                        records.append(rec)
+                    continue
+        return _failure(data, end, lines, seq, rec, records, head, good, name)
+    torn = None
+    if end < len(data):
+        torn = (f"{name}: line {len(lines) + 1}: final line has no newline "
+                f"({len(data) - end} bytes of a write cut short)")
+    return _Scan(records, head, len(lines), good, torn, None)
+
+
+def _failure(data: bytes, end: int, lines: list[bytes], seq: int, rec: object,
+             records: list[dict], head: str, good: int, name: str) -> _Scan:
+    """Line `seq + 1` failed a check: say which, or recognise a torn final line."""
+    line = lines[seq]
+    where = f"{name}: line {seq + 1}"
+
+    def broken(problem: str) -> _Scan:
+        return _Scan(records, head, seq, good, None, f"{where}{problem}; {_FIX}")
+
+    if not isinstance(rec, dict):
+        if seq == len(lines) - 1 and end == len(data) and _looks_cut_short(line):
+            torn = f"{where}: final line is cut short ({len(line) + 1} bytes, not a record)"
+            return _Scan(records, head, seq, good, torn, None)
+        what = "not valid JSON" if rec is _UNPARSEABLE else "not a JSON object"
+        return broken(f": {what} (garbage in the ledger)")
+    h = rec.get("hash")
+    if not _is_hex64(h):
+        return broken(": field 'hash' is missing or not 64 lowercase hex")
+    body = _body_without_hash(line, h)
+    if body is None or hashlib.sha256(body).hexdigest() != h:
+        return broken(f" (seq {rec.get('seq')!r}): hash does not match the record's content "
+                      f"(the record was edited)")
+    s = rec.get("seq")
+    if type(s) is not int or s != seq:
+        why = ("a record was deleted, reordered, duplicated or spliced in"
+               if type(s) is int else "field 'seq' is missing or not an integer")
+        return broken(f": seq is {s!r}, expected {seq} ({why})")
+    if rec.get("prev") != head:
+        return broken(f" (seq {seq}): prev does not equal the hash of the record before it "
+                      f"(a record before it was deleted, reordered, replaced or re-hashed, or "
+                      f"this one was spliced in)")
+    return broken(f" (seq {seq}): field 'type' is missing or not a string")
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(str(path), "ledger", "file not found",
+                       "give the path of an existing ledger file") from None
+    except IsADirectoryError:
+        raise BadInput(str(path), "ledger", "is a directory, not a ledger file",
+                       "give the path of the ledger file itself") from None
+    except PermissionError:
+        raise BadInput(str(path), "ledger", "cannot be read (permission denied)",
+                       "run as a user who can read it, or copy it somewhere readable") from None
+
+
+def verify(path: Path | str) -> Verification:
+    """Check the whole chain without modifying the file (a torn tail is reported, not cut)."""
+    path = Path(path)
+    scan = _scan(_read(path), str(path), keep=False)
+    if scan.error:
+        return Verification("broken", scan.count, scan.head, scan.error)
+    if scan.torn:
+        return Verification("torn-tail", scan.count, scan.head, scan.torn)
+    return Verification("verified", scan.count, scan.head, None)
+
+
+class _Records(Sequence):
+    """A read-only view of the stored records (dicts; do not mutate them)."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self._items = items
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._items[i]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _exists(path: Path) -> BadInput:
+    return BadInput(str(path), "ledger", "already exists",
+                    "use `loopproof resume --ledger` to continue it, or choose a new path")
+
+
+class Ledger:
+    """An open, verified ledger that appends chained records. Create with `create` or `open`."""
+
+    def __init__(self, path: Path, records: list[dict], head: str, torn: str | None) -> None:
+        self.path = path
+        self._records = records
+        self.head = head
+        self.torn = torn
+        self._group_depth = 0
+        self._dirty = False
+        self._failed: str | None = None
+        # A torn write is a branch only a crash request takes (LOOPPROOF_CRASH_AT is set before
+        # the process starts); the crashpoints themselves are always called, so they can be counted.
+        self._torn_armed = os.environ.get(faults.ENV, "").startswith("ledger.torn_write:")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+    # ---- construction ---------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: Path | str, first: dict) -> Ledger:
+        """A new ledger at `path` holding `first` as record 0; refuses an existing file."""
+        path = Path(path)
+        _check_record(first, str(path))
+        canonical(first)  # refuses what JSON cannot carry exactly, before the file exists
+        if path.exists():
+            raise _exists(path)
+        if not path.parent.is_dir():
+            raise BadInput(str(path), "ledger", "its folder does not exist",
+                           "create the folder first or choose another path")
+        # Record 0 is written to a private file and linked into place only when complete, so a
+        # crash during creation leaves no ledger at all (the run never started: `run` it again)
+        # rather than an empty file that neither `run` nor `resume` would accept.
+        for stale in path.parent.glob(f".{path.name}.creating.*"):
+            stale.unlink(missing_ok=True)
+        tmp = path.with_name(f".{path.name}.creating.{os.getpid()}")
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        ledger = cls(tmp, [], GENESIS, None)
+        ledger.append(first)
+        try:
+            os.link(tmp, path)  # atomic, and fails if `path` appeared meanwhile (like O_EXCL)
+        except FileExistsError:
+            raise _exists(path) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(path.parent)
+        ledger.path = path
+        return ledger
+
+    @classmethod
+    def open(cls, path: Path | str) -> Ledger:
+        """Verify the whole chain, truncate a torn final line, and open for appending."""
+        path = Path(path)
+        data = _read(path)
+        scan = _scan(data, str(path))
+        if scan.error:
+            raise LedgerCorrupt(scan.error)
+        if scan.torn:
+            os.truncate(path, scan.good_bytes)
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return cls(path, scan.records, scan.head, scan.torn)
+
+    # ---- reading --------------------------------------------------------------------------
+    @property
+    def records(self) -> Sequence[dict]:
+        return _Records(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    # ---- appending ------------------------------------------------------------------------
+    def append(self, record: dict) -> dict:
+        """Chain `record` (which must carry "type") after the head, write it, fsync it."""
+        if self._fd < 0:
+            raise ValueError(f"{self.path}: ledger is closed")
+        if self._failed:
+            raise LedgerCorrupt(f"{self.path}: an earlier append failed part-way ({self._failed}); "
+                                f"fix: reopen the ledger, which verifies it and cuts a torn line")
+        _check_record(record, str(self.path))
+        stored = dict(record)
+        stored["seq"] = len(self._records)
+        stored["prev"] = self.head
+        h = hashlib.sha256(canonical(stored)).hexdigest()
+        stored["hash"] = h
+        line = canonical(stored) + b"\n"
+        faults.crashpoint("ledger.before_append")
+        try:
+            if self._torn_armed:
+                half = len(line) // 2
+                _write_all(self._fd, line[:half])
+                os.fsync(self._fd)
+                faults.crashpoint("ledger.torn_write")
+                _write_all(self._fd, line[half:])
+            else:
+                _write_all(self._fd, line)
+            if self._group_depth:
+                self._dirty = True
+            else:
+                os.fsync(self._fd)
+        except OSError as exc:  # fail closed: the file may now end in a torn line
+            self._failed = str(exc)
+            raise
+        self._records.append(stored)
+        self.head = h
+        faults.crashpoint("ledger.after_append")
+        return stored
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """Group commit: appends inside are written at once and fsync'd once, at exit."""
+        self._group_depth += 1
+        try:
+            yield
+        finally:
+            self._group_depth -= 1
+            if self._group_depth == 0 and self._dirty and self._fd >= 0:
+                os.fsync(self._fd)
+                self._dirty = False
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            if self._dirty:
+                os.fsync(self._fd)
+                self._dirty = False
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._fd >= 0:
+                os.close(self._fd)
+
+
+def _check_record(record: object, name: str) -> None:
+    if not isinstance(record, dict):
+        raise TypeError(f"{name}: a ledger record must be a dict, got {type(record).__name__}")
+    if not isinstance(record.get("type"), str) or not record["type"]:
+        raise ValueError(f"{name}: a ledger record must carry a non-empty string 'type'")
+    taken = [k for k in CHAIN_FIELDS if k in record]
+    if taken:
+        raise ValueError(f"{name}: fields {taken} are set by the ledger, not by the caller")
+    _check_ints(record, name)
+
+
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def _check_ints(value: object, name: str) -> None:
+    """Refuse integers beyond 64 bits: the fast reader (orjson) would turn them into floats, so
+    replay would not see what was written. Store such numbers as strings."""
+    t = type(value)
+    if t is dict:
+        for v in value.values():  # type: ignore[union-attr]
+            _check_ints(v, name)
+    elif t is list or t is tuple:
+        for v in value:  # type: ignore[union-attr]
+            _check_ints(v, name)
+    elif isinstance(value, int) and not isinstance(value, bool) and not (
+            _INT_MIN <= value <= _INT_MAX):
+        raise ValueError(f"{name}: integer {value} does not fit 64 bits; store it as a string")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,210 @@
+"""state = replay(ledger): the run's state is rebuilt from the verified ledger and nothing else.
+
+Why: after a crash or a stop the engine must not trust anything it held in memory. Every model
+event the engine commits is one ledger record whose `type` is the event's name in lower case
+(`begin`, `reserve`, `settle`, `overrun`, `claim`, `verdict`, `abandon`, `repair`, `fail`,
+`finish`, `refuse`) and whose fields carry the event's arguments. Replay turns those records back
+into events and runs them through `model.step`; a record the model refuses means the ledger's
+content is impossible, and replay fails closed with `LedgerCorrupt`. Other record types (`run`,
+`resumed`, `stopped`, `pin_changed`, `worker_output`, `worker_ceiling`) are facts for the reader
+and the report; `resources` (a new price, from `resume --price`) also sets the price at which
+later attempts are metered, so it is checked: its old price must be the current one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.system.errors import LedgerCorrupt
+from model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
+from model.transitions import EVENT_TYPES, Event
+
+RUN_FORMAT = "loopproof-run/1"
+EVENTS: dict[str, type] = {cls.__name__.lower(): cls for cls in EVENT_TYPES}
+_FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float}
+
+
+def event_record(event: Event, **facts: Any) -> dict[str, Any]:
+    """The ledger record of a model event: its name as `type`, its arguments, and `facts`."""
+    args = dataclasses.asdict(event)  # type: ignore[call-overload]
+    clash = set(args) & set(facts)
+    if clash:
+        raise ValueError(f"facts {sorted(clash)} would overwrite the event's arguments")
+    return {"type": type(event).__name__.lower(), **args, **facts}
+
+
+def event_of(rec: dict[str, Any]) -> Event | None:
+    """The model event a record stands for, or None for a fact record. Raises LedgerCorrupt
+    when an event record's arguments are missing or of the wrong type."""
+    cls = EVENTS.get(rec.get("type", ""))
+    if cls is None:
+        return None
+    args = {}
+    for f in dataclasses.fields(cls):
+        v = rec.get(f.name)
+        want = _FIELD_TYPES.get(f.name, object)
+        ok = (isinstance(v, int | float) and not isinstance(v, bool)) if want is float \
+            else isinstance(v, want)
+        if not ok:
+            raise LedgerCorrupt(f"record seq {rec.get('seq')}: {rec['type']} record has "
+                                f"field {f.name!r} = {v!r}; fix: restore the ledger from a "
+                                f"trusted copy")
+        args[f.name] = float(v) if want is float else v
+    return cls(**args)
+
+
+def graph_record(graph: LoopGraph) -> dict[str, Any]:
+    """The model graph as plain data, for the first ledger record."""
+    return {"repair_budget": graph.repair_budget, "spend_budget": graph.spend_budget,
+            "nodes": [{"name": n.name, "attempts": n.attempts, "spend_ceiling": n.spend_ceiling,
+                       "needs": list(n.needs), "repairs": list(n.repairs)} for n in graph.nodes]}
+
+
+def graph_from_record(d: Any) -> LoopGraph:
+    try:
+        nodes = [NodeSpec(name=n["name"], attempts=n["attempts"],
+                          spend_ceiling=n["spend_ceiling"], needs=tuple(n["needs"]),
+                          repairs=tuple(n["repairs"])) for n in d["nodes"]]
+        return LoopGraph.build(nodes, repair_budget=d["repair_budget"],
+                               spend_budget=d["spend_budget"])
+    except (KeyError, TypeError, GraphError) as exc:
+        raise LedgerCorrupt(f"record 0: the stored graph is not valid ({exc}); fix: restore "
+                            f"the ledger from a trusted copy") from exc
+
+
+@dataclass
+class Replayed:
+    """What the ledger says: the model state plus the facts a report needs."""
+
+    graph: LoopGraph
+    state: RunState
+    first: dict[str, Any]
+    records: int = 0
+    head: str = ""
+    resumes: int = 0
+    outcome_unknown: list[dict[str, Any]] = field(default_factory=list)
+    stopped: dict[str, Any] | None = None
+    release_unmet: dict[str, Any] | None = None  # the last `release_unmet` since a resume
+    pin_changed: dict[str, Any] | None = None
+    verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # node -> its last accepting verdict (activation, attempt, accepted_tree): the tree its
+    # successors receive (engine/run/runner.py `hand_off`)
+    accepted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    accepts: int = 0  # accepting verdicts: round boundaries for a `[planner]`
+    stage_done: list[dict[str, Any]] = field(default_factory=list)  # committed planner rounds
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    overruns: int = 0
+    events: list[Event] = field(default_factory=list)
+    price: float = 1.0  # spend units per wall-clock second now (record 0, then `resources`)
+    prices: list[dict[str, Any]] = field(default_factory=list)
+
+    def apply(self, rec: dict[str, Any]) -> None:
+        """Fold one more record in (the runner uses this after each append)."""
+        ev = event_of(rec)
+        if ev is not None:
+            try:
+                self.state = step(self.graph, self.state, ev)
+            except Disabled as exc:
+                raise LedgerCorrupt(f"record seq {rec.get('seq')}: the model refuses "
+                                    f"{rec['type']}: {exc}; fix: restore the ledger from a "
+                                    f"trusted copy") from exc
+            self.events.append(ev)
+        t = rec["type"]
+        if t == "verdict":
+            self.verdicts.setdefault(rec["node"], []).append(
+                {k: rec.get(k) for k in ("activation", "attempt", "verdict", "passed")})
+            if rec.get("passed") is True:
+                self.accepts += 1
+                self.accepted[rec["node"]] = {k: rec.get(k) for k in
+                                              ("activation", "attempt", "accepted_tree")}
+        elif t == "abandon":
+            self.outcome_unknown.append(rec)
+        elif t == "repair":
+            self.repairs.append({"node": rec["node"], "target": rec["target"]})
+        elif t == "overrun":
+            self.overruns += 1
+        elif t == "resumed":
+            self.resumes += 1
+            self.stopped = self.pin_changed = self.release_unmet = None
+        elif t == "stopped":
+            self.stopped = rec
+        elif t == "stage_done":
+            self.stage_done.append(rec)
+        elif t == "release_unmet":
+            self.release_unmet = rec
+        elif t == "pin_changed":
+            self.pin_changed = rec
+        elif t == "resources":
+            old, new = rec.get("old_price"), rec.get("new_price")
+            if not (_is_price(new) and _is_price(old) and abs(float(old) - self.price) <= 1e-12):
+                raise LedgerCorrupt(f"record seq {rec.get('seq')}: resources record changes the "
+                                    f"price {old!r} -> {new!r}, but the price was {self.price!r}; "
+                                    f"fix: restore the ledger from a trusted copy")
+            self.price = float(new)
+            self.prices.append({"old_price": float(old), "new_price": float(new)})
+        self.records += 1
+        self.head = rec.get("hash", self.head)
+
+    def summary(self) -> dict[str, Any]:
+        """The run report (`--json`): end state, per-node outcomes, attempts, repairs, spend."""
+        s, g = self.state, self.graph
+        nodes = {}
+        for name in g.names:
+            vs = self.verdicts.get(name, [])
+            nodes[name] = {
+                "status": s.status_of(g, name).value,
+                "activation": s.activation_of(g, name),
+                "attempts": s.attempts_of(g, name),
+                "attempts_all": sum(1 for e in self.events
+                                    if type(e).__name__ == "Begin" and e.node == name),
+                "verdicts": [v["verdict"] for v in vs],
+            }
+        return {
+            "outcome": s.outcome.value,
+            "stopped": self.stopped is not None,
+            "release_unmet": None if self.release_unmet is None
+            else list(self.release_unmet.get("unmet", [])),
+            "nodes": nodes,
+            "attempts_total": s.attempts_total,
+            "repairs_used": s.repairs_used,
+            "repairs": self.repairs,
+            "spend": {"settled": round(s.settled, 6), "reserved": round(s.reserved, 6),
+                      "budget": g.spend_budget},
+            "overruns": self.overruns,
+            "price": self.price,
+            "resumes": self.resumes,
+            "outcome_unknown": len(self.outcome_unknown),
+            "repeated_executions": s.abandoned,  # attempts run again after a crash (G7)
+            "records": self.records,
+            "head": self.head,
+        }
+
+
+def replay(ledger: Any) -> Replayed:
+    """Rebuild a run from a ledger (an open `Ledger`, or its records in order)."""
+    records: Sequence[dict[str, Any]] = getattr(ledger, "records", ledger)
+    if not records:
+        raise LedgerCorrupt("the ledger is empty; fix: start the run with `loopproof run`")
+    first = records[0]
+    if first.get("type") != "run" or first.get("format") != RUN_FORMAT:
+        raise LedgerCorrupt(f"record 0 is not the start of a loopproof run (type "
+                            f"{first.get('type')!r}, format {first.get('format')!r}); fix: give "
+                            f"the ledger written by `loopproof run`")
+    graph = graph_from_record(first.get("graph"))
+    price = first.get("price", 1.0)  # ledgers written before prices existed: 1 unit/second
+    if not _is_price(price):
+        raise LedgerCorrupt(f"record 0: price {price!r} is not a number > 0; fix: restore the "
+                            f"ledger from a trusted copy")
+    r = Replayed(graph, initial_state(graph), first, price=float(price))
+    r.records, r.head = 1, first.get("hash", "")
+    for rec in records[1:]:
+        r.apply(rec)
+    return r
+
+
+def _is_price(v: Any) -> bool:
+    return (not isinstance(v, bool) and isinstance(v, int | float) and v == v
+            and 0 < v < float("inf"))

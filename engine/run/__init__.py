@@ -1,0 +1,1 @@
+"""Running a graph: the spec, the meter, workers, gates, the runner and its progress."""

@@ -1,0 +1,236 @@
+"""The spend meter of one attempt: reserve before use, settle after, every step a ledger record.
+
+Why inside the attempt: a harness that checks spend only between attempts lets one attempt run
+far past its cap. Here every metered operation first reserves (a `Reserve` event, appended to the
+ledger before the operation starts); a reservation that does not fit is an `Overrun` event and
+raises `BudgetOverrun` inside the attempt, so the operation never runs. A command is reserved
+min(timeout_s x price, what the worker may still spend) units and its whole process group is
+killed when that runs out; it is then settled for the seconds it used times the price, never
+more than it reserved.
+
+Evaluation is paid from the same ceiling. A node may hold back `eval_reserve` units of c_v for
+its gate: the worker's own ceiling is then c_v - eval_reserve (a command is killed there), so
+the gate's reservation always fits. The gate run is reserved right after the worker's
+settlement (`reserve_evaluation`, what = "evaluation") and settled before the verdict; a gate
+run that cannot be reserved is an `Overrun`, and the attempt fails without a verdict.
+
+Prices: `price` spend units per wall-clock second (default 1), so a command's deadline is its
+reservation / price seconds. The price can change on resume (a `resources` record).
+
+The meter changes nothing itself: it hands each model event and its record to `commit`, which
+steps the model and appends the record (see engine/run/runner.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.system.faults import crashpoint
+from engine.system.process import ProcessError, ProcessResult, run_command
+from model import LoopGraph, Overrun, Reserve, RunState, Settle, enabled
+from model.transitions import EPS, Event
+
+Commit = Callable[[Event, dict[str, Any]], RunState]
+
+WALL_CLOCK = "wall_clock"  # `price` spend units per second of a command worker's wall clock
+EVALUATION = "evaluation"  # a gate run, metered by its wall clock at the same price
+METER_SITES = ("meter.after_reserve", "meter.before_settle")
+
+
+class BudgetOverrun(Exception):
+    """A reservation did not fit the attempt's ceiling or the run's budget. The operation did not
+    run and the attempt has ended; every later metered call in this attempt raises again."""
+
+
+@dataclass(frozen=True)
+class Metered:
+    """A metered command: what the process did, what was reserved and what was charged."""
+
+    result: ProcessResult
+    reserved: float
+    charged: float
+    killed: str | None  # "timeout" | "ceiling" | None
+
+
+class Meter:
+    """The meter handle an attempt gets. Python-callable workers call `charge` (or `reserve` and
+    `settle`) before each paid operation; command workers go through `run_command`."""
+
+    def __init__(self, graph: LoopGraph, node: str, commit: Commit,
+                 state: Callable[[], RunState], sync: Callable[[], None] | None = None, *,
+                 price: float = 1.0, eval_reserve: float = 0.0,
+                 note: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.graph, self.node, self._commit, self._state = graph, node, commit, state
+        self._note = note  # appends a fact record (no model event)
+        self._sync = sync  # makes the Reserve record durable before the operation runs
+        self.price = float(price)
+        self.eval_reserve = float(eval_reserve)
+        self.outstanding = 0.0
+        self.overrun = False
+        self.worker_stopped = False  # the worker reached c_v - eval_reserve
+        self.evaluating = False  # the worker is done; only the gate run may still be paid
+        self.broken: str | None = None  # why the worker broke its contract (a bad settle claim)
+
+    # ---- reads ------------------------------------------------------------------------------
+    @property
+    def ceiling(self) -> float:
+        return self.graph.node(self.node).spend_ceiling
+
+    @property
+    def worker_ceiling(self) -> float:
+        """What the worker may spend: c_v less the part held back for evaluation."""
+        return self.ceiling - self.eval_reserve
+
+    def allowance(self) -> float:
+        """The most the worker may still reserve: the rest of c_v - eval_reserve, capped by the
+        rest of B (during evaluation: the rest of c_v)."""
+        s = self._state()
+        top = self.ceiling if self.evaluating else self.worker_ceiling
+        return max(0.0, min(top - s.attempt_spend,
+                            self.graph.spend_budget - s.settled - s.reserved))
+
+    @property
+    def in_attempt(self) -> bool:
+        return (not self.overrun and self.broken is None
+                and self._state().running(self.graph) == self.node)
+
+    # ---- reserve / settle ------------------------------------------------------------------
+    def reserve(self, amount: float, what: str = "charge") -> float:
+        """Hold `amount` before a paid operation; raises `BudgetOverrun` if it does not fit."""
+        if not self.in_attempt:
+            raise BudgetOverrun(f"{self.node}: the attempt has ended; nothing more may be spent")
+        if self.worker_stopped and not self.evaluating:
+            raise BudgetOverrun(f"{self.node}: the worker has reached c_v - eval_reserve = "
+                                f"{self.worker_ceiling:g}; the rest pays for the gate")
+        if self.outstanding > EPS:
+            raise RuntimeError("a reservation is outstanding: settle it before reserving again")
+        amount = float(amount)
+        base = {"node": self.node, "what": what}
+        s = self._state()
+        if (self.eval_reserve > EPS and not self.evaluating
+                and s.attempt_spend + amount > self.worker_ceiling + EPS):
+            # the ask eats into the evaluation reserve: refused (the operation never runs) and
+            # recorded as a fact, not an Overrun, because the attempt goes on to its gate, which
+            # the reserve pays for (admission kept B - settled >= what is left of c_v)
+            self.worker_stopped = True
+            self._fact({"type": "worker_ceiling", **base, "amount": amount,
+                        "attempt_spend": s.attempt_spend, "worker_ceiling": self.worker_ceiling,
+                        "eval_reserve": self.eval_reserve})
+            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would eat into the "
+                                f"evaluation reserve ({self.eval_reserve:g} of "
+                                f"c_v={self.ceiling:g})")
+        if not enabled(self.graph, s, Reserve(amount)):
+            self.overrun = True
+            self._commit(Overrun(amount), {**base, "attempt_spend": s.attempt_spend,
+                                           "ceiling": self.ceiling})
+            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would exceed the ceiling "
+                                f"c_v={self.ceiling:g} or the budget B={self.graph.spend_budget:g}")
+        self._commit(Reserve(amount), base)
+        if self._sync is not None:
+            self._sync()
+        self.outstanding = amount
+        crashpoint("meter.after_reserve")
+        return amount
+
+    def settle(self, used: float, what: str = "charge", **facts: Any) -> float:
+        """Charge what the operation used and release the rest of the reservation.
+
+        A claim above the reservation (or negative, or not a number) is not coerced: the worker
+        broke its contract. The reservation is charged in full (Settle cannot exceed it), the
+        claim is recorded as a fact (`overspend_claimed`), the attempt is marked broken (the
+        runner ends it failed, unjudged) and `BudgetOverrun` is raised inside the attempt."""
+        crashpoint("meter.before_settle")
+        claimed = _number(used)
+        if claimed is None or claimed < 0 or claimed > self.outstanding + EPS:
+            reserved = self.outstanding
+            self._fact({"type": "overspend_claimed", "node": self.node, "what": what,
+                        "reserved": reserved, "claimed": repr(used) if claimed is None
+                        else claimed})
+            self._settle(reserved, what, claimed=repr(used) if claimed is None else claimed,
+                         **facts)
+            self.broken = (f"{self.node}: the worker claimed {used!r} for {what!r} against a "
+                           f"reservation of {reserved:g}; it was charged the reservation in "
+                           f"full and the attempt fails")
+            raise BudgetOverrun(self.broken)
+        return self._settle(min(round(claimed, 6), self.outstanding), what, **facts)
+
+    def _settle_capped(self, used: float, what: str, **facts: Any) -> float:
+        """The engine's own measurements (a command's or a gate's wall clock): the process is
+        killed at its reservation, so a few milliseconds of kill latency past it are charged as
+        the reservation (documented: never more than reserved)."""
+        crashpoint("meter.before_settle")
+        return self._settle(min(max(0.0, round(float(used), 6)), self.outstanding), what,
+                            **facts)
+
+    def _settle(self, charged: float, what: str, **facts: Any) -> float:
+        self._commit(Settle(charged), {"node": self.node, "reserved": self.outstanding,
+                                       "what": what, **facts})
+        self.outstanding = 0.0
+        return charged
+
+    def charge(self, amount: float, what: str = "charge") -> float:
+        """Reserve and settle a known price (e.g. an API call) before the call is made."""
+        self.reserve(amount, what)
+        return self.settle(amount, what)
+
+    def close(self) -> None:
+        """End of the worker: a reservation left open is charged in full."""
+        if self.outstanding > EPS and self.in_attempt:
+            self._settle_capped(self.outstanding, "unsettled at worker end")
+
+    def _fact(self, record: dict[str, Any]) -> None:
+        if self._note is not None:
+            self._note(record)
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def reserve_evaluation(self, gate_timeout_s: float) -> float:
+        """After the worker's settlement, before the gate runs: reserve the gate run, min(its
+        timeout, what is left of c_v and B), and return its wall-clock limit in seconds. Nothing
+        left is an `Overrun` of the gate's full price: the attempt ends failed, no verdict."""
+        if self.outstanding > EPS:
+            raise RuntimeError("a reservation is outstanding: settle it before the gate runs")
+        self.evaluating = True
+        want = float(gate_timeout_s) * self.price
+        hold = min(want, self.allowance())
+        # nothing left: ask for the full price, which does not fit, so `reserve` records the
+        # Overrun and raises BudgetOverrun
+        got = self.reserve(hold if hold > EPS else want, EVALUATION)
+        return min(float(gate_timeout_s), got / self.price)
+
+    def settle_evaluation(self, seconds: float) -> float:
+        """Charge the gate run's wall clock at the price, never more than was reserved (its
+        limit was reserved / price seconds)."""
+        return self._settle_capped(seconds * self.price, EVALUATION,
+                                   seconds=round(seconds, 6), price=self.price)
+
+    # ---- commands ----------------------------------------------------------------------------
+    def run_command(self, argv: Sequence[str], cwd: Path, timeout_s: float, *,
+                    env: Mapping[str, str] | None = None) -> Metered:
+        """Run a command under wall-clock metering: reserve min(timeout_s * price, allowance)
+        units, kill the process group after reservation / price seconds, settle the seconds
+        used at the price."""
+        full = float(timeout_s) * self.price
+        reserved = self.reserve(min(full, self.allowance()), WALL_CLOCK)
+        ceiling_binds = reserved < full
+        try:
+            res = run_command(argv, cwd, reserved / self.price, env=env)
+        except ProcessError as exc:  # it never started: nothing was used
+            self._settle_capped(0.0, WALL_CLOCK, error=str(exc))
+            raise
+        killed = res.killed and ("ceiling" if ceiling_binds else "timeout")
+        facts: dict[str, Any] = {"seconds": round(res.seconds, 6), "killed": killed or None}
+        if self.price != 1.0:
+            facts["price"] = self.price
+        charged = self._settle_capped(res.seconds * self.price, WALL_CLOCK, **facts)
+        return Metered(res, reserved, charged, killed or None)
+
+
+def _number(v: Any) -> float | None:
+    """`v` as a finite float, or None (a bool, a string, NaN, infinity)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)

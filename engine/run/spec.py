@@ -1,0 +1,393 @@
+"""Load a graph spec (graph.toml) into a validated model graph plus one worker and one gate per node.
+
+Why here: every bad spec must be refused before anything is written, with one line naming the
+file, the node, the field and the fix. Structural rules (cycles, unknown nodes, repair targets,
+attempts, budgets) are the model's (`model.graph` validation); this module checks only the TOML
+shape and types, then turns `GraphError` into `BadInput` with the file name.
+
+A node's `kind` (default "command") picks a factory from `KINDS`; another module adds a kind
+with `register_kind` without editing this file. A factory is called as
+`factory(node_table, spec_dir) -> (Worker, Gate)` and rejects its own bad fields with
+`node_table.error(field, problem, fix)`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import json
+import math
+import shutil
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.run.gate import CommandGate, Gate
+from engine.run.worker import CommandWorker, Worker
+from engine.system.errors import BadInput
+from model import GraphError, LoopGraph, NodeSpec
+from model.bounds import attempt_bound, spend_bound
+
+# ---- the fields --------------------------------------------------------------------------------
+
+GRAPH_FIELDS: dict[str, str] = {
+    "repair_budget": "K: global repair budget, an integer >= 0, never reset (default 0)",
+    "spend_budget": "B: run-wide spend budget in spend units, a number >= 0 (required)",
+    "strict_bound": "true: refuse to start when the pre-run spend bound W_c exceeds B (default false)",
+    "policy": "optional path to a policy TOML, hash-pinned at start and re-checked before every stage",
+    "stop_file": "optional kill-switch path; default <ledger>.stop",
+    "price": "spend units per wall-clock second of command workers and gates, a number > 0 "
+             "(default 1.0); `loopproof resume --price P` changes it",
+}
+NODE_FIELDS: dict[str, str] = {
+    "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
+    "attempts": "a_v: attempts per activation, an integer >= 1 (default 1)",
+    "spend_ceiling": "c_v: spend ceiling per attempt, a number >= 0 (required)",
+    "timeout_s": "wall-clock limit per worker run, seconds > 0 (default 60)",
+    "gate_timeout_s": "wall-clock limit per gate run, seconds > 0 (default 60)",
+    "eval_reserve": "spend units of c_v held back for the gate run, 0 <= eval_reserve <= "
+                    "spend_ceiling (default 0)",
+    "needs": "predecessor node names (default [])",
+    "repairs": "repair targets: the node itself or its ancestors; the first listed is used (default [])",
+    "gate_files": "extra files the gate depends on, hashed at start, re-checked before each gate run",
+}
+COMMAND_FIELDS: dict[str, str] = {
+    "worker": "argv list; runs with the node's workspace as working directory",
+    "gate": "argv list; runs with a read-only snapshot copy of the workspace as working directory",
+}
+DEFAULT_TIMEOUT_S = 60.0
+
+Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A node kind: its factory and the extra fields it reads (for unknown-field errors)."""
+
+    factory: Factory
+    fields: frozenset[str]
+
+
+KINDS: dict[str, Kind] = {}
+# Kinds defined in other engine modules, imported the first time a spec names them.
+KIND_MODULES: dict[str, str] = {"revision": "engine.admission.revision"}
+
+
+def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:
+    """Make `kind = name` available in graph.toml. `fields` are the kind's own node fields."""
+    KINDS[name] = Kind(factory, frozenset(fields))
+
+
+class NodeTable(dict):
+    """One `[node.NAME]` table, with the node's name and file for error messages."""
+
+    def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path) -> None:
+        super().__init__(table)
+        self.name = name
+        self.spec_path = spec_path
+
+    def error(self, field_name: str, problem: str, fix: str) -> BadInput:
+        return BadInput(str(self.spec_path), f"node {self.name!r}, field {field_name!r}",
+                        problem, fix)
+
+    def seconds(self, key: str, default: float = DEFAULT_TIMEOUT_S) -> float:
+        """A wall-clock limit: a finite number of seconds > 0."""
+        v = self.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            raise self.error(key, f"must be a number of seconds > 0, got {v!r}", f"set {key} = 20")
+        return float(v)
+
+    def argv(self, field_name: str, spec_dir: Path, *, required: bool = True) -> tuple[str, ...]:
+        """A non-empty list of strings, with items that name a file under the spec's folder
+        made absolute, and a first item that must be found on PATH or as a file."""
+        if field_name not in self:
+            if not required:
+                return ()
+            raise self.error(field_name, "is missing",
+                             f'add {field_name} = ["program", "arg", ...] to [node.{self.name}]')
+        raw = self[field_name]
+        if not isinstance(raw, list) or not raw or not all(isinstance(a, str) and a for a in raw):
+            raise self.error(field_name, f"must be a non-empty list of non-empty strings, got {raw!r}",
+                             f'write {field_name} = ["program", "arg", ...]')
+        argv = tuple(resolve_arg(a, spec_dir) for a in raw)
+        prog = argv[0]
+        if not (Path(prog).is_absolute() and Path(prog).exists()) and shutil.which(prog) is None:
+            raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under {spec_dir}",
+                             "give an installed program or a path relative to the spec's folder")
+        return argv
+
+
+def resolve_arg(arg: str, spec_dir: Path) -> str:
+    """An argv item that names an existing file or folder relative to the spec's folder becomes
+    its absolute path; anything else (a program on PATH, a flag, a literal) is kept as written."""
+    if Path(arg).is_absolute():
+        return arg
+    candidate = spec_dir / arg
+    return str(candidate.resolve()) if candidate.exists() else arg
+
+
+def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
+    worker = CommandWorker(node.argv("worker", spec_dir), node.seconds("timeout_s"))
+    gate = CommandGate(node.argv("gate", spec_dir), node.seconds("gate_timeout_s"))
+    return worker, gate
+
+
+register_kind("command", _command_factory, COMMAND_FIELDS)
+
+
+# ---- the loaded spec ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """The engine-side settings of one node (the model's part is in `Spec.graph`)."""
+
+    name: str
+    kind: str
+    timeout_s: float
+    gate_timeout_s: float
+    gate_files: tuple[Path, ...]
+    worker: Worker = field(compare=False)
+    gate: Gate = field(compare=False)
+    eval_reserve: float = 0.0  # spend units of c_v held back for the gate run
+
+    def pinned_files(self) -> tuple[Path, ...]:
+        """Files whose content the gate's verdict depends on: its argv files and gate_files."""
+        files = {Path(p) for p in self.gate.pinned_files()} | set(self.gate_files)
+        return tuple(sorted(files))
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """The optional `[planner]` table: a command that names catalogue entries between rounds
+    (engine/policy/evolution.py; wired in engine/run/runner.py)."""
+
+    argv: tuple[str, ...]
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated graph spec: the model graph and, per node, its worker, gate and limits."""
+
+    path: Path
+    dir: Path
+    table: dict[str, Any]
+    sha256: str
+    graph: LoopGraph
+    nodes: dict[str, NodeConfig]
+    strict_bound: bool = False
+    policy: Path | None = None
+    stop_file: Path | None = None
+    price: float = 1.0  # spend units per wall-clock second (the run's price at start)
+    planner: PlannerConfig | None = None  # the optional [planner] table
+
+    def record(self) -> dict[str, Any]:
+        """What the first ledger record keeps so that `resume` can rebuild this spec."""
+        return {"path": str(self.path), "dir": str(self.dir), "sha256": self.sha256,
+                "table": self.table}
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any], ledger_name: str = "ledger") -> Spec:
+        """Rebuild the spec stored in a ledger's first record (the spec file may have moved)."""
+        try:
+            path, spec_dir, table, digest = (Path(rec["path"]), Path(rec["dir"]), rec["table"],
+                                             rec["sha256"])
+        except (KeyError, TypeError) as exc:
+            raise BadInput(ledger_name, "records[0].spec", f"missing {exc}",
+                           "start the run with `loopproof run`") from exc
+        return _build(path, spec_dir, table, digest)
+
+    def bounds(self) -> dict[str, Any]:
+        w_c = spend_bound(self.graph)
+        return {"attempts": attempt_bound(self.graph), "spend": w_c,
+                "budget": self.graph.spend_budget,
+                "fits": w_c <= self.graph.spend_budget + 1e-9}
+
+
+def load(path: str | Path) -> Spec:
+    """Read and validate graph.toml; `BadInput` (exit 2) on any problem, before any write."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(str(path), "(file)", f"cannot read the spec: {exc.strerror or exc}",
+                       "give the path of an existing graph.toml") from exc
+    try:
+        table = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(str(path), "(toml)", f"malformed TOML: {exc}",
+                       "fix the syntax at the position given") from exc
+    return _build(path.resolve(), path.resolve().parent, table, hashlib.sha256(raw).hexdigest())
+
+
+def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
+    name = str(path)
+
+    def bad(where: str, problem: str, fix: str) -> BadInput:
+        return BadInput(name, where, problem, fix)
+
+    if not isinstance(table, dict):
+        raise bad("(toml)", "the spec is not a table", "write [graph] and [node.NAME] tables")
+    _json_only(table, name)
+    _unknown(table, {"graph", "node", "planner"}, "top-level table", name, "")
+    g = table.get("graph")
+    if not isinstance(g, dict):
+        raise bad("[graph]", "the [graph] table is missing", "add [graph] with spend_budget = B")
+    _unknown(g, set(GRAPH_FIELDS), "[graph] field", name, "")
+    if "spend_budget" not in g:
+        raise bad("[graph] spend_budget", "is missing", "add spend_budget = B (spend units)")
+    strict = g.get("strict_bound", False)
+    if not isinstance(strict, bool):
+        raise bad("[graph] strict_bound", f"must be true or false, got {strict!r}",
+                  "write strict_bound = true or false")
+    policy = _opt_path(g, "policy", spec_dir, name, must_exist=True)
+    stop_file = _opt_path(g, "stop_file", spec_dir, name, must_exist=False)
+    price = g.get("price", 1.0)
+    if not is_price(price):
+        raise bad("[graph] price", f"must be a number of spend units per second > 0, got "
+                  f"{price!r}", "set price = 1.0 (or leave it out)")
+
+    nodes_t = table.get("node")
+    if not isinstance(nodes_t, dict) or not nodes_t:
+        raise bad("[node]", "the graph has no nodes", "declare at least one [node.NAME] table")
+    specs: list[NodeSpec] = []
+    configs: dict[str, NodeConfig] = {}
+    for node_name, nt in nodes_t.items():
+        if not isinstance(nt, dict):
+            raise bad(f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
+        node = NodeTable(node_name, nt, path)
+        kind_name = nt.get("kind", "command")
+        if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
+            importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
+        if not isinstance(kind_name, str) or kind_name not in KINDS:
+            raise node.error("kind", f"unknown kind {kind_name!r}",
+                             f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
+        kind = KINDS[kind_name]
+        _unknown(nt, set(NODE_FIELDS) | kind.fields, "field", name, node_name)
+        names = _names(node, "needs"), _names(node, "repairs")
+        specs.append(NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
+                              spend_ceiling=_required(node, "spend_ceiling"),
+                              needs=names[0], repairs=names[1]))
+        timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
+        gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
+        gate_files = _files(node, spec_dir)
+        eval_reserve = _eval_reserve(node)
+        worker, gate = kind.factory(node, spec_dir)
+        configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
+                                        gate_files, worker, gate, eval_reserve)
+    try:
+        graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
+                                spend_budget=g["spend_budget"])
+    except GraphError as exc:
+        where = (f"node {exc.node!r}, field {exc.field!r}" if exc.node is not None
+                 else f"[graph] {exc.field}")
+        text = str(exc)
+        problem = text.split(": ", 1)[1].rsplit("; fix: ", 1)[0] if ": " in text else text
+        raise BadInput(name, where, problem, exc.fix) from exc
+    return Spec(path, spec_dir, table, digest, graph, configs, strict, policy, stop_file,
+                float(price), _planner(table.get("planner"), spec_dir, name))
+
+
+def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:
+    if t is None:
+        return None
+    if not isinstance(t, dict):
+        raise BadInput(name, "[planner]", "must be a table",
+                       'write [planner] with command = ["program", ...]')
+    _unknown(t, {"command", "timeout_s"}, "[planner] field", name, "")
+    argv = t.get("command")
+    if (not isinstance(argv, list) or not argv
+            or not all(isinstance(a, str) and a for a in argv)):
+        raise BadInput(name, "[planner] command", f"must be a non-empty list of strings, got "
+                       f"{argv!r}", 'write command = ["python3", "plan.py"]')
+    timeout = t.get("timeout_s", 30.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < 1e9:
+        raise BadInput(name, "[planner] timeout_s", f"must be a number of seconds > 0, got "
+                       f"{timeout!r}", "write timeout_s = 30")
+    return PlannerConfig(tuple(resolve_arg(a, spec_dir) for a in argv), float(timeout))
+
+
+def is_price(v: Any) -> bool:
+    """A price: a finite number of spend units per second > 0 (booleans are not numbers)."""
+    return (not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+            and v > 0)
+
+
+def _eval_reserve(node: NodeTable) -> float:
+    """The part of c_v held back for the gate: a number in [0, spend_ceiling]. (A non-number
+    spend_ceiling is left for the model's check, which names it.)"""
+    v = node.get("eval_reserve", 0.0)
+    ceiling = node.get("spend_ceiling")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
+                         "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
+    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
+        raise node.error("eval_reserve", f"{v!r} exceeds spend_ceiling = {ceiling!r}",
+                         "lower eval_reserve or raise spend_ceiling")
+    return float(v)
+
+
+def _unknown(t: Mapping[str, Any], allowed: set[str], what: str, file: str, node: str) -> None:
+    for key in t:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            fix = f"did you mean {close[0]!r}?" if close else f"use one of {sorted(allowed)}"
+            where = f"node {node!r}, field {key!r}" if node else f"{what} {key!r}"
+            raise BadInput(file, where, f"unknown {what}", fix)
+
+
+def _required(node: NodeTable, key: str) -> Any:
+    if key not in node:
+        raise node.error(key, "is missing", f"add {key} = <number> to [node.{node.name}]")
+    return node[key]
+
+
+def _names(node: NodeTable, key: str) -> tuple[str, ...]:
+    v = node.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise node.error(key, f"must be a list of node names, got {v!r}",
+                         f'write {key} = ["other_node"]')
+    return tuple(v)
+
+
+def _files(node: NodeTable, spec_dir: Path) -> tuple[Path, ...]:
+    v = node.get("gate_files", [])
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise node.error("gate_files", f"must be a list of paths, got {v!r}",
+                         'write gate_files = ["path/relative/to/spec"]')
+    out = []
+    for f in v:
+        p = (spec_dir / f).resolve()
+        if not p.is_file():
+            raise node.error("gate_files", f"{f!r} is not a file under {spec_dir}",
+                             "list existing files, relative to the spec's folder")
+        out.append(p)
+    return tuple(out)
+
+
+def _opt_path(g: Mapping[str, Any], key: str, spec_dir: Path, file: str, *,
+              must_exist: bool) -> Path | None:
+    if key not in g:
+        return None
+    v = g[key]
+    if not isinstance(v, str) or not v:
+        raise BadInput(file, f"[graph] {key}", f"must be a path string, got {v!r}",
+                       f'write {key} = "relative/to/spec"')
+    p = (spec_dir / v).resolve()
+    if must_exist and not p.is_file():
+        raise BadInput(file, f"[graph] {key}", f"{v!r} is not a file under {spec_dir}",
+                       "give an existing file, relative to the spec's folder")
+    return p
+
+
+def _json_only(table: Any, file: str) -> None:
+    """TOML dates, times, inf and nan have no canonical JSON form; the ledger stores the spec."""
+    try:
+        json.dumps(table, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise BadInput(file, "(toml)", f"a value has no JSON form ({exc})",
+                       "use finite numbers, strings, booleans, lists and tables only "
+                       "(no inf, nan, dates or times)") from exc

@@ -1,0 +1,95 @@
+"""Workers: what an attempt runs. One protocol, two adapters (a command, a Python callable).
+
+Why claims are only recorded: a worker's exit code, its "done", its "all tests pass" are the
+worker speaking about itself. The runner appends them to the ledger (a `Claim` event, which the
+model defines to change nothing) and never reads them to decide what happens next; only the
+gate's verdict can make a node DONE.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from engine.run.meter import BudgetOverrun, Meter
+from engine.system.process import ProcessError, safe_environment
+
+OUTPUT_LIMIT = 4000  # characters of stdout / stderr kept in the ledger (the tail; digest of all)
+
+
+@dataclass
+class AttemptContext:
+    """What a worker gets for one attempt."""
+
+    node: str
+    activation: int
+    attempt: int
+    workspace: Path
+    meter: Meter
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Worker(Protocol):
+    """Run one attempt in `ctx.workspace`; return the worker's own claims (JSON-able)."""
+
+    def run(self, ctx: AttemptContext) -> dict[str, Any]: ...
+
+
+def _text(data: bytes) -> dict[str, Any]:
+    text = data.decode("utf-8", "replace")
+    return {"tail": text[-OUTPUT_LIMIT:], "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest()}
+
+
+@dataclass(frozen=True)
+class CommandWorker:
+    """A worker command: its own process group in the node's workspace, the allow-listed
+    environment plus LOOPPROOF_NODE / _ACTIVATION / _ATTEMPT, killed at timeout or ceiling."""
+
+    argv: tuple[str, ...]
+    timeout_s: float = 60.0
+
+    def run(self, ctx: AttemptContext) -> dict[str, Any]:
+        env = safe_environment(extra=dict(ctx.env), home=ctx.workspace)
+        try:
+            m = ctx.meter.run_command(self.argv, ctx.workspace, self.timeout_s, env=env)
+        except ProcessError as exc:
+            return {"argv": list(self.argv), "started": False, "error": str(exc)}
+        r = m.result
+        return {"argv": list(self.argv), "started": True, "returncode": r.returncode,
+                "killed": m.killed, "seconds": round(r.seconds, 6),
+                "stdout": _text(r.stdout), "stderr": _text(r.stderr),
+                "output_truncated": r.output_truncated}
+
+
+@dataclass(frozen=True)
+class CallableWorker:
+    """A Python worker: `fn(ctx)` runs in this process and pays for what it does through
+    `ctx.meter` (e.g. `ctx.meter.charge(price)` before an API call). Its return value is its claim.
+    A `BudgetOverrun` raised by the meter ends the attempt inside the worker."""
+
+    fn: Callable[[AttemptContext], Any]
+
+    def run(self, ctx: AttemptContext) -> dict[str, Any]:
+        try:
+            value = self.fn(ctx)
+        except BudgetOverrun as exc:
+            return {"overrun": str(exc)}
+        except Exception as exc:  # the worker's crash is its claim; the gate still judges
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"returned": value if _jsonable(value) else repr(value)}
+
+
+def _jsonable(v: Any) -> bool:
+    if v is None or isinstance(v, bool | int | str):
+        return True
+    if isinstance(v, float):
+        return v == v and v not in (float("inf"), float("-inf"))
+    if isinstance(v, list | tuple):
+        return all(_jsonable(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _jsonable(x) for k, x in v.items())
+    return False

@@ -1,0 +1,1 @@
+"""The bounds study: `python -m experiments.bounds` runs it (see study.py)."""

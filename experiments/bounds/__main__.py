@@ -1,0 +1,3 @@
+from experiments.bounds.study import main
+
+raise SystemExit(main())

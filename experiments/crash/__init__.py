@@ -1,0 +1,1 @@
+"""The crash study: `python -m experiments.crash` runs it (see study.py)."""

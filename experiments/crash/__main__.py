@@ -1,0 +1,3 @@
+from experiments.crash.study import main
+
+raise SystemExit(main())

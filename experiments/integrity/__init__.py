@@ -1,0 +1,1 @@
+"""The integrity study: `python -m experiments.integrity` runs it (see study.py)."""

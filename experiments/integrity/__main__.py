@@ -1,0 +1,3 @@
+from experiments.integrity.study import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The mutants study: `python -m experiments.mutants` runs it (see study.py)."""

@@ -1,0 +1,3 @@
+from experiments.mutants.study import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The transition study: `python -m experiments.transition` runs it (see study.py)."""

@@ -1,0 +1,3 @@
+from experiments.transition.study import main
+
+raise SystemExit(main())

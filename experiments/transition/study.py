@@ -1,0 +1,301 @@
+"""The transition experiment: correctness is not absorbing (paper 003, "Looping Is Not
+Reliability"), reproduced on HumanEval tasks with an offline coder or any OpenAI-compatible model.
+
+    python -m experiments.transition --json [--scale smoke|default|paper] [--seed S]
+                                     [--coder search|openai] [--out DIR]
+
+Three studies, each over the same frozen starts (results/transition/starts.json):
+
+1. trajectories: tasks x 6 evidence conditions x seeds, T forced revisions from a wrong start;
+   current vs ever-correct, alpha and beta per condition, lost-after-found, verifier coverage,
+   risk and dependence, and the stopping replay (self-report, visible gate, challenge gate);
+2. common state: the correct start revised once with a stale trace vs a current trace (harm);
+3. prospective paired comparison: baseline loop vs guarded loop (engine.admission.broker) from correct
+   and wrong starts, with the same stale-evidence coins in both arms.
+
+Statistics take the task as the unit; six declared contrasts are Holm-corrected. Result files
+hold no timings: the same seed gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.run.meter import BudgetOverrun
+from engine.system.errors import BadInput
+from experiments import results
+from experiments.results import write_csv, write_json
+from experiments.stats import holm, paired_contrast, task_means, wilson
+from experiments.transition import arms, metrics
+from experiments.transition.coders import Coder, OpenAICoder, SearchCoder, model_meter
+from experiments.transition.conditions import CONDITIONS
+from experiments.transition.tasks import Task, select_tasks, starts_record
+
+NAME = "transition"
+
+
+@dataclass(frozen=True)
+class Scale:
+    tasks: int
+    seeds: int
+    revisions: int = 3
+    n_boot: int = 10_000
+    n_flips: int = 100_000
+
+
+SCALES = {"smoke": Scale(3, 2, n_boot=2_000, n_flips=2_000), "default": Scale(10, 3),
+          "paper": Scale(30, 5)}
+
+
+# --------------------------------------------------------------------------- running
+def _coder(spec: dict[str, Any]) -> Coder:
+    if spec["kind"] == "search":
+        return SearchCoder()
+    meter, _records = model_meter(spec["budget"])
+    return OpenAICoder(spec["base_url"], spec["model"], meter, price_per_1k=spec["price"],
+                       api_key=os.environ.get("OPENAI_API_KEY") or None)
+
+
+def run_task(job: tuple[Task, Sequence[int], int, dict[str, Any]]) -> dict[str, list[dict]]:
+    """Every run of one task (trajectories, common-state branches, paired arms)."""
+    task, seeds, revisions, spec = job
+    coder = spec["coder"] if "coder" in spec else _coder(spec)
+    out: dict[str, list[dict]] = {"trajectories": [], "common_state": [], "prospective": []}
+    for seed in seeds:
+        for cond in CONDITIONS:
+            out["trajectories"].append(arms.trajectory(task, cond, seed, revisions, coder))
+        for cond in ("stale_trace", "current_trace"):
+            out["common_state"].append(arms.common_state(task, cond, seed, coder))
+        for kind in ("correct", "wrong"):
+            out["prospective"].append(arms.baseline_run(task, seed, kind, revisions, coder))
+            out["prospective"].append(arms.guarded_run(task, seed, kind, revisions, coder))
+    return out
+
+
+def run_all(tasks: list[Task], seeds: Sequence[int], revisions: int, spec: dict[str, Any],
+            workers: int) -> dict[str, list[dict]]:
+    if spec.get("kind") == "openai" and "coder" not in spec:
+        spec = {**spec, "coder": _coder(spec)}  # one coder, one meter, one budget for the run
+    jobs = [(t, tuple(seeds), revisions, spec) for t in tasks]
+    # One meter per run: a model coder runs in this process only.
+    if workers > 1 and len(jobs) > 1 and spec.get("kind") == "search":
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(workers) as pool:
+            parts = pool.map(run_task, jobs, chunksize=1)
+    else:
+        parts = [run_task(j) for j in jobs]
+    merged: dict[str, list[dict]] = {"trajectories": [], "common_state": [], "prospective": []}
+    for part in parts:
+        for k, rows in part.items():
+            merged[k].extend(rows)
+    return merged
+
+
+# --------------------------------------------------------------------------- analysis
+def _counts(rows: list[dict], key: str) -> list[int]:
+    return [sum(bool(r[key]) for r in rows), len(rows)]
+
+
+def _contrast(a_rows: list[dict], b_rows: list[dict], value: Callable[[dict], float],
+              seed: int, scale: Scale) -> dict[str, Any]:
+    return paired_contrast(task_means(a_rows, value), task_means(b_rows, value), seed=seed,
+                           n_boot=scale.n_boot, n_flips=scale.n_flips)
+
+
+def analyse(runs: dict[str, list[dict]], seed: int, scale: Scale) -> dict[str, Any]:
+    traj = runs["trajectories"]
+    by_cond = {c: [r for r in traj if r["condition"] == c] for c in CONDITIONS}
+    tables = {c: metrics.condition_table(rows) for c, rows in by_cond.items()}
+    cs = runs["common_state"]
+    stale = [r for r in cs if r["condition"] == "stale_trace"]
+    current = [r for r in cs if r["condition"] == "current_trace"]
+    pro = runs["prospective"]
+
+    def arm(name: str, start: str | None = None) -> list[dict]:
+        return [r for r in pro if r["arm"] == name and (start is None or r["start"] == start)]
+
+    # The six declared contrasts (Holm over all six).
+    declared: list[tuple[str, dict[str, Any]]] = [
+        ("stale_vs_current_harm", _contrast(stale, current, lambda r: r["harm"], seed, scale)),
+        ("current_trace_vs_nonactionable_repair_r1", _contrast(
+            by_cond["current_trace"], by_cond["nonactionable"], lambda r: r["y"][1], seed, scale)),
+        ("guarded_vs_baseline_harm", _contrast(
+            arm("guarded", "correct"), arm("baseline", "correct"), lambda r: r["harm"], seed,
+            scale)),
+        ("guarded_vs_baseline_repair", _contrast(
+            arm("guarded", "wrong"), arm("baseline", "wrong"), lambda r: r["repair"], seed,
+            scale)),
+        ("guarded_vs_baseline_unsafe_completion", _contrast(
+            arm("guarded"), arm("baseline"), lambda r: r["unsafe_completion"], seed, scale)),
+        ("guarded_vs_baseline_sound_completion", _contrast(
+            arm("guarded"), arm("baseline"), lambda r: r["sound_completion"], seed, scale)),
+    ]
+    adjusted = holm([c["p"] for _, c in declared])
+    contrasts = {}
+    for (name, c), p_holm in zip(declared, adjusted, strict=True):
+        contrasts[name] = {**c, "p_holm": p_holm}
+
+    def pair(name: str, key: str, a_rows: list[dict], b_rows: list[dict]) -> dict[str, Any]:
+        c = contrasts[name]
+        return {"guarded": _counts(a_rows, key), "baseline": _counts(b_rows, key),
+                "difference": c["difference"], "ci95": c["ci95"], "p": c["p"],
+                "p_holm": c["p_holm"]}
+
+    guarded_vs_baseline = {
+        "harm_from_correct_starts": pair("guarded_vs_baseline_harm", "harm",
+                                         arm("guarded", "correct"), arm("baseline", "correct")),
+        "repair_from_wrong_starts": pair("guarded_vs_baseline_repair", "repair",
+                                         arm("guarded", "wrong"), arm("baseline", "wrong")),
+        "unsafe_completion": pair("guarded_vs_baseline_unsafe_completion", "unsafe_completion",
+                                  arm("guarded"), arm("baseline")),
+        "sound_completion": pair("guarded_vs_baseline_sound_completion", "sound_completion",
+                                 arm("guarded"), arm("baseline")),
+        "stale_offered": sum(sum(r["offered_stale"]) for r in arm("guarded")),
+        "stale_refused": sum(sum(r["refused_stale"]) for r in arm("guarded")),
+        "rollouts_per_arm": len(arm("guarded")),
+    }
+    svc = contrasts["stale_vs_current_harm"]
+    k_s, n_s = _counts(stale, "harm")
+    k_c, n_c = _counts(current, "harm")
+    headline = tables["current_trace"]
+    revisions = sum(len(r["y"]) - 1 for r in traj)
+    return {
+        "trajectories": len(traj), "revisions": revisions,
+        "headline_condition": "current_trace",
+        "current_correct": headline["current_correct"],
+        "ever_correct": headline["ever_correct"],
+        "alpha": {c: t["alpha"] for c, t in tables.items()},
+        "beta": {c: t["beta"] for c, t in tables.items()},
+        "lost_after_found": metrics.lost_after_found(traj),
+        "stale_vs_current_harm": {
+            "stale": [k_s, n_s], "current": [k_c, n_c], "difference": svc["difference"],
+            "ci95": svc["ci95"], "p": svc["p"], "p_holm": svc["p_holm"],
+            "stale_wilson95": wilson(k_s, n_s), "current_wilson95": wilson(k_c, n_c)},
+        "guarded_vs_baseline": guarded_vs_baseline,
+        "by_condition": tables,
+        "verifiers": metrics.verifier_table(traj),
+        "stopping_replay": metrics.stopping_replay(traj),
+        "contrasts": contrasts,
+    }
+
+
+# --------------------------------------------------------------------------- output
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                out[f"{k}_{i}"] = x
+        else:
+            out[k] = v
+    return out
+
+
+def _columns(flat: list[dict]) -> list[str]:
+    """Every key of the flattened rows, in first-seen order."""
+    cols: list[str] = []
+    for r in flat:
+        cols.extend(k for k in r if k not in cols)
+    return cols
+
+
+def _sort(rows: list[dict], keys: Sequence[str]) -> list[dict]:
+    return sorted(rows, key=lambda r: tuple(str(r[k]) if k != "seed" else f"{r[k]:08d}"
+                                            for k in keys))
+
+
+def run_experiment(*, scale_name: str = "default", seed: int = 0, out: Path | None = None,
+                   coder_spec: dict[str, Any] | None = None, workers: int = 2,
+                   scale: Scale | None = None) -> dict[str, Any]:
+    """Build the tasks and starts, run the three studies, analyse, write `out`; return the
+    summary (what --json prints)."""
+    scale = scale or SCALES[scale_name]
+    spec = coder_spec or {"kind": "search"}
+    tasks = select_tasks(scale.tasks)
+    seeds = [seed + i for i in range(scale.seeds)]
+    runs = run_all(tasks, seeds, scale.revisions, spec, workers)
+    runs["trajectories"] = _sort(runs["trajectories"], ("task_id", "condition", "seed"))
+    runs["common_state"] = _sort(runs["common_state"], ("task_id", "condition", "seed"))
+    runs["prospective"] = _sort(runs["prospective"], ("task_id", "start", "arm", "seed"))
+    summary = {"experiment": NAME, "scale": scale_name, "seed": seed,
+               "coder": spec.get("kind", "custom"), "tasks": [t.task_id for t in tasks],
+               "seeds": seeds, "conditions": list(CONDITIONS), "T": scale.revisions,
+               **analyse(runs, seed, scale)}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "summary.json", summary)
+        write_json(out / "starts.json", starts_record(tasks))
+        for name, rows in runs.items():
+            write_json(out / f"{name}.json", rows)
+            flat = [_flat(r) for r in rows]
+            write_csv(out / f"{name}.csv", flat, _columns(flat))
+    return summary
+
+
+def _openai_spec(args: argparse.Namespace) -> dict[str, Any]:
+    base = args.base_url or os.environ.get("LOOPPROOF_OPENAI_BASE_URL")
+    model = args.model or os.environ.get("LOOPPROOF_OPENAI_MODEL")
+    if not base:
+        raise BadInput("--base-url", "base_url", "no model server given",
+                       "pass --base-url http://host:port/v1 or set LOOPPROOF_OPENAI_BASE_URL")
+    if not model:
+        raise BadInput("--model", "model", "no model name given",
+                       "pass --model NAME or set LOOPPROOF_OPENAI_MODEL")
+    price_text = args.price if args.price is not None else os.environ.get(
+        "LOOPPROOF_OPENAI_PRICE", "0")
+    try:
+        price = float(price_text)
+    except ValueError:
+        raise BadInput("--price", "price", f"{price_text!r} is not a number",
+                       "give the price per 1,000 tokens, e.g. --price 0.002") from None
+    if price < 0 or args.budget <= 0:
+        raise BadInput("--price/--budget", "price", "price must be >= 0 and budget > 0",
+                       "e.g. --price 0.002 --budget 5")
+    return {"kind": "openai", "base_url": base, "model": model, "price": price,
+            "budget": args.budget}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = results.parser(NAME, __doc__.splitlines()[0], SCALES)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = __doc__
+    p.add_argument("--coder", choices=("search", "openai"), default="search")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (search coder only)")
+    p.add_argument("--base-url", help="OpenAI-compatible server (or LOOPPROOF_OPENAI_BASE_URL)")
+    p.add_argument("--model", help="model name (or LOOPPROOF_OPENAI_MODEL)")
+    p.add_argument("--price", help="price per 1,000 tokens (or LOOPPROOF_OPENAI_PRICE)")
+    p.add_argument("--budget", type=float, default=10.0, help="spend budget for model calls")
+    args = results.parse(p, argv)
+    if args is None:
+        return 2
+    try:
+        spec = {"kind": "search"} if args.coder == "search" else _openai_spec(args)
+    except BadInput as exc:
+        print(f"experiments.transition: {exc}", file=sys.stderr)
+        return 2
+    workers = args.workers if args.coder == "search" else 1
+    try:
+        summary = run_experiment(scale_name=args.scale, seed=args.seed, out=args.out,
+                                 coder_spec=spec, workers=workers)
+    except BudgetOverrun as exc:
+        print(f"experiments.transition: budget exhausted, nothing written: {exc}; fix: raise "
+              f"--budget or lower the scale", file=sys.stderr)
+        return 4
+    if args.json:
+        results.print_summary(summary, True)  # one line, like every experiment's --json
+    else:
+        cc = summary["current_correct"]
+        print(f"{summary['trajectories']} trajectories, current correct {cc}, ever correct "
+              f"{summary['ever_correct']}; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

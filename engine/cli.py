@@ -1,8 +1,9 @@
 """`loopproof`: the command-line front door. Each subcommand lives in `engine/commands/<name>.py`
 with `add_arguments(parser)` and `main(args) -> int`, imported only when it is invoked.
 
-Exit codes (DESIGN.md): 0 DONE / ok, 1 gate reject where a single verdict is asked, 2 bad input
-(nothing written), 3 FAILED, 4 BUDGET_EXHAUSTED, 5 ledger corrupt or a pinned file changed.
+Exit codes (docs/design.md, Conventions): 0 DONE / ok, 1 a check the command ran did not hold,
+2 bad input (nothing written), 3 FAILED, 4 BUDGET_EXHAUSTED, 5 ledger corrupt or a pinned file
+changed, 6 stopped by the kill switch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The closed-form worst cases of DESIGN.md, symbolically (sympy) and as numbers.
+"""The closed-form worst cases of docs/design.md, symbolically (sympy) and as numbers.
 
     W   = Σ_v a_v       + K · max_{(d,u) ∈ R} Σ_{w ∈ S_u \\ desc(d)} a_w
     W_c = Σ_v a_v · c_v + K · max_{(d,u) ∈ R} Σ_{w ∈ S_u \\ desc(d)} a_w · c_w

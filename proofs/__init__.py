@@ -1,1 +1,1 @@
-"""Z3 encodings of `model/` and the proof obligations of DESIGN.md; `python -m proofs` runs them."""
+"""Z3 encodings of `model/` and the proof obligations of docs/design.md; `python -m proofs` runs them."""

@@ -1,4 +1,4 @@
-"""Every proof obligation, tagged with its guarantee id (DESIGN.md) and the result it must give.
+"""Every proof obligation, tagged with its guarantee id (docs/design.md) and the result it must give.
 
 An obligation's `check` returns None (no counterexample: "proved") or a `Trace` ("refuted").
 For a sanity obligation, "proved" means every satisfiability question was answered sat.

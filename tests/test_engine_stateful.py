@@ -1,4 +1,4 @@
-"""The engine equals the model (DESIGN.md, chain of trust, step 3).
+"""The engine equals the model (docs/design.md, chain of trust, step 3).
 
 A Hypothesis state machine draws a small graph and drives the real engine (real ledger file, real
 snapshots, a few real processes) with adversarial workers — overspend, sleep past the deadline,

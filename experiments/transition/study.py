@@ -1,5 +1,5 @@
-"""The transition experiment: correctness is not absorbing (paper 003, "Looping Is Not
-Reliability"), reproduced on HumanEval tasks with an offline coder or any OpenAI-compatible model.
+"""The transition experiment: correctness is not absorbing ("Looping Is Not Reliability",
+Gao et al.), reproduced on HumanEval tasks with an offline coder or any OpenAI-compatible model.
 
     python -m experiments.transition --json [--scale smoke|default|paper] [--seed S]
                                      [--coder search|openai] [--out DIR]

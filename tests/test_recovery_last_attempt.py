@@ -38,7 +38,7 @@ spend_ceiling = 5.0
 timeout_s = 5
 """
 
-# the sites between a recorded Begin and its recorded verdict (engine/run/runner.py, engine/run/meter.py)
+# the sites between a recorded Begin and its recorded verdict (engine/run/attempt.py, engine/run/meter.py)
 INSIDE = ("runner.before_worker", "runner.after_worker", "runner.before_verdict", *METER_SITES)
 # a meter site is passed twice per attempt: the worker's command, then the gate run
 CASES = [f"{site}:{n}" for site in INSIDE for n in ((1, 2) if site in METER_SITES else (1,))]

@@ -103,7 +103,7 @@ def tree_hash(root: Path) -> str:
 
 
 def suite_hash(identity: Mapping[str, Any]) -> str:
-    """The suite hash: one digest over a check's identity (see `engine.admission.broker.Check`)."""
+    """The suite hash: one digest over a check's identity (see `Check.identity`)."""
     return digest(dict(identity))
 
 

@@ -147,7 +147,7 @@ TIGHTEN = "tighten_timeout."  # + node name
 
 
 def timeout_catalog(timeouts: Mapping[str, float]) -> Catalog:
-    """The catalogue a run's `[planner]` may name (engine/run/runner.py): per command node, one
+    """The catalogue a run's `[planner]` may name (engine/run/planner.py): per command node, one
     feature that LOWERS the worker's timeout_s by half of its declared value, within
     [timeout/2, timeout]. Nothing can raise it: a worker's timeout only caps its wall-clock
     reservation, so a lower one never lets an attempt spend more, and attempts, spend ceilings,

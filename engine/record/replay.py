@@ -91,7 +91,7 @@ class Replayed:
     pin_changed: dict[str, Any] | None = None
     verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # node -> its last accepting verdict (activation, attempt, accepted_tree): the tree its
-    # successors receive (engine/run/runner.py `hand_off`)
+    # successors receive (engine/run/handoff.py `HandOff.hand_off`)
     accepted: dict[str, dict[str, Any]] = field(default_factory=dict)
     accepts: int = 0  # accepting verdicts: round boundaries for a `[planner]`
     stage_done: list[dict[str, Any]] = field(default_factory=list)  # committed planner rounds

@@ -18,7 +18,7 @@ Prices: `price` spend units per wall-clock second (default 1), so a command's de
 reservation / price seconds. The price can change on resume (a `resources` record).
 
 The meter changes nothing itself: it hands each model event and its record to `commit`, which
-steps the model and appends the record (see engine/run/runner.py).
+steps the model and appends the record (see engine/run/journal.py).
 """
 
 from __future__ import annotations

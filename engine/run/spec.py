@@ -162,7 +162,7 @@ class NodeConfig:
 @dataclass(frozen=True)
 class PlannerConfig:
     """The optional `[planner]` table: a command that names catalogue entries between rounds
-    (engine/policy/evolution.py; wired in engine/run/runner.py)."""
+    (engine/policy/evolution.py; wired in engine/run/planner.py)."""
 
     argv: tuple[str, ...]
     timeout_s: float = 30.0

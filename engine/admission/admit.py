@@ -1,0 +1,150 @@
+"""Admission: one worker reply becomes a decision, and only a gated candidate becomes the
+checkpoint.
+
+`submit` re-checks the pins, restores the workspace to the current candidate, stores the reply
+(engine/admission/proposals.py) and parses it into Keep | Patch | Escalate before anything is
+touched. A Patch must cite evidence that binds (engine/admission/binding.py); it is applied to an
+isolated copy (protected paths refused), every admission check runs on a fresh copy of that, and
+only if all pass does `CheckpointStore.commit` (which checks the evidence again) move HEAD.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.admission.actions import (
+    Escalate,
+    Keep,
+    Patch,
+    action_record,
+    apply_patch,
+    parse_reply,
+    patch_violations,
+)
+from engine.admission.binding import Binding
+from engine.admission.checkpoint import CheckpointError, remove_tree
+from engine.admission.evidence import Evidence, tree_hash
+from engine.admission.guard import Decision, Outcome
+from engine.admission.proposals import store_proposal
+
+
+class Admission(Binding):
+    """`submit` and the checkpoint commit (see the module docstring)."""
+
+    def submit(self, reply: bytes | str | None, based_on: Evidence | None = None) -> Decision:
+        """Parse, store and (for a Patch) evaluate one worker reply. See the module docstring.
+        A damaged checkpoint store stops the broker (fail closed) instead of raising."""
+        self._require_started()
+        try:
+            return self._submit(reply, based_on)
+        except CheckpointError as exc:
+            self._stop("failed", f"checkpoint store damaged: {exc}")
+            return self._decide(Outcome.CLOSED, self.status_reason)
+
+    def _submit(self, reply: bytes | str | None, based_on: Evidence | None) -> Decision:
+        if self.closed:
+            return self._decide(Outcome.CLOSED, f"revisions stopped: {self.status_reason}")
+        if not self._pins_hold():
+            return self._decide(Outcome.CLOSED, self.status_reason)
+        restored = self._ensure_base()
+        parsed = parse_reply(reply, on_invalid=self.policy.on_invalid)
+        proposal = self._store_proposal(action_record(parsed, reply))
+        self.counts["proposals"] += 1
+        extra = {"proposal": proposal, "restored": restored}
+        if not parsed.valid:
+            self.counts["invalid"] += 1
+            if isinstance(parsed.action, Escalate):
+                self._stop("escalated", parsed.action.reason)
+                return self._decide(Outcome.ESCALATED, parsed.action.reason, **extra)
+            return self._decide(Outcome.INVALID, f"kept: {parsed.problem}", **extra)
+        if isinstance(parsed.action, Keep):
+            self.counts["kept"] += 1
+            return self._decide(Outcome.KEPT, parsed.action.reason, **extra)
+        if isinstance(parsed.action, Escalate):
+            self._stop("escalated", f"worker escalated: {parsed.action.reason}")
+            return self._decide(Outcome.ESCALATED, parsed.action.reason, **extra)
+        return self._patch(parsed.action, based_on, extra)
+
+    def _patch(self, patch: Patch, based_on: Evidence | None, extra: dict) -> Decision:
+        if (why := self._budget_spent()) is not None:
+            self._stop("exhausted", why)
+            return self._decide(Outcome.EXHAUSTED, why, **extra)
+        if self.policy.require_evidence or based_on is not None:
+            why = self._binding(based_on)
+            if why is not None:
+                self.counts["stale"] += 1
+                self.log.append({"type": "guard.stale", "where": "submit", "reason": why,
+                                 "proposal": extra["proposal"]})
+                if self.policy.on_stale == "escalate":
+                    self._stop("escalated", f"stale evidence: {why}")
+                    return self._decide(Outcome.ESCALATED, why, **extra)
+                fresh = self.evidence() if self.policy.on_stale == "refresh" else None
+                return self._decide(Outcome.STALE, why, refreshed=fresh, **extra)
+        problems = patch_violations(patch, self.workspace, self.protected)
+        if problems:
+            self.counts["unsafe"] += 1
+            self.counts["rejected"] += 1
+            return self._decide(Outcome.REJECTED, "unsafe patch: " + "; ".join(problems), **extra)
+        parent = Path(tempfile.mkdtemp(prefix="candidate-", dir=self.scratch))
+        copy = parent / "candidate"
+        try:
+            shutil.copytree(self.store.path_of(self.base), copy, symlinks=True)
+            try:
+                apply_patch(patch, copy, self.protected)
+            except (OSError, ValueError) as exc:
+                self.counts["rejected"] += 1
+                return self._decide(Outcome.REJECTED, f"patch cannot be applied: {exc}", **extra)
+            candidate = tree_hash(copy)
+            if candidate == self.base:
+                self.counts["kept"] += 1
+                return self._decide(Outcome.KEPT, "the patch changes nothing", candidate=candidate,
+                                    **extra)
+            seen = self._rejected.get(candidate, 0)
+            if seen >= self.policy.repeat_limit:
+                why = (f"tree {candidate[:12]} was already rejected {seen} time(s); "
+                       f"escalating instead of spending the budget on it again")
+                self._stop("escalated", why)
+                return self._decide(Outcome.ESCALATED, why, candidate=candidate, **extra)
+            self.counts["evaluated"] += 1
+            evidence = self._evaluate(copy, candidate, "admission")
+            passed = len(evidence) == len(self.admission) and all(
+                e.verdict == "pass" and e.suite_hash == self.pinned_suites[e.check]
+                for e in evidence)
+            if passed and not self.closed:
+                self._commit(copy, evidence, extra["proposal"])
+                self.counts["admitted"] += 1
+                return self._decide(Outcome.ADMITTED, "every admission check passed",
+                                    candidate=candidate, evidence=tuple(evidence), **extra)
+            self.counts["rejected"] += 1
+            self._rejected[candidate] = seen + 1
+            failing = next((e for e in evidence if e.verdict != "pass"), None)
+            why = (f"{failing.check}: {failing.verdict} ({failing.payload.get('detail', '')})"
+                   if failing else self.status_reason)
+            return self._decide(Outcome.REJECTED, why, candidate=candidate,
+                                evidence=tuple(evidence), **extra)
+        finally:
+            remove_tree(parent)
+
+    def _commit(self, source: Path, evidence: Sequence[Evidence], proposal: str) -> None:
+        required = {c.name: self.pinned_suites[c.name] for c in self.admission}
+        info = self.store.commit(source, evidence, required)
+        self.checkpoint, self.generation, self.base = info.tree_hash, info.generation, info.tree_hash
+        self._checkpoint_by = proposal
+        self._proposals_at_checkpoint = self.counts["proposals"]
+        for ev in evidence:
+            if ev.check == self.feedback.name:
+                self._feedback_cache = ev
+        self.log.append({"type": "guard.checkpoint", "tree": info.tree_hash,
+                         "generation": info.generation, "evidence_ids": list(info.evidence_ids),
+                         "proposal": proposal})
+        self._ensure_base(advance=True)
+
+    def _store_proposal(self, record: dict) -> str:
+        d = store_proposal(self.proposals_dir, record)
+        self._proposals.append(d)
+        self.log.append({"type": "guard.proposal", "digest": d, "kind": record["action"]["kind"],
+                         "valid": record["valid"], "problem": record["problem"]})
+        return d

@@ -1,0 +1,61 @@
+"""Completion: the checkpoint is re-certified on a fresh copy before any receipt is issued.
+
+Why again: admission judged the candidate when it was proposed; the checkpoint store, the
+workspace or the suites may have changed since. `complete()` re-checks the pins, restores the
+workspace, re-runs the completion checks on a fresh copy of the checkpoint snapshot and, only if
+every one passes on exactly that tree under the pinned suite, writes the receipt
+(engine/admission/receipt.py) and anchors its digest in the ledger (`guard.receipt`).
+"""
+
+from __future__ import annotations
+
+from engine.admission.admit import Admission
+from engine.admission.checkpoint import CheckpointError
+from engine.admission.guard import Completion
+from engine.admission.receipt import build_receipt
+from engine.record.ledger import canonical
+
+
+class Recertification(Admission):
+    """`complete()` (see the module docstring)."""
+
+    def complete(self) -> Completion:
+        """Recertify the checkpoint on a fresh copy and, if every completion check passes,
+        write the receipt and anchor its digest in the ledger."""
+        self._require_started()
+        if self._completion is not None:
+            return self._completion
+        if self.status == "failed" or not self._pins_hold():
+            return Completion(False, f"cannot complete: {self.status_reason}")
+        try:
+            restored = self._ensure_base()
+        except CheckpointError:
+            return Completion(False, f"cannot complete: {self.status_reason}")
+        if self.checkpoint is None:
+            self._stop("failed", "no candidate passed admission; nothing to complete")
+            return Completion(False, self.status_reason)
+        try:
+            source = self.store.path_of(self.checkpoint)
+        except CheckpointError as exc:
+            self._stop("failed", f"checkpoint snapshot unusable: {exc}")
+            return Completion(False, self.status_reason)
+        recert = [self._run(c, source, self.checkpoint, "recertification")
+                  for c in self.completion]
+        bad = [e for e in recert if e.verdict != "pass" or e.state_hash != self.checkpoint
+               or e.suite_hash != self.pinned_suites[e.check]]
+        if bad or self.status == "failed":
+            why = "; ".join(f"{e.check}: {e.verdict} ({e.payload.get('detail', '')})"
+                            for e in bad) or self.status_reason
+            self._stop("failed", f"recertification failed: {why}")
+            self.log.append({"type": "guard.recertification_failed", "reason": why})
+            return Completion(False, self.status_reason)
+        receipt = build_receipt(self, recert, restored)
+        path = self.state_dir / "receipt.json"
+        path.write_bytes(canonical(receipt))
+        self.log.append({"type": "guard.receipt", "digest": receipt["digest"],
+                         "checkpoint": self.checkpoint})
+        previous = self.status_reason
+        self.status, self.status_reason = "completed", "recertified"
+        self._completion = Completion(True, "recertified" + (f" after: {previous}" if previous
+                                                             else ""), receipt, path)
+        return self._completion

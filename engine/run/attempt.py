@@ -1,0 +1,116 @@
+"""One attempt of one node: Begin, the worker, its claims, the gate on a judged copy, the verdict.
+
+Why this order: the hand-off is checked before `Begin`, so a bad predecessor snapshot stops the
+run with no attempt open. The worker runs under a meter that reserves before and settles after
+every metered operation. Its claims are recorded and never trusted: the gate judges a copy of
+the workspace staged outside the workers' folder (engine/run/handoff.py), paid for from the same
+ceiling, and the copy must hash the same after the gate. Pins and policy are re-checked just
+before the verdict, so no verdict is recorded against a changed gate. Each crash site named in
+`engine.run.runner.CRASH_SITES` lies between two of these steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from engine.run.gate import ERROR, CommandGate, Gate, GateResult, remove_tree
+from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
+from engine.run.integrity import Integrity, PinChanged
+from engine.run.journal import Journal
+from engine.run.meter import BudgetOverrun, Meter
+from engine.run.planner import RunPlanner
+from engine.run.spec import NodeConfig, Spec
+from engine.run.worker import AttemptContext
+from engine.system import faults
+from model import Begin, Claim, Verdict
+
+
+def judge_within(gate: Gate, workspace: Path, limit_s: float) -> GateResult:
+    """Run the gate with at most `limit_s` seconds of wall clock (its evaluation reservation at
+    the current price). A command gate is killed there (a timeout: an `error` verdict); a
+    Python gate cannot be killed and is charged at most its reservation."""
+    if isinstance(gate, CommandGate) and limit_s < gate.timeout_s:
+        gate = dataclasses.replace(gate, timeout_s=limit_s)
+    return gate.judge(workspace)
+
+
+def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity,
+                handoff: HandOff, planner: RunPlanner) -> None:
+    """Run the next attempt of `node` to its end (a verdict, or an Overrun inside it)."""
+    g = journal.graph
+    cfg = spec.nodes[node]
+    integrity.check_policy()
+    faults.crashpoint("runner.before_begin")
+    e = journal.state.activation_of(g, node)
+    i = journal.state.attempts_of(g, node) + 1
+    ws = handoff.prepare_workspace(node)  # before Begin: a bad hand-off stops with no attempt open
+    journal.commit(Begin(node), {"activation": e, "attempt": i})
+    meter = Meter(g, node, journal.commit, lambda: journal.state, sync=journal.sync,
+                  price=journal.replayed.price, eval_reserve=cfg.eval_reserve, note=journal.note)
+    ctx = AttemptContext(node, e, i, ws, meter, env={
+        "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)})
+    faults.crashpoint("runner.before_worker")
+    try:
+        claims = planner.worker_for(node).run(ctx)
+    except BudgetOverrun as exc:  # an adapter that lets the overrun through
+        claims = {"overrun": str(exc)}
+    faults.crashpoint("runner.after_worker")
+    meter.close()
+    where = {"activation": e, "attempt": i}
+    if journal.state.running(g) != node:  # the attempt ended inside the worker (Overrun)
+        journal.note({"type": "worker_output", "node": node, **where, "claims": claims})
+        return
+    journal.commit(Claim(node), {**where, "claims": claims})
+    if meter.broken is not None:  # a settle claim above its reservation: fails, unjudged
+        journal.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
+                                              "detail": f"not judged: {meter.broken}",
+                                              "snapshot": ""})
+        return
+    try:
+        integrity.check_pins(node)
+    except PinChanged as exc:
+        journal.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
+                                              "detail": f"not judged: {exc}", "snapshot": ""})
+        raise
+    integrity.check_policy()
+    faults.crashpoint("runner.before_verdict")
+    judge(node, ws, cfg, meter, where, journal=journal, handoff=handoff)
+    faults.crashpoint("runner.after_verdict")
+
+
+def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, int], *,
+          journal: Journal, handoff: HandOff) -> None:
+    """Stage the workspace, run the gate on the staged copy within its evaluation reservation,
+    and commit the verdict. An accepted copy is kept for the successors (its hash recorded as
+    `accepted_tree`); a refused one is removed."""
+    judged = handoff.judged_path(node, where["activation"], where["attempt"])
+    staged, stage_error = stage_snapshot(ws, judged)
+    try:  # the gate run is paid from c_v too: reserved after the worker's settlement
+        limit = meter.reserve_evaluation(cfg.gate_timeout_s)
+    except BudgetOverrun:  # recorded as an Overrun: the attempt has ended, no verdict
+        remove_tree(judged)
+        return
+    if staged is None:
+        result = GateResult(ERROR, f"cannot copy the workspace to judge it: {stage_error}",
+                            0.0)
+    else:
+        result = judge_within(cfg.gate, judged, limit)
+        after = digest_or_why(judged)
+        if result.accepted and after != staged:
+            result = GateResult(ERROR, "the judged copy changed while the gate judged it "
+                                f"({staged[:12]}... -> {after[:12]}...)",
+                                result.seconds, result.snapshot)
+    if not result.accepted:
+        remove_tree(judged)
+    meter.settle_evaluation(result.seconds)
+    facts = {**where, "verdict": result.verdict, "detail": result.detail,
+             "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
+    if result.accepted:  # the tree successors receive (`hand_off` checks it)
+        facts["accepted_tree"] = staged
+    anchor = getattr(cfg.gate, "receipt_anchor", None)
+    if result.accepted and anchor is not None and (receipt := anchor()) is not None:
+        facts["receipt"] = receipt  # the receipt's digest, anchored in the run ledger
+    journal.commit(Verdict(node, result.accepted), facts)
+    if result.accepted:  # older accepted snapshots of this node are no longer handed off
+        handoff.keep_only(node, judged)

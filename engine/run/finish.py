@@ -1,0 +1,57 @@
+"""How a run ends: the release check before `Finish`, the exit code, and the report.
+
+Why together: the exit code is the run's one-word report, and both are read from the same
+replayed state; the release check is the last thing that can keep a DONE run from ending DONE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.run.integrity import Integrity
+from engine.run.journal import Journal
+from model import Finish, Outcome
+
+EXIT_CODES = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
+EXIT_PIN_CHANGED = 5
+EXIT_STOPPED = 6
+
+
+def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
+           approved_by: str | None) -> bool:
+    """Every node is DONE: commit `Finish`, unless a release condition of the pinned policy does
+    not hold; then why is recorded (`release_unmet`) and the run stops with exit 3. True when the
+    run finished."""
+    unmet = integrity.release_unmet(approved_by)
+    if unmet:
+        from engine.policy.pin import RELEASE_CONDITIONS
+        journal.note({"type": "release_unmet", "unmet": unmet, "settled": journal.state.settled,
+                      "why": {c: RELEASE_CONDITIONS[c] for c in unmet}})
+        return False
+    journal.commit(Finish(), facts)
+    return True
+
+
+def exit_code(journal: Journal, *, error: str | None, stopped: bool) -> int:
+    """0 DONE, 3 FAILED (or every node DONE but not released), 4 BUDGET_EXHAUSTED, 5 a pinned
+    file or the policy changed, 6 stopped (resumable)."""
+    state = journal.state
+    if state.ended:
+        return EXIT_CODES[state.outcome]
+    if error:
+        return EXIT_PIN_CHANGED
+    if journal.replayed.release_unmet is not None and not stopped:
+        return EXIT_CODES[Outcome.FAILED]  # every node DONE, but the result is not released
+    return EXIT_STOPPED
+
+
+def report(journal: Journal, *, error: str | None, stopped: bool) -> dict[str, Any]:
+    """The run's summary (what `loopproof run --json` prints)."""
+    out = journal.replayed.summary()
+    out["stopped"] = out["stopped"] or stopped
+    out["ledger"] = str(journal.ledger.path)
+    out["attempt_bound"] = journal.replayed.first.get("attempt_bound")
+    out["exit"] = exit_code(journal, error=error, stopped=stopped)
+    out["error"] = error
+    out["torn"] = journal.ledger.torn
+    return out

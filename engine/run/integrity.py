@@ -1,0 +1,129 @@
+"""Integrity checks: nothing a run depends on changed since it started, and the result may be
+released.
+
+Why a unit of its own: a gate's verdict means something only against the files the gate ran
+(pinned by hash at run start) and under the policy the run was started with. Both are re-checked
+before every attempt and before every verdict; a change is recorded (a `pin_changed` fact record)
+and raises `PinChanged`, which stops the run with exit 5 and leaves it resumable once restored.
+With a policy, its release conditions decide whether a run whose nodes are all DONE may end DONE.
+
+The policy module (engine.policy.pin) is imported only when a run names a policy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.run.gate import file_digest
+from engine.run.journal import Journal
+from engine.run.spec import Spec
+from engine.system.errors import BadInput, LedgerCorrupt
+
+
+class PinChanged(LedgerCorrupt):
+    """A file the gate depends on (or the policy) changed since the run started: exit 5."""
+
+
+def pin_files(spec: Spec) -> dict[str, str]:
+    """The hash of every file a gate depends on, in path order: recorded in record 0."""
+    pins = {str(p): file_digest(p) for cfg in spec.nodes.values() for p in cfg.pinned_files()}
+    return dict(sorted(pins.items()))
+
+
+def load_policy(spec: Spec, root: Path) -> Any:
+    """Pin the policy the graph names; refuse (exit 2) a graph that asks for more than the policy
+    allows, or a policy that lies inside the workers' folder."""
+    if spec.policy is None:
+        return None
+    from engine.policy.pin import PolicyPin
+
+    pin = PolicyPin.load(spec.policy)
+    b = spec.bounds()
+    problems = pin.policy.admits(spend_budget=spec.graph.spend_budget,
+                                 repair_budget=spec.graph.repair_budget,
+                                 attempt_bound=b["attempts"])
+    if problems:
+        raise BadInput(str(spec.path), "[graph] policy", "; ".join(problems),
+                       "lower the graph's budgets, or have the policy's owner raise them")
+    pin.assert_outside(root)
+    return pin
+
+
+def recorded_policy(recorded: Any, ledger_path: Path) -> Any:
+    """The policy pin record 0 names, re-pinned from the record (checked on resume)."""
+    if recorded is None:
+        return None
+    from engine.policy.pin import PolicyPin
+    if not isinstance(recorded, dict) or "path" not in recorded:
+        raise LedgerCorrupt(f"{ledger_path}: record 0: malformed policy record; fix: "
+                            f"restore the ledger from a trusted copy")
+    return PolicyPin(Path(recorded["path"]), recorded)
+
+
+def sign(ledger_path: Path, pin: Any) -> None:
+    """Sign the ledger head when the policy names a signing key (engine.record.signing)."""
+    policy = getattr(pin, "policy", None)
+    if policy is None:
+        from engine.policy.pin import parse_policy
+        policy = parse_policy(pin.path.read_bytes(), pin.path)
+    from engine.policy.pin import sign_with_policy
+    sign_with_policy(ledger_path, policy)
+
+
+class Integrity:
+    """The run's pins (path -> sha256 at run start) and its policy pin (or None)."""
+
+    def __init__(self, journal: Journal, pins: dict[str, str], policy: Any,
+                 policy_file: Path | None) -> None:
+        self.journal, self.pins, self.policy, self.policy_file = journal, pins, policy, policy_file
+
+    def check_pins(self, node: str | None = None) -> None:
+        """Re-hash every file pinned at run start (all gates' files: cheap, and a gate file
+        that moved or vanished is caught too); a change is recorded and stops the run."""
+        for path, expected in self.pins.items():
+            found = file_digest(Path(path))
+            if found != expected:
+                self.journal.note({"type": "pin_changed", "node": node, "file": path,
+                                   "expected": expected, "found": found})
+                raise PinChanged(f"{path}: a file a gate depends on changed since the run "
+                                 f"started (sha256 {expected[:12]}... -> {found[:12]}...); "
+                                 f"fix: restore it, then resume")
+
+    def check_policy(self) -> None:
+        if self.policy is None:
+            return
+        try:
+            self.policy.check()
+        except LedgerCorrupt as exc:
+            self.journal.note({"type": "pin_changed", "file": str(self.policy_file),
+                               "what": "policy", "error": str(exc)})
+            raise PinChanged(str(exc)) from exc
+
+    def release_unmet(self, approved_by: str | None) -> list[str]:
+        """The pinned policy's release conditions that do not hold now, every node being DONE
+        ([] without a policy). A changed pin or policy raises PinChanged (exit 5) first, so
+        `pins_unchanged` holds here. `ledger_verified`: the ledger, synced, verifies now.
+        `signed`: the policy names a private key that loads (the head is signed with it when
+        the run ends). `approved`: `approved_by` names the policy's approver."""
+        if self.policy is None:
+            return []
+        self.check_pins()
+        self.check_policy()
+        from engine.policy.pin import parse_policy
+        from engine.record.ledger import verify
+        from engine.record.signing import _load_private
+        policy = self.policy.policy or parse_policy(self.policy.path.read_bytes(),
+                                                    self.policy.path)
+        self.journal.sync()
+        priv, _ = policy.key_paths()
+        signed = priv is not None
+        if signed:
+            try:
+                _load_private(priv)
+            except BadInput:
+                signed = False
+        return policy.release_unmet(outcome="DONE",
+                                    ledger_status=verify(self.journal.ledger.path).status,
+                                    pins_unchanged=True, signed=signed,
+                                    approved_by=approved_by)

@@ -1,0 +1,75 @@
+"""The run's journal: the only way a run's state changes, and when its records become durable.
+
+Why one unit: the runner holds no state of its own. Its state is `Replayed`
+(engine/record/replay.py), the fold of the ledger's records through `model.step`; `commit` checks
+an event against the model *before* appending it, appends it (the commit point), then folds it
+in. So the state after a crash is exactly `replay(ledger)`, and `resume` continues from there.
+Every other unit of engine/run changes the run through a `Journal`, never through the ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from engine.record.ledger import Ledger
+from engine.record.replay import Replayed, event_record
+from engine.run.progress import Progress
+from model import LoopGraph, RunState
+from model.transitions import Event
+
+
+class Journal:
+    """One run's ledger and its replayed state, written in group-committed batches."""
+
+    def __init__(self, ledger: Ledger, replayed: Replayed, progress: Progress | None = None
+                 ) -> None:
+        self.ledger, self.replayed, self.progress = ledger, replayed, progress
+        self._batch: contextlib.ExitStack | None = None
+
+    @property
+    def graph(self) -> LoopGraph:
+        return self.replayed.graph
+
+    @property
+    def state(self) -> RunState:
+        return self.replayed.state
+
+    def commit(self, event: Event, facts: dict[str, Any]) -> RunState:
+        """The model must allow `event`; then its record is appended (the commit point) and
+        folded into the replayed state."""
+        reason = event.why_not(self.graph, self.state)
+        if reason is not None:
+            raise RuntimeError(f"engine bug: {event} is not enabled: {reason}")
+        self._append(event_record(event, **facts))
+        return self.state
+
+    def note(self, record: dict[str, Any]) -> None:
+        """Append a fact record (no model event): resumed, stopped, pin_changed, worker_output."""
+        self._append(record)
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self._batch is None:  # group commit until the next point that needs durability
+            self._batch = contextlib.ExitStack()
+            self._batch.enter_context(self.ledger.group())
+        stored = self.ledger.append(record)
+        self.replayed.apply(stored)
+        if self.progress is not None:
+            self.progress(self.replayed, stored)
+
+    def sync(self) -> None:
+        """Make every appended record durable (one fsync for the batch since the last sync).
+
+        Why batches: a SIGKILL cannot lose a record once `write` returned (it is in the kernel);
+        fsync guards against power loss, and is needed only before an effect the ledger must
+        precede: a metered operation (the meter syncs right after each `Reserve`) and the end
+        of the process. If power is lost before a batch is synced, the run looks like a crash
+        earlier on, and resume charges the open reservation in full: never less than was used.
+        """
+        if self._batch is not None:
+            batch, self._batch = self._batch, None
+            batch.close()
+
+    def close(self) -> None:
+        self.sync()
+        self.ledger.close()

@@ -1,0 +1,77 @@
+"""Recovery on resume: orphaned workers are killed, the resume is recorded, and an attempt with
+no recorded end is given back.
+
+Why given back and not judged: the attempt started before a crash or stop and its outcome is
+unknown. It is charged its open reservation (never less than it may have used), it does not
+count against the node's attempts, and the node runs again: a repeated execution, counted in
+the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+from engine.run.journal import Journal
+from model import Abandon
+
+
+def kill_orphans(root: Path) -> list[int]:
+    """Kill the process groups of workers a crashed engine left running in this run's
+    workspaces, so a re-run attempt never shares its workspace with the one it replaces.
+
+    A worker runs in its own session, so when the engine is SIGKILLed nothing stops it. On
+    resume, a process counts as such an orphan only if its environment carries LOOPPROOF_NODE
+    (set by the engine for workers) and its working directory lies inside `root`; a user's shell
+    in the folder is left alone. Linux /proc only; elsewhere this finds nothing."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    root_s = str(root.resolve())
+    own = os.getpgrp()
+    killed: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            if not (cwd == root_s or cwd.startswith(root_s + os.sep)):
+                continue
+            if b"LOOPPROOF_NODE=" not in (entry / "environ").read_bytes():
+                continue
+            pgid = os.getpgid(int(entry.name))
+        except (OSError, ValueError):
+            continue
+        if pgid != own and pgid not in killed:
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+                killed.append(pgid)
+    return killed
+
+
+def recover(journal: Journal, root: Path, new_price: float | None) -> None:
+    """Kill orphans under `root`, record `resumed`, abandon the attempt in flight (if any), and
+    record a change of price (`resume --price`)."""
+    state, graph = journal.state, journal.graph
+    orphans = kill_orphans(root)
+    journal.note({"type": "resumed", "resume": journal.replayed.resumes + 1,
+                  "settled": state.settled, "reserved": state.reserved,
+                  "orphans_killed": len(orphans)})
+    state = journal.state
+    node = state.running(graph)
+    if node is not None:
+        journal.commit(Abandon(node), {
+            "outcome": "unknown", "charged": state.reserved,
+            "activation": state.activation_of(graph, node),
+            "attempt": state.attempts_of(graph, node),
+            "why": "this attempt started before a crash or stop and has no recorded end: "
+                   "its outcome is unknown; it is charged its open reservation and given "
+                   "back (it does not count against the node's attempts), and the node "
+                   "will run again (a repeated execution, counted in the report)"})
+    if new_price is not None and new_price != journal.replayed.price:
+        # a change of resources: later attempts are metered (and their deadlines set) at
+        # the new price; the settled spend replayed from the ledger stays as it is
+        journal.note({"type": "resources", "old_price": journal.replayed.price,
+                      "new_price": new_price, "settled": journal.state.settled})

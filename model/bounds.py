@@ -5,15 +5,30 @@
 
 When d is exhausted none of desc(d) has started in that activation, so a repair (d, u)
 re-runs at most S_u \\ desc(d). The peer engine publishes the looser (1 + K) · Σ a_v.
+
+How the numbers are computed, in one pass for W and W_c (`worst_sums`): u is d or an ancestor
+of d, so desc(d) ⊆ S_u and Σ_{S_u \\ desc(d)} = weight(S_u) - weight(desc(d)). The weights of
+every desc(v) come from integer bitsets of S_v built in reverse topological order, only where a
+node unites several successors' sets (a chain builds none), each dropped once every node that
+needs it is done: desc(v) is the S_s of its heaviest successor s plus the bits the other
+successors add, and only those extra bits are weighed. Time is O(|V| + |E| + |R|) big-integer
+operations, each linear in a bitset's width. Weights are exact integers (a_v; a_v · c_v scaled
+by a common power of two), so W_c is the correctly rounded exact sum, whatever the order. The
+sums depend only on the nodes, not on K, so they are kept per shape (`LoopGraph.shape_memo`).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
-
-import sympy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from model.graph import LoopGraph
+
+if TYPE_CHECKING:  # sympy is imported by the symbolic functions only (a slow import)
+    import sympy
 
 
 def rerun_set(graph: LoopGraph, d: str, u: str) -> frozenset[str]:
@@ -21,26 +36,174 @@ def rerun_set(graph: LoopGraph, d: str, u: str) -> frozenset[str]:
     return graph.subtree(u) - graph.desc(d)
 
 
-def _worst(graph: LoopGraph, weight: Callable[[str], float]) -> tuple[float, float]:
-    base = sum(weight(v) for v in graph.names)
-    per_repair = max(
-        (sum(weight(w) for w in rerun_set(graph, d, u)) for d, u in graph.repair_pairs),
-        default=0,
-    )
-    return base, per_repair
+@dataclass(frozen=True)
+class WorstSums:
+    """The K-free parts of W and W_c: W = base + K · per_repair (and the same for spend).
+    Spend figures are exact integers over `spend_scale` (a power of two); None if some a_v · c_v
+    is not finite (then W_c is infinite)."""
+
+    base: int
+    per_repair: int
+    pair: tuple[str, str] | None  # the first pair of R (declaration order) reaching per_repair
+    spend_base: int | None
+    spend_per_repair: int | None
+    spend_scale: int
+
+    def attempts(self, k: int) -> int:
+        return self.base + k * self.per_repair
+
+    def spend(self, k: int) -> float:
+        if self.spend_base is None or self.spend_per_repair is None:
+            return math.inf
+        return (self.spend_base + k * self.spend_per_repair) / self.spend_scale
+
+
+def worst_sums(graph: LoopGraph) -> WorstSums:
+    """W and W_c's sums for `graph`, computed once per shape (see the module docstring)."""
+    memo = graph.shape_memo
+    got = memo.get("worst_sums")
+    if got is None:
+        got = memo["worst_sums"] = _worst_sums(graph)
+    return got
+
+
+def _exact(values: list[float]) -> tuple[list[int], int] | None:
+    """Integers n_i and one power of two s with values[i] == n_i / s exactly; None if some
+    value is not finite."""
+    if not all(math.isfinite(v) for v in values):
+        return None
+    ratios = [v.as_integer_ratio() for v in values]
+    scale = max((d for _, d in ratios), default=1)  # powers of two: the largest is their lcm
+    return [n * (scale // d) for n, d in ratios], scale
+
+
+_NONZERO = re.compile(rb"[^\x00]")
+_BYTE_BITS = tuple(tuple(j for j in range(8) if b >> j & 1) for b in range(256))
+_WALK = 256  # sets with at most this many members are weighed bit by bit
+
+
+class _Weigher:
+    """Σ of integer weights over the members of a bitset whose bit b stands for node
+    `offset + b`. Few members: walk them through the non-zero bytes; many, with few distinct
+    weights: one mask per weight and `bit_count`."""
+
+    def __init__(self, weights: list[int]) -> None:  # weights[i] belongs to node i
+        self.weights = weights
+        classes: dict[int, int] = {}
+        for i, w in enumerate(weights):
+            if w:
+                classes[w] = classes.get(w, 0) | (1 << i)
+        self.classes = list(classes.items()) if len(classes) <= 8 else None
+
+    def __call__(self, bits: int, offset: int) -> int:
+        if not bits:
+            return 0
+        if self.classes is not None and bits.bit_count() > _WALK:
+            absolute = bits << offset
+            return sum(w * (absolute & mask).bit_count() for w, mask in self.classes)
+        raw = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+        weights = self.weights
+        return sum(weights[offset + 8 * m.start() + j] for m in _NONZERO.finditer(raw)
+                   for j in _BYTE_BITS[raw[m.start()]])
+
+
+_SPARSE = 64  # a set of at most this many nodes is kept as a frozenset of node indices
+
+
+
+def _dense(x: int | frozenset[int], own: int, base: int) -> int:
+    """S_own (in either form) as an int whose bit 0 stands for node `base` <= own."""
+    if type(x) is int:
+        return x << (own - base)
+    raw = bytearray((max(x) - base) // 8 + 1)
+    for e in x:
+        raw[(e - base) >> 3] |= 1 << ((e - base) & 7)
+    return int.from_bytes(raw, "little")
+
+
+def _worst_sums(graph: LoopGraph) -> WorstSums:
+    nodes, index, succ = graph.nodes, graph._index, graph.successors
+    n = len(nodes)  # node i is the i-th in topological order
+    attempts = [v.attempts for v in nodes]
+    exact = _exact([v.attempts * v.spend_ceiling for v in nodes])
+    spends, scale = exact if exact is not None else ([0] * n, 1)
+    weigh_a, weigh_c = _Weigher(attempts), _Weigher(spends)
+    # S_i is needed as a set only if a predecessor unites it with another successor's (a chain
+    # needs none). A small set is a frozenset of node indices, a large one an int shifted down to
+    # its own node (bit 0 = i), so a fan's leaves cost a few entries each; a set is dropped once
+    # the last predecessor that needs it is done.
+    need = [False] * n
+    for i, v in enumerate(nodes):
+        need[i] = any(len(succ[p]) > 1 or need[p] for p in (index[q] for q in v.needs))
+    waiting = [len(v.needs) for v in nodes]
+    closed: dict[int, int | frozenset[int]] = {}
+    desc_a = [0] * n  # weight of desc(i): attempts
+    desc_c = [0] * n  # weight of desc(i): spend, scaled
+    for i in range(n - 1, -1, -1):
+        out = succ[i]
+        mine: int | frozenset[int] = frozenset((i,))
+        if out:
+            # the successor with the heaviest S_s carries most of desc(i); weigh only the rest
+            top = max(out, key=lambda j: attempts[j] + desc_a[j])
+            da, dc = attempts[top] + desc_a[top], spends[top] + desc_c[top]
+            if len(out) > 1:
+                sets = [closed[j] for j in out]
+                if sum(len(x) if type(x) is frozenset else _SPARSE + 1 for x in sets) <= _SPARSE:
+                    union = frozenset().union(*sets)
+                    extra = union - closed[top]  # type: ignore[operator]
+                    da += sum(attempts[e] for e in extra)
+                    dc += sum(spends[e] for e in extra)
+                    mine = union | mine
+                else:
+                    bits = _dense(closed[top], top, i)
+                    union = 0
+                    for j in out:
+                        if j != top:
+                            union |= _dense(closed[j], j, i)
+                    extra = union & ~bits
+                    if extra:
+                        da += weigh_a(extra, i)
+                        dc += weigh_c(extra, i)
+                    mine = bits | union | 1
+            elif need[i]:
+                x = closed[top]
+                if type(x) is frozenset and len(x) < _SPARSE:
+                    mine = x | mine
+                else:
+                    mine = _dense(x, top, i) | 1
+            desc_a[i], desc_c[i] = da, dc
+            for j in out:
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    closed.pop(j, None)
+        if need[i]:
+            if type(mine) is frozenset and len(mine) > _SPARSE:
+                mine = _dense(mine, i, i)
+            closed[i] = mine
+    best_a = best_c = 0
+    pair = None
+    for v in nodes:
+        d = index[v.name]
+        for u_name in v.repairs:
+            u = index[u_name]
+            rerun_a = attempts[u] + desc_a[u] - desc_a[d]
+            rerun_c = spends[u] + desc_c[u] - desc_c[d]
+            if pair is None or rerun_a > best_a:
+                best_a, pair = rerun_a, (v.name, u_name)
+            best_c = max(best_c, rerun_c)
+    return WorstSums(sum(attempts), best_a, pair,
+                     sum(spends) if exact is not None else None,
+                     best_c if exact is not None else None, scale)
 
 
 def attempt_bound(graph: LoopGraph) -> int:
     """W: the tight worst-case total of attempts over every schedule and verdict sequence."""
-    base, per_repair = _worst(graph, lambda v: graph.node(v).attempts)
-    return int(base + graph.repair_budget * per_repair)
+    return worst_sums(graph).attempts(graph.repair_budget)
 
 
 def spend_bound(graph: LoopGraph) -> float:
     """W_c: the pre-run spend bound (each attempt charged its full ceiling c_v)."""
-    node = graph.node
-    base, per_repair = _worst(graph, lambda v: node(v).attempts * node(v).spend_ceiling)
-    return float(base + graph.repair_budget * per_repair)
+    return worst_sums(graph).spend(graph.repair_budget)
 
 
 def peer_bound(graph: LoopGraph) -> int:
@@ -50,22 +213,28 @@ def peer_bound(graph: LoopGraph) -> int:
 
 def worst_repair_pair(graph: LoopGraph) -> tuple[str, str] | None:
     """The (d, u) pair that maximises the re-run attempts; the schedule reaching W repeats it."""
-    if not graph.repair_pairs:
-        return None
-    return max(graph.repair_pairs,
-               key=lambda p: sum(graph.node(w).attempts for w in rerun_set(graph, *p)))
+    return worst_sums(graph).pair
 
 
 # ---- symbolic ---------------------------------------------------------------------------------
 
-K = sympy.Symbol("K", integer=True, nonnegative=True)
+def __getattr__(name: str) -> Any:  # `model.bounds.K`, built on first use (sympy is slow to load)
+    if name == "K":
+        import sympy
+
+        return sympy.Symbol("K", integer=True, nonnegative=True)
+    raise AttributeError(name)
 
 
 def attempt_symbol(name: str) -> sympy.Symbol:
+    import sympy
+
     return sympy.Symbol(f"a_{name}", integer=True, positive=True)
 
 
 def ceiling_symbol(name: str) -> sympy.Symbol:
+    import sympy
+
     return sympy.Symbol(f"c_{name}", nonnegative=True)
 
 
@@ -80,17 +249,19 @@ def symbolic_spend_bound(graph: LoopGraph) -> sympy.Expr:
 
 
 def _symbolic(graph: LoopGraph, weight: Callable[[str], sympy.Expr]) -> sympy.Expr:
+    import sympy
+
     base = sympy.Add(*(weight(v) for v in graph.names))
     sums = {sympy.Add(*(weight(w) for w in sorted(rerun_set(graph, d, u))))
             for d, u in graph.repair_pairs}
     if not sums:
         return base
-    return base + K * sympy.Max(*sums)
+    return base + __getattr__("K") * sympy.Max(*sums)
 
 
 def symbolic_values(graph: LoopGraph) -> dict[sympy.Symbol, float]:
     """The substitution that turns a symbolic bound into this graph's number."""
-    values: dict[sympy.Symbol, float] = {K: graph.repair_budget}
+    values: dict[sympy.Symbol, float] = {__getattr__("K"): graph.repair_budget}
     for n in graph.nodes:
         values[attempt_symbol(n.name)] = n.attempts
         values[ceiling_symbol(n.name)] = n.spend_ceiling

@@ -2,16 +2,21 @@
 
 Validation lives here, once, so that every consumer (engine spec loader, explorer, proofs,
 notebooks) rejects the same graphs with the same words.
+
+Why no networkx on the hot path: building and validating a graph is linear (a heap-ordered
+topological sort, and ancestor sets as integer bitsets only when a repair targets a node that is
+not a direct need), and the closures `desc`/`ancestors`/`subtree` are built per node on first use.
+networkx is imported only for `dag` and to name the loop of a refused cycle.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-
-import networkx as nx
+from typing import Any
 
 
 class GraphError(ValueError):
@@ -54,19 +59,20 @@ class LoopGraph:
         spend_budget: float = math.inf,
     ) -> LoopGraph:
         nodes = tuple(nodes)
-        _validate(nodes, repair_budget, spend_budget)
         # Topological order (ties by declaration order) so that tuples indexed by node are stable.
-        dag = _dag(nodes)
-        order = {n.name: i for i, n in enumerate(nodes)}
-        topo = list(nx.lexicographical_topological_sort(dag, key=order.__getitem__))
-        by_name = {n.name: n for n in nodes}
-        ordered = tuple(by_name[name] for name in topo)
+        topo = _validate(nodes, repair_budget, spend_budget)
+        ordered = tuple(nodes[i] for i in topo)
         return cls(ordered, repair_budget, spend_budget, {n.name: i for i, n in enumerate(ordered)})
 
     def with_repair_budget(self, repair_budget: int) -> LoopGraph:
-        """The same graph with another global repair budget K (validated as in `build`)."""
+        """The same graph with another global repair budget K (validated as in `build`). What
+        depends only on the nodes (closures, `shape_memo`) is shared with the copy, not rebuilt."""
         _check_repair_budget(repair_budget)
-        return replace(self, repair_budget=repair_budget)
+        copy = replace(self, repair_budget=repair_budget)
+        for key in _SHAPE_CACHES:
+            if key in self.__dict__:
+                copy.__dict__[key] = self.__dict__[key]
+        return copy
 
     # ---- structure ----------------------------------------------------------------------
     @cached_property
@@ -80,28 +86,67 @@ class LoopGraph:
         return self.nodes[self._index[name]]
 
     @cached_property
-    def dag(self) -> nx.DiGraph:
-        """Edges point from a node to the nodes that need it (predecessor -> successor)."""
+    def successors(self) -> tuple[tuple[int, ...], ...]:
+        """By node index (topological order): the indices of the nodes that need it."""
+        out: list[list[int]] = [[] for _ in self.nodes]
+        index = self._index
+        for j, n in enumerate(self.nodes):
+            for p in n.needs:
+                out[index[p]].append(j)
+        return tuple(tuple(x) for x in out)
+
+    @cached_property
+    def shape_memo(self) -> dict[str, Any]:
+        """Values computed from the nodes alone (not K or B), e.g. the bound sums of
+        `model.bounds`: kept with the graph and shared by `with_repair_budget` copies."""
+        return {}
+
+    @cached_property
+    def dag(self) -> Any:
+        """A networkx DiGraph, edges from a node to the nodes that need it (for callers that
+        want networkx algorithms; the model itself does not use it)."""
         return _dag(self.nodes)
 
     @cached_property
-    def _desc(self) -> dict[str, frozenset[str]]:
-        return {n: frozenset(nx.descendants(self.dag, n)) for n in self.names}
+    def _closures(self) -> dict[tuple[str, str], frozenset[str]]:
+        return {}
 
-    @cached_property
-    def _anc(self) -> dict[str, frozenset[str]]:
-        return {n: frozenset(nx.ancestors(self.dag, n)) for n in self.names}
+    def _closure(self, kind: str, name: str) -> frozenset[str]:
+        memo = self._closures
+        got = memo.get((kind, name))
+        if got is None:
+            index, names = self._index, self.names
+            if kind == "desc":
+                step = self.successors
+                start = step[index[name]]
+            else:
+                step = tuple(tuple(index[p] for p in n.needs) for n in self.nodes)
+                start = step[index[name]]
+            seen: set[int] = set()
+            stack = list(start)
+            while stack:
+                i = stack.pop()
+                if i not in seen:
+                    seen.add(i)
+                    stack.extend(step[i])
+            got = frozenset(names[i] for i in seen)
+            memo[(kind, name)] = got
+        return got
 
     def desc(self, name: str) -> frozenset[str]:
         """Nodes reachable from `name`, not including it."""
-        return self._desc[name]
+        return self._closure("desc", name)
 
     def ancestors(self, name: str) -> frozenset[str]:
-        return self._anc[name]
+        return self._closure("anc", name)
 
     def subtree(self, name: str) -> frozenset[str]:
         """S_u = {u} ∪ desc(u): what a repair targeting `name` returns to PENDING."""
-        return self._desc[name] | {name}
+        memo = self._closures
+        got = memo.get(("subtree", name))
+        if got is None:
+            got = memo[("subtree", name)] = self.desc(name) | {name}
+        return got
 
     @cached_property
     def repair_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -112,14 +157,22 @@ class LoopGraph:
         return self.node(name).needs
 
 
-def _dag(nodes: tuple[NodeSpec, ...]) -> nx.DiGraph:
+# What `with_repair_budget` hands to its copy: everything that does not read K.
+_SHAPE_CACHES = ("names", "successors", "shape_memo", "_closures", "repair_pairs", "dag")
+
+
+def _dag(nodes: tuple[NodeSpec, ...]) -> Any:
+    import networkx as nx  # only for `LoopGraph.dag` and for naming a refused cycle
+
     dag = nx.DiGraph()
     dag.add_nodes_from(n.name for n in nodes)
     dag.add_edges_from((p, n.name) for n in nodes for p in n.needs)
     return dag
 
 
-def _validate(nodes: tuple[NodeSpec, ...], repair_budget: int, spend_budget: float) -> None:
+def _validate(nodes: tuple[NodeSpec, ...], repair_budget: int, spend_budget: float) -> list[int]:
+    """Every rule, in a fixed order (the first broken one is reported); returns the nodes'
+    declaration indices in topological order, ties by declaration order."""
     if not nodes:
         raise GraphError(None, "node", "the graph has no nodes", "declare at least one [node.NAME]")
     _check_repair_budget(repair_budget)
@@ -150,26 +203,107 @@ def _validate(nodes: tuple[NodeSpec, ...], repair_budget: int, spend_budget: flo
                                  f"remove {p!r} from needs")
         if len(set(n.needs)) != len(n.needs):
             raise GraphError(n.name, "needs", "a predecessor is listed twice", "list each once")
-    dag = _dag(nodes)
-    if not nx.is_directed_acyclic_graph(dag):
-        edges = nx.find_cycle(dag)
+    topo = _topological(nodes)
+    _check_repairs(nodes, topo, seen)
+    return topo
+
+
+def _topological(nodes: tuple[NodeSpec, ...]) -> list[int]:
+    """Kahn's algorithm with a heap of declaration indices: the lexicographically least
+    topological order. A cycle leaves nodes unvisited; networkx then names its loop."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    succ: list[list[int]] = [[] for _ in nodes]
+    indegree = [len(n.needs) for n in nodes]
+    for j, n in enumerate(nodes):
+        for p in n.needs:
+            succ[index[p]].append(j)
+    ready = [i for i, d in enumerate(indegree) if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in succ[i]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(nodes):
+        import networkx as nx
+
+        edges = nx.find_cycle(_dag(nodes))
         loop = " -> ".join([u for u, _ in edges] + [edges[0][0]])
         # Edges point predecessor -> successor, so the head of the first edge lists the need.
         raise GraphError(edges[0][1], "needs", f"the graph has a cycle ({loop})",
                          "remove one of the needs on the cycle")
-    for n in nodes:
-        anc = nx.ancestors(dag, n.name)
+    return order
+
+
+def _check_repairs(nodes: tuple[NodeSpec, ...], topo: list[int], known: set[str]) -> None:
+    """Each repair target is the node itself or an ancestor. Ancestor sets are integer bitsets
+    (bit = topological position), built in topological order and dropped once every node that
+    needs them is done, and only if some target is neither the node nor a direct need."""
+    def first_error(n: NodeSpec, anc: frozenset[str] | None) -> GraphError | None:
         for u in n.repairs:
-            if u not in seen:
-                raise GraphError(n.name, "repairs", f"unknown node {u!r}",
-                                 f"declare [node.{u}] or remove it from repairs")
-            if u != n.name and u not in anc:
-                raise GraphError(n.name, "repairs",
-                                 f"repair target {u!r} is neither the node itself nor an ancestor",
-                                 f"target {n.name!r} or one of its ancestors "
-                                 f"{sorted(anc) or '(none)'}")
+            if u not in known:
+                return GraphError(n.name, "repairs", f"unknown node {u!r}",
+                                  f"declare [node.{u}] or remove it from repairs")
+            if u != n.name and u not in n.needs and (anc is None or u not in anc):
+                shown = sorted(anc if anc is not None else n.needs)
+                return GraphError(n.name, "repairs",
+                                  f"repair target {u!r} is neither the node itself nor an ancestor",
+                                  f"target {n.name!r} or one of its ancestors {shown or '(none)'}")
         if len(set(n.repairs)) != len(n.repairs):
-            raise GraphError(n.name, "repairs", "a repair target is listed twice", "list each once")
+            return GraphError(n.name, "repairs", "a repair target is listed twice",
+                              "list each once")
+        return None
+
+    far = {i for i, n in enumerate(nodes) if any(u != n.name and u not in n.needs and u in known
+                                                 for u in n.repairs)}
+    errors: dict[int, GraphError] = {}
+    if far:
+        errors.update(_far_repair_errors(nodes, topo, far, first_error))
+    for i, n in enumerate(nodes):
+        if i in errors:
+            raise errors[i]
+        if n.repairs and i not in far and (err := first_error(n, None)) is not None:
+            raise err
+
+
+def _far_repair_errors(nodes: tuple[NodeSpec, ...], topo: list[int], far: set[int],
+                       first_error: Any) -> dict[int, GraphError]:
+    """The errors of the nodes in `far`, from their ancestor bitsets."""
+    pos = [0] * len(nodes)
+    for p, i in enumerate(topo):
+        pos[i] = p
+    index = {n.name: i for i, n in enumerate(nodes)}
+    waiting = [0] * len(nodes)  # nodes still to come that need this one
+    for n in nodes:
+        for p in n.needs:
+            waiting[index[p]] += 1
+    bits: dict[int, int] = {}
+    errors: dict[int, GraphError] = {}
+    for i in topo:
+        n = nodes[i]
+        mine = 0
+        for p in n.needs:
+            j = index[p]
+            mine |= bits[j] | (1 << pos[j])
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                del bits[j]
+        if waiting[i]:
+            bits[i] = mine
+        if i in far:
+            wanted = [u for u in n.repairs if u in index]
+            if any(not (mine >> pos[index[u]]) & 1 for u in wanted if u != n.name):
+                anc = frozenset(nodes[topo[b]].name for b in range(mine.bit_length())
+                                if mine >> b & 1)
+                err = first_error(n, anc)
+            else:
+                err = first_error(n, frozenset(u for u in wanted if u != n.name))
+            if err is not None:
+                errors[i] = err
+    return errors
 
 
 def _check_repair_budget(repair_budget: object) -> None:

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +23,7 @@ from experiments.bounds.study import (
     random_graph,
 )
 from experiments.bounds.study import run as run_experiment
+from model import bounds
 from model.bounds import (
     attempt_bound,
     peer_bound,
@@ -31,6 +38,8 @@ from model.explore import true_worst_case
 from model.graph import LoopGraph, NodeSpec
 from model.state import Outcome, RunState, Status, initial_state
 from model.transitions import Begin, Finish, Repair, Verdict, control_events, step
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @st.composite
@@ -213,3 +222,82 @@ def test_the_experiment_refuses_a_file_as_its_output_directory(tmp_path, capsys)
     target.write_text("x")
     assert main(["--scale", "smoke", "--out", str(target)]) == 2
     assert "--out" in capsys.readouterr().err and target.read_text() == "x"
+
+
+# ---- the one-pass computation (model/bounds.py `worst_sums`) against plain sets ------------------
+
+def _random_dag(rng: random.Random, n: int, distinct_weights: bool) -> LoopGraph:
+    """Up to 3 predecessors per node among the earlier ones, repairs to the node or an ancestor."""
+    anc: list[set[int]] = []
+    specs = []
+    for i in range(n):
+        preds = rng.sample(range(i), min(i, rng.randint(0, 3)))
+        anc.append(set().union(*(anc[p] | {p} for p in preds)))
+        allowed = sorted(anc[i] | {i})
+        ceiling = rng.random() * 10 if distinct_weights else rng.choice([0.0, 0.5, 2.25])
+        specs.append(NodeSpec(f"v{i}", attempts=rng.randint(1, 12 if distinct_weights else 3),
+                              spend_ceiling=ceiling, needs=tuple(f"v{p}" for p in preds),
+                              repairs=tuple(f"v{u}" for u in rng.sample(allowed, min(2, len(allowed))))))
+    return LoopGraph.build(specs, repair_budget=rng.randint(0, 4))
+
+
+def _reference(graph: LoopGraph) -> tuple[int, object, Fraction]:
+    """W, the maximising pair and W_c (exact) from the closed form over plain sets."""
+    a = {v.name: v.attempts for v in graph.nodes}
+    c = {v.name: Fraction(v.attempts * v.spend_ceiling) for v in graph.nodes}
+    reruns = [(sum(a[w] for w in rerun_set(graph, d, u)), (d, u)) for d, u in graph.repair_pairs]
+    best = max((r for r, _ in reruns), default=0)
+    pair = next((p for r, p in reruns if r == best), None)
+    spend = max((sum(c[w] for w in rerun_set(graph, d, u)) for d, u in graph.repair_pairs),
+                default=Fraction(0))
+    k = graph.repair_budget
+    return sum(a.values()) + k * best, pair, sum(c.values()) + k * spend
+
+
+@pytest.mark.parametrize(("sparse", "walk"), [(64, 256), (0, 0), (2, 3), (5, 10**9)])
+def test_the_one_pass_bounds_equal_the_closed_form_over_sets(monkeypatch, sparse, walk) -> None:
+    """Every representation of the bitsets (small frozensets, shifted ints, bit walks, one mask
+    per weight) gives W, the pair and the exactly rounded W_c of the plain-set formula."""
+    monkeypatch.setattr(bounds, "_SPARSE", sparse)
+    monkeypatch.setattr(bounds, "_WALK", walk)
+    rng = random.Random(sparse * 1000 + walk % 1000)
+    for trial in range(150):
+        graph = _random_dag(rng, rng.randint(1, 60), distinct_weights=trial % 2 == 0)
+        w, pair, w_c = _reference(graph)
+        assert attempt_bound(graph) == w
+        assert worst_repair_pair(graph) == pair
+        assert spend_bound(graph) == float(w_c)  # correctly rounded: float(Fraction) rounds once
+
+
+def test_the_spend_bound_is_exact_whatever_the_order_of_the_sets() -> None:
+    """W_c is the exact sum rounded once: summing floats in set-iteration order (which changes
+    with the string hash seed) gave a last digit that changed from one process to the next."""
+    code = ("from model.bounds import spend_bound\n"
+            "from model.graph import LoopGraph, NodeSpec\n"
+            "names = [f'n{i}' for i in range(40)]\n"
+            "nodes = [NodeSpec('r', spend_ceiling=0.1)] + [\n"
+            "    NodeSpec(x, spend_ceiling=0.1 * (i % 7 + 1), needs=('r',)) for i, x in enumerate(names)]\n"
+            "nodes.append(NodeSpec('z', spend_ceiling=0.3, needs=tuple(names), repairs=('r',)))\n"
+            "print(repr(spend_bound(LoopGraph.build(nodes, repair_budget=1))))\n")
+    seen = set()
+    for seed in range(8):
+        env = dict(os.environ, PYTHONHASHSEED=str(seed), PYTHONPATH=str(ROOT))
+        seen.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True).stdout.strip())
+    names = [f"n{i}" for i in range(40)]
+    nodes = [NodeSpec("r", spend_ceiling=0.1)] + [
+        NodeSpec(x, spend_ceiling=0.1 * (i % 7 + 1), needs=("r",)) for i, x in enumerate(names)]
+    nodes.append(NodeSpec("z", spend_ceiling=0.3, needs=tuple(names), repairs=("r",)))
+    exact = _reference(LoopGraph.build(nodes, repair_budget=1))[2]
+    assert exact == 2 * sum(Fraction(v.spend_ceiling) for v in nodes)  # every node re-runs
+    assert seen == {repr(float(exact))}
+
+
+def test_a_long_chain_is_bounded_without_building_a_closure() -> None:
+    """The bound of a chain reads no desc/subtree closure (they are built lazily, per node)."""
+    nodes = [NodeSpec(f"n{i}", attempts=1 + i % 3, needs=(f"n{i - 1}",) if i else (),
+                      repairs=(f"n{max(0, i - 5)}",)) for i in range(3000)]
+    graph = LoopGraph.build(nodes, repair_budget=2)
+    assert attempt_bound(graph) == sum(v.attempts for v in nodes) + 2 * max(
+        sum(nodes[j].attempts for j in range(max(0, i - 5), i + 1)) for i in range(3000))
+    assert not graph.__dict__.get("_closures") and "_desc" not in graph.__dict__

@@ -20,9 +20,10 @@ from engine.admission.broker import (
     run_revisions,
     verify_receipt,
 )
-from engine.admission.evidence import CallableCheck, CheckResult, Evidence, tree_hash
+from engine.admission.evidence import CallableCheck, CheckResult, Evidence
 from engine.run.spec import load as load_spec
 from engine.system.errors import BadInput
+from engine.system.trees import tree_hash
 
 GOOD, BAD = "k = 4\n", "k = 12\n"
 

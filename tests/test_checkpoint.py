@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import Evidence, tree_hash
+from engine.admission.evidence import Evidence
+from engine.system.trees import tree_hash
 
 SUITES = {"visible": "S", "challenge": "C"}
 

@@ -16,12 +16,11 @@ from engine.admission.evidence import (
     CheckResult,
     CommandCheck,
     Evidence,
-    UnsafeTree,
     run_check,
     stale_reason,
     suite_hash,
-    tree_hash,
 )
+from engine.system.trees import UnsafeTree, tree_hash
 
 
 def _tree(root: Path) -> Path:

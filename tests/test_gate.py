@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine.run.gate import (
-    ACCEPT,
-    ERROR,
-    REJECT,
-    CallableGate,
-    CommandGate,
-    tree_digest,
-)
+from engine.run.gate import ACCEPT, ERROR, REJECT, CallableGate, CommandGate
+from engine.system.trees import tree_digest
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from engine.admission.broker import verify_receipt
-from engine.admission.evidence import digest
 from engine.run import spec as spec_mod
 from engine.run.runner import Runner
+from engine.system.canonical import digest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "regress-restore"

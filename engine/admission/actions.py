@@ -27,7 +27,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from engine.admission.evidence import digest
+from engine.system.canonical import digest
 
 MAX_REPLY_BYTES = 4 << 20  # a reply larger than this is malformed, not parsed
 InvalidPolicy = Literal["keep", "escalate"]

@@ -10,7 +10,6 @@ only if all pass does `CheckpointStore.commit` (which checks the evidence again)
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,10 +24,11 @@ from engine.admission.actions import (
     patch_violations,
 )
 from engine.admission.binding import Binding
-from engine.admission.checkpoint import CheckpointError, remove_tree
-from engine.admission.evidence import Evidence, tree_hash
+from engine.admission.checkpoint import CheckpointError
+from engine.admission.evidence import Evidence
 from engine.admission.guard import Decision, Outcome
 from engine.admission.proposals import store_proposal
+from engine.system.trees import copy_tree, remove_tree, tree_hash
 
 
 class Admission(Binding):
@@ -91,7 +91,7 @@ class Admission(Binding):
         parent = Path(tempfile.mkdtemp(prefix="candidate-", dir=self.scratch))
         copy = parent / "candidate"
         try:
-            shutil.copytree(self.store.path_of(self.base), copy, symlinks=True)
+            copy_tree(self.store.path_of(self.base), copy)
             try:
                 apply_patch(patch, copy, self.protected)
             except (OSError, ValueError) as exc:
@@ -126,7 +126,7 @@ class Admission(Binding):
             return self._decide(Outcome.REJECTED, why, candidate=candidate,
                                 evidence=tuple(evidence), **extra)
         finally:
-            remove_tree(parent)
+            remove_tree(parent, best_effort=True)
 
     def _commit(self, source: Path, evidence: Sequence[Evidence], proposal: str) -> None:
         required = {c.name: self.pinned_suites[c.name] for c in self.admission}

@@ -10,7 +10,6 @@ removes anything else in it, so a regression leaves no untracked leftovers behin
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -19,8 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.admission.evidence import Evidence, tree_hash
-from engine.record.ledger import canonical
+from engine.admission.evidence import Evidence
+from engine.system.canonical import canonical
+from engine.system.trees import (
+    clear_dir,
+    copy_tree,
+    make_writable,
+    relative_paths,
+    remove_tree,
+    tree_hash,
+)
 
 
 class CheckpointError(Exception):
@@ -34,46 +41,6 @@ class CheckpointInfo:
     tree_hash: str
     evidence_ids: tuple[str, ...]
     generation: int  # how many commits HEAD has seen (0 for the first)
-
-
-def copy_tree(src: Path, dst: Path) -> None:
-    """Copy a workspace (contents, modes, symlinks as links) into a new folder `dst`."""
-    shutil.copytree(src, dst, symlinks=True)
-    shutil.copystat(src, dst)
-
-
-def clear_dir(root: Path) -> list[str]:
-    """Remove everything inside `root` (not `root` itself); return what was removed, sorted."""
-    removed = []
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        removed.append(entry.name)
-        if entry.is_dir(follow_symlinks=False):
-            _make_writable(Path(entry.path))
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
-    return removed
-
-
-def remove_tree(root: Path) -> None:
-    """Remove `root` and everything in it, read-only folders included (best effort)."""
-    if Path(root).exists():
-        _make_writable(Path(root))
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _make_writable(root: Path) -> None:
-    for dirpath, _dirs, _files in os.walk(root):
-        with contextlib.suppress(OSError):
-            os.chmod(dirpath, 0o700)
-
-
-def _entries(root: Path) -> set[str]:
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            out.add((Path(dirpath) / name).relative_to(root).as_posix())
-    return out
 
 
 class CheckpointStore:
@@ -95,7 +62,7 @@ class CheckpointStore:
             tmp.rmdir()
             copy_tree(workspace, tmp)
             if tree_hash(tmp) != h:  # the workspace changed while it was being copied
-                shutil.rmtree(tmp)
+                remove_tree(tmp)
                 raise CheckpointError(f"{workspace}: changed while being snapshotted; retry")
             os.replace(tmp, target)
         return h
@@ -152,13 +119,13 @@ class CheckpointStore:
         source = self.path_of(h)
         workspace = Path(workspace)
         workspace.mkdir(parents=True, exist_ok=True)
-        leftovers = sorted(_entries(workspace) - _entries(source))
-        _make_writable(workspace)
+        leftovers = sorted(relative_paths(workspace) - relative_paths(source))
+        make_writable(workspace)
         clear_dir(workspace)
         for entry in sorted(os.scandir(source), key=lambda e: e.name):
             dst = workspace / entry.name
             if entry.is_dir(follow_symlinks=False):
-                shutil.copytree(entry.path, dst, symlinks=True)
+                copy_tree(Path(entry.path), dst)
             else:
                 shutil.copy2(entry.path, dst, follow_symlinks=False)
         shutil.copystat(source, workspace)

@@ -10,96 +10,28 @@ not bind; the admission broker refuses to let such evidence drive a patch.
 
 Hashes prove identity, not correctness: a hash-matched patch can still be wrong; that residual
 risk belongs to the checks themselves.
+
+The state hash itself (`tree_hash`, refusing unsafe trees) is engine/system/trees.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
-import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from engine.record.ledger import canonical  # the one byte form every digest is taken over
-from engine.system.errors import BadInput
+from engine.system.canonical import digest
 from engine.system.process import ProcessError, run_command, safe_environment
-
-HASH_CHUNK = 1 << 16
-
-
-class UnsafeTree(BadInput):
-    """The workspace holds something a state hash cannot vouch for (an escaping symlink, a fifo)."""
-
-
-def digest(obj: Any) -> str:
-    """SHA-256 of the canonical JSON of `obj`, hex."""
-    return hashlib.sha256(canonical(obj)).hexdigest()
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, hex (streamed, so large files do not load whole)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _inside(root: Path, target: Path) -> bool:
-    try:
-        target.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
-def tree_entries(root: Path) -> list[tuple[str, str, int, str]]:
-    """`(relative path, kind, mode, content digest)` for every entry under `root`, sorted by path.
-
-    Kinds are "dir", "file" and "link" (a link's digest is over its target text). A symlink whose
-    target resolves outside `root`, or any other kind of entry, raises `UnsafeTree`.
-    """
-    root = Path(root)
-    real_root = root.resolve()
-    if not real_root.is_dir():
-        raise UnsafeTree(str(root), "workspace", "is not a directory",
-                         "point the node at an existing workspace folder")
-    out: list[tuple[str, str, int, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        for name in sorted(dirnames + filenames):
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            st = os.lstat(path)
-            mode = stat.S_IMODE(st.st_mode)
-            if stat.S_ISLNK(st.st_mode):
-                target = os.readlink(path)
-                if not _inside(real_root, (path.parent / target).resolve()):
-                    raise UnsafeTree(str(root), rel, f"symlink leaves the workspace (-> {target})",
-                                     "remove the link or point it at a file inside the workspace")
-                out.append((rel, "link", 0, hashlib.sha256(target.encode()).hexdigest()))
-            elif stat.S_ISDIR(st.st_mode):
-                out.append((rel, "dir", mode, ""))
-            elif stat.S_ISREG(st.st_mode):
-                out.append((rel, "file", mode, file_digest(path)))
-            else:
-                raise UnsafeTree(str(root), rel, "is neither a file, a folder nor a symlink",
-                                 "remove it from the workspace")
-        # os.walk does not descend into symlinked folders (followlinks=False); they were hashed
-        # above as links. Keep the walk order deterministic.
-        dirnames.sort()
-    out.sort()
-    return out
-
-
-def tree_hash(root: Path) -> str:
-    """The state hash: one digest over the sorted (path, kind, mode, content) entries of `root`."""
-    return digest(tree_entries(root))
+from engine.system.trees import (
+    copy_tree,
+    file_sha256,
+    inside,
+    remove_tree,
+    tree_hash,
+)
 
 
 def suite_hash(identity: Mapping[str, Any]) -> str:
@@ -186,7 +118,7 @@ def _file_identity(paths: Sequence[str]) -> dict[str, str]:
     out = {}
     for p in sorted(set(paths)):
         try:
-            out[p] = file_digest(Path(p))
+            out[p] = file_sha256(Path(p))
         except OSError:
             out[p] = "missing"
     return out
@@ -202,7 +134,7 @@ def working_dir_violation(candidate: Path, cwd: str) -> str | None:
     if pure.is_absolute() or ".." in pure.parts:
         return f"working directory {cwd!r} must be a relative path inside the candidate"
     target = (Path(candidate) / pure).resolve()
-    if not _inside(Path(candidate).resolve(), target):
+    if not inside(Path(candidate).resolve(), target):
         return f"working directory {cwd!r} leaves the candidate"
     if not target.is_dir():
         return f"working directory {cwd!r} does not exist in the candidate"
@@ -296,15 +228,12 @@ def run_check(check: Check, source: Path, execution_id: str, *, scratch: Path | 
     parent = Path(tempfile.mkdtemp(prefix="check-", dir=scratch))
     copy = parent / "candidate"
     try:
-        shutil.copytree(source, copy, symlinks=True)
+        copy_tree(source, copy)
         state = tree_hash(copy)
         suite = suite_hash(check.identity())
         result = check.run(copy, timeout_s)
     finally:
-        for dirpath, _dirs, _files in os.walk(parent):
-            with contextlib.suppress(OSError):
-                os.chmod(dirpath, 0o700)
-        shutil.rmtree(parent, ignore_errors=True)
+        remove_tree(parent, best_effort=True)
     payload = {"check": check.name, "verdict": result.verdict, "detail": result.detail,
                **{k: v for k, v in result.data.items() if k not in ("check", "verdict", "detail")}}
     return Evidence(state_hash=state, suite_hash=suite, execution_id=execution_id, payload=payload)

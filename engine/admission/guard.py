@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from engine.admission.evidence import Evidence
-from engine.record.ledger import canonical
+from engine.system.canonical import canonical
+from engine.system.trees import file_sha256
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def file_policy(path: Path) -> Callable[[], str]:
     """A policy digest source for a policy file: the SHA-256 of its bytes, read on every check."""
     def current() -> str:
         try:
-            return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            return file_sha256(Path(path))
         except OSError:
             return "missing"
     return current

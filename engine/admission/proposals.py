@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.admission.evidence import digest
 from engine.record.ledger import canonical
+from engine.system.canonical import digest
 from engine.system.errors import LedgerCorrupt
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import Evidence, digest
+from engine.admission.evidence import Evidence
 from engine.admission.state import BrokerState
 from engine.record.ledger import verify as verify_chain
+from engine.system.canonical import digest
 from engine.system.errors import BadInput
 
 RECEIPT_VERSION = 1

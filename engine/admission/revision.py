@@ -33,13 +33,15 @@ from typing import Any
 
 from engine.admission.broker import AdmissionBroker, Completion, GuardPolicy, verify_receipt
 from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import CommandCheck, UnsafeTree, digest, run_check, tree_hash
+from engine.admission.evidence import CommandCheck, run_check
 from engine.record.ledger import Ledger, canonical
 from engine.run.gate import ACCEPT, ERROR, REJECT, GateResult
 from engine.run.meter import BudgetOverrun
 from engine.run.spec import NodeTable, register_kind
 from engine.run.worker import AttemptContext
+from engine.system.canonical import digest
 from engine.system.process import ProcessError, safe_environment
+from engine.system.trees import UnsafeTree, tree_hash
 
 REVISION_FIELDS: dict[str, str] = {
     "worker": "argv; reads the evidence JSON named by LOOPPROOF_EVIDENCE, prints a typed action",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import Check, Evidence, UnsafeTree, tree_hash
+from engine.admission.evidence import Check, Evidence
 from engine.admission.guard import (
     Completion,
     Decision,
@@ -24,6 +24,7 @@ from engine.admission.guard import (
     Outcome,
 )
 from engine.system.errors import BadInput
+from engine.system.trees import UnsafeTree, tree_hash
 
 
 class BrokerState:

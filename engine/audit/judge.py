@@ -8,7 +8,6 @@ and a gate's verdict on a given workspace is asked once.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from engine.audit.catalogue import Command, Loop
 from engine.system.process import ProcessError, run_command, safe_environment
+from engine.system.trees import remove_tree
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 
@@ -71,7 +71,7 @@ def judge_one(job: Job, scratch_root: Path) -> Verdict:
             return Verdict(ERROR, f"cannot start: {exc}", 0.0)
         return _verdict(result)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch, best_effort=True)
 
 
 class Judge:

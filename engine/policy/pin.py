@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import canonical
+from engine.system.canonical import digest as canonical_digest
 from engine.system.errors import BadInput, LedgerCorrupt
+from engine.system.trees import file_sha256
 
 RELEASE_CONDITIONS: dict[str, str] = {
     "all_done": "the run ended DONE (every node has a PASS for its current activation)",
@@ -130,14 +131,6 @@ BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 TABLES = sorted({f.name.split(".")[0] for f in FIELDS})
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(canonical(value)).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass(frozen=True)
 class Policy:
     """A validated policy. `values` maps every field name to its value (defaults filled in)."""
@@ -148,8 +141,9 @@ class Policy:
     digest: str = field(init=False)                 # sha256 of the canonical content
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", {k: _digest(v) for k, v in sorted(self.values.items())})
-        object.__setattr__(self, "digest", _digest(dict(self.values)))
+        object.__setattr__(self, "fields", {k: canonical_digest(v)
+                                            for k, v in sorted(self.values.items())})
+        object.__setattr__(self, "digest", canonical_digest(dict(self.values)))
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]

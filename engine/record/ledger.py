@@ -27,9 +27,9 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.system import faults
+from engine.system.canonical import canonical
 from engine.system.errors import BadInput, LedgerCorrupt
 
 try:  # orjson parses ~2.5x faster; json is the reference and the fallback. orjson reads an
@@ -44,17 +44,6 @@ CHAIN_FIELDS = ("seq", "prev", "hash")
 _HEX = frozenset("0123456789abcdef")
 _UNPARSEABLE = object()
 _FIX = "fix: restore the ledger from a trusted copy; a broken chain is never repaired in place"
-
-
-# json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False),
-# with the encoder built once rather than on every call.
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                            allow_nan=False)
-
-
-def canonical(obj: Any) -> bytes:
-    """The one byte form of a record: sorted keys, no spaces, UTF-8, no NaN/Infinity."""
-    return _ENCODER.encode(obj).encode()
 
 
 def record_hash(record: dict) -> str:

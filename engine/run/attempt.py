@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from engine.run.gate import ERROR, CommandGate, Gate, GateResult, remove_tree
+from engine.run.gate import ERROR, CommandGate, Gate, GateResult
 from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
 from engine.run.integrity import Integrity, PinChanged
 from engine.run.journal import Journal
@@ -23,6 +23,7 @@ from engine.run.planner import RunPlanner
 from engine.run.spec import NodeConfig, Spec
 from engine.run.worker import AttemptContext
 from engine.system import faults
+from engine.system.trees import remove_tree
 from model import Begin, Claim, Verdict
 
 

@@ -11,20 +11,16 @@ snapshot change is an error. An error is never an accept.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
 import shutil
-import stat
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from engine.system.process import ProcessError, run_command, safe_environment
+from engine.system.trees import copy_tree, make_read_only, remove_tree, tree_digest
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 VERDICTS = (ACCEPT, REJECT, ERROR)
@@ -51,85 +47,6 @@ class Gate(Protocol):
     def judge(self, workspace: Path) -> GateResult: ...
 
     def pinned_files(self) -> tuple[Path, ...]: ...
-
-
-# ---- hashing ------------------------------------------------------------------------------------
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, or a marker naming why it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except FileNotFoundError:
-        return "missing"
-    except OSError as exc:
-        return f"unreadable:{exc.errno}"
-
-
-def tree_digest(root: Path) -> str:
-    """Content hash of a folder: every entry's relative path, type, permission bits and bytes
-    (a symlink's target string, never followed)."""
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
-        h.update(f"d\0{rel_dir}\0{stat.S_IMODE(os.lstat(dirpath).st_mode):o}\n".encode())
-        for name in sorted(filenames + [d for d in dirnames if os.path.islink(
-                os.path.join(dirpath, d))]):
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            rel = os.path.join(rel_dir, name)
-            if stat.S_ISLNK(st.st_mode):
-                h.update(f"l\0{rel}\0{os.readlink(p)}\n".encode())
-            elif stat.S_ISREG(st.st_mode):
-                h.update(f"f\0{rel}\0{stat.S_IMODE(st.st_mode):o}\0".encode())
-                h.update(file_digest(Path(p)).encode() + b"\n")
-            else:
-                h.update(f"o\0{rel}\0{st.st_mode:o}\n".encode())
-    return h.hexdigest()
-
-
-def make_read_only(root: Path) -> None:
-    for dirpath, _dirnames, filenames in os.walk(root, topdown=False):
-        for name in filenames:
-            p = os.path.join(dirpath, name)
-            if not os.path.islink(p):
-                os.chmod(p, 0o444)
-        os.chmod(dirpath, 0o555)
-
-
-def remove_tree(root: Path) -> None:
-    """Delete a (possibly read-only) tree."""
-    def unlock(func, path, _exc):
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o755)
-            os.chmod(path, 0o755)
-        func(path)
-    if not root.exists():
-        return
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(root, onexc=unlock)
-    else:
-        shutil.rmtree(root, onerror=unlock)
-
-
-def copy_tree(src: Path, dst: Path, ignore: Iterable[str] = ()) -> None:
-    """Copy a workspace without following symlinks (a link stays a link). Special files (FIFOs,
-    sockets, devices) are left out: reading a FIFO a worker left behind would block the engine."""
-    names = set(ignore)
-
-    def skip(folder: str, entries: list[str]) -> set[str]:
-        out = set()
-        for e in entries:
-            if e in names:
-                out.add(e)
-                continue
-            mode = os.lstat(os.path.join(folder, e)).st_mode
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                out.add(e)
-        return out
-
-    shutil.copytree(src, dst, symlinks=True, ignore=skip)
 
 
 # ---- the snapshot judge, shared by both adapters -------------------------------------------------

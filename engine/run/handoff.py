@@ -12,9 +12,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from engine.run.gate import copy_tree, make_read_only, remove_tree, tree_digest
 from engine.run.integrity import PinChanged
 from engine.run.journal import Journal
+from engine.system.trees import copy_tree, make_read_only, remove_tree, tree_digest
 
 INPUTS = "inputs"
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import file_digest
 from engine.run.journal import Journal
 from engine.run.spec import Spec
 from engine.system.errors import BadInput, LedgerCorrupt
+from engine.system.trees import file_digest
 
 
 class PinChanged(LedgerCorrupt):

@@ -20,11 +20,11 @@ from engine.policy.evolution import (
     replay_config,
     timeout_catalog,
 )
-from engine.run.gate import remove_tree
 from engine.run.journal import Journal
 from engine.run.spec import Spec
 from engine.run.worker import CommandWorker
 from engine.system.process import ProcessError
+from engine.system.trees import remove_tree
 
 
 class _Noter:

@@ -35,7 +35,6 @@ from engine.record.replay import RUN_FORMAT, Replayed, graph_record, replay
 from engine.run import finish, schedule
 from engine.run.attempt import judge_within, run_attempt
 from engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
-from engine.run.gate import remove_tree
 from engine.run.handoff import INPUTS, HandOff, accepted_root, stage_snapshot, workspace_root
 from engine.run.integrity import (
     Integrity,
@@ -53,6 +52,7 @@ from engine.run.recovery import kill_orphans, recover
 from engine.run.spec import Spec, is_price
 from engine.system import faults
 from engine.system.errors import BadInput, LedgerCorrupt
+from engine.system.trees import remove_tree
 from model import RunState
 from model.bounds import attempt_bound
 

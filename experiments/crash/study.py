@@ -38,8 +38,8 @@ from typing import Any
 
 from engine.record.ledger import Ledger
 from engine.record.replay import Replayed, replay
-from engine.run.gate import remove_tree
 from engine.run.runner import workspace_root
+from engine.system.trees import remove_tree
 from experiments import results
 from experiments.crash import graph as crashgraph
 from experiments.results import write_csv, write_json

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from engine.admission.broker import AdmissionBroker, GuardPolicy
 from engine.admission.evidence import CallableCheck, CheckResult, Evidence
+from engine.system.trees import remove_tree
 from experiments.transition.coders import SOLUTION, Coder, Reply, Request, patched_source
 from experiments.transition.conditions import evidence_for, trace
 from experiments.transition.tasks import Task, code_hash, evaluate
@@ -220,7 +220,7 @@ def guarded_run(task: Task, seed: int, kind: str, revisions: int, coder: Coder,
             (broker.store.path_of(broker.checkpoint) / SOLUTION).read_text(encoding="utf-8")
         return _finish(row, accepted=completion.completed, final_y=_state_record(task, final)["y"])
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root, best_effort=True)
 
 
 def _base_source(broker: AdmissionBroker) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.admission.evidence import Evidence, digest
+from engine.admission.evidence import Evidence
+from engine.system.canonical import digest
 from experiments.transition.tasks import Suite, Task, code_hash, evaluate
 
 CONDITIONS: tuple[str, ...] = ("current_binary", "current_trace", "stale_trace", "unavailable",

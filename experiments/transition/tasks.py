@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.admission.evidence import digest
+from engine.system.canonical import digest
 from engine.system.process import run_command, safe_environment
 from experiments.transition.edits import enumerate_edits, normalize
 

@@ -25,18 +25,13 @@ from engine.admission.broker import (
     verify_receipt,
 )
 from engine.admission.checkpoint import CheckpointStore
-from engine.admission.evidence import (
-    CommandCheck,
-    UnsafeTree,
-    digest,
-    file_digest,
-    stale_reason,
-    tree_hash,
-)
+from engine.admission.evidence import CommandCheck, stale_reason
 from engine.record.ledger import Ledger
 from engine.run.runner import Runner
 from engine.run.spec import load as load_spec
+from engine.system.canonical import digest
 from engine.system.errors import BadInput, LedgerCorrupt
+from engine.system.trees import UnsafeTree, file_sha256, tree_hash
 
 from .lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
 
@@ -535,11 +530,11 @@ def cf026(tmp: Path) -> None:
     b = lab.broker()
     ev = b.start()
     assert "tests/check.py" in b.protected
-    before = file_digest(inner)
+    before = file_sha256(inner)
     d = b.submit(reply_patch({"tests/check.py": "import sys\nsys.exit(0)\n",
                               "calc.py": BROKEN}), based_on=ev)
     assert d.outcome is Outcome.REJECTED and "protected path" in d.reason
-    assert file_digest(inner) == before and b.counts["evaluated"] == 0
+    assert file_sha256(inner) == before and b.counts["evaluated"] == 0
 
 
 @case("CF027", "untracked leftovers removed on restore",

@@ -117,3 +117,50 @@ def test_a_tampered_stored_snapshot_stops_the_run_with_exit_5(tmp_path: Path) ->
     assert changed[0]["predecessor"] == "a" and changed[0]["found"] != changed[0]["expected"]
     assert not [r for r in recs if r["type"] == "begin" and r["node"] == "b"]  # no attempt open
     assert not (workspace_root(ledger) / "b" / "got").exists()
+
+
+# b's worker, on its first attempt, replaces its inputs/ with a symlink to a folder outside the
+# run (and fails its gate); the next attempt's hand-off must remove the link, never follow it:
+# the outside folder keeps its modes and files, and b receives a's accepted tree again.
+SWAP = """
+[graph]
+spend_budget = 100.0
+
+[node.a]
+worker = ["sh", "-c", "echo good > out.txt"]
+gate = ["true"]
+spend_ceiling = 20.0
+timeout_s = 10
+
+[node.b]
+worker = ["sh", "-c", "if [ $LOOPPROOF_ATTEMPT = 1 ]; then rm -rf inputs; ln -s {outside} inputs; exit 0; fi; cp inputs/a/out.txt got"]
+gate = ["sh", "-c", "test -f got"]
+needs = ["a"]
+attempts = 2
+spend_ceiling = 20.0
+timeout_s = 10
+"""
+
+
+def test_a_worker_that_swaps_its_inputs_for_a_symlink_cannot_reach_outside(tmp_path: Path
+                                                                          ) -> None:
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "keep.txt").write_text("mine")
+    os.chmod(outside / "sub", 0o750)
+    os.chmod(outside, 0o751)
+    spec = tmp_path / "graph.toml"
+    spec.write_text(SWAP.format(outside=outside))
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(load(spec), ledger)
+    try:
+        code = runner.run()
+    finally:
+        runner.close()
+    assert code == 0
+    inputs = workspace_root(ledger) / "b" / "inputs"
+    assert not inputs.is_symlink() and (inputs / "a" / "out.txt").read_text() == "good\n"
+    assert (workspace_root(ledger) / "b" / "got").read_text() == "good\n"
+    assert (outside / "keep.txt").read_text() == "mine"
+    assert oct(outside.stat().st_mode & 0o777) == oct(0o751)
+    assert oct((outside / "sub").stat().st_mode & 0o777) == oct(0o750)

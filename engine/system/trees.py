@@ -14,8 +14,8 @@ neither may change:
   for what lies outside the tree or for bytes that are not there yet).
 
 Copies keep symlinks as links and leave special files out (reading a FIFO a worker left behind
-would block the engine). Removal first makes read-only folders writable: workers and the gate
-snapshots leave them read-only.
+would block the engine). Removal first makes read-only folders writable (workers and the gate
+snapshots leave them read-only) and never follows a symlink.
 """
 
 from __future__ import annotations
@@ -179,7 +179,10 @@ def make_read_only(root: Path) -> None:
 # ---- removal ------------------------------------------------------------------------------------
 
 def make_writable(root: Path) -> None:
-    """Folders below and at `root` 0o700, so their entries can be removed (best effort)."""
+    """Folders below and at `root` 0o700, so their entries can be removed (best effort). A
+    symlink is never followed, `root` included."""
+    if os.path.islink(root):
+        return
     for dirpath, _dirs, _files in os.walk(root):
         with contextlib.suppress(OSError):
             os.chmod(dirpath, 0o700)
@@ -188,8 +191,20 @@ def make_writable(root: Path) -> None:
 def remove_tree(root: Path, *, best_effort: bool = False) -> None:
     """Delete `root` and everything in it, read-only folders included; nothing if it does not
     exist. An entry that still cannot be removed raises OSError, or with `best_effort` is left
-    behind (for scratch folders, where a leftover must not hide the result being returned)."""
+    behind (for scratch folders, where a leftover must not hide the result being returned).
+
+    A symlink is removed, never followed: a worker that replaces a folder the engine clears
+    (its inputs/) with a link to elsewhere must not get the engine to change what lies there."""
     root = Path(root)
+    if root.is_symlink():
+        try:
+            root.unlink(missing_ok=True)
+        except PermissionError:  # a read-only parent, as `unlock` below handles it
+            with contextlib.suppress(OSError):
+                os.chmod(root.parent, 0o755)
+            with contextlib.suppress(OSError) if best_effort else contextlib.nullcontext():
+                root.unlink(missing_ok=True)
+        return
     if not root.exists():
         return
     make_writable(root)

@@ -5,8 +5,9 @@ disabled, or None) and an effect (`apply`). `step` checks the guard and applies 
 a disabled event raises `Disabled`, so no caller can move a node's status by hand (Automat's rule).
 
 Spend is modelled as the engine meters it: an attempt is admitted only if settled + c_v <= B;
-inside it every metered operation reserves first (`Reserve`), and a reservation that does not fit
-ends the attempt (`Overrun`) instead of being spent; `Settle` charges what was used.
+inside it every metered operation reserves first (`Reserve`; several may be outstanding, each
+checked against all of them), a reservation that does not fit ends the attempt (`Overrun`)
+instead of being spent, and `Settle` releases one reservation and charges what was used of it.
 """
 
 from __future__ import annotations
@@ -140,7 +141,11 @@ def _reservation_fits(graph: LoopGraph, s: RunState, amount: float) -> bool:
 
 @dataclass(frozen=True)
 class Reserve:
-    """Before a metered operation: hold `amount` against the attempt's ceiling and the budget."""
+    """Before a metered operation: hold `amount` against the attempt's ceiling and the budget.
+
+    Several reservations may be outstanding at once (the concurrent model calls of one attempt,
+    on top of a command's wall-clock reservation): each is checked against settled + every
+    outstanding reservation, so concurrent operations cannot together pass c_v or B."""
 
     amount: float
 
@@ -149,17 +154,18 @@ class Reserve:
             return why
         if self.amount < 0:
             return "a reservation cannot be negative"
-        if s.reserved > EPS:
-            return "a reservation is already outstanding; settle it first"
         return None if _reservation_fits(graph, s, self.amount) else "the reservation does not fit"
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return replace(s, reserved=self.amount, attempt_spend=s.attempt_spend + self.amount)
+        return replace(s, reserved=s.reserved + self.amount,
+                       attempt_spend=s.attempt_spend + self.amount)
 
 
 @dataclass(frozen=True)
 class Overrun:
-    """A reservation that does not fit: the operation never runs and the attempt ends failed."""
+    """A reservation that does not fit, with none outstanding: the operation never runs and the
+    attempt ends failed. (With reservations outstanding, an attempt cannot end: the engine
+    refuses the operation instead, and the attempt goes on.)"""
 
     amount: float
 
@@ -169,7 +175,7 @@ class Overrun:
         if self.amount < 0:
             return "a reservation cannot be negative"
         if s.reserved > EPS:
-            return "a reservation is already outstanding; settle it first"
+            return "a reservation is outstanding; settle it first"
         return "the reservation fits" if _reservation_fits(graph, s, self.amount) else None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
@@ -180,20 +186,29 @@ class Overrun:
 
 @dataclass(frozen=True)
 class Settle:
-    """After a metered operation: charge `amount` (at most what was reserved), release the rest."""
+    """After a metered operation: release its reservation `of` (None: every outstanding one) and
+    charge `amount` of it, never more."""
 
     amount: float
+    of: float | None = None
+
+    def released(self, s: RunState) -> float:
+        return s.reserved if self.of is None else self.of
 
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _in_attempt(graph, s)) is not None:
             return why
-        if not 0 <= self.amount <= s.reserved:  # exact: an EPS here lets settled creep past B
-            return f"settled amount {self.amount} is outside [0, reserved={s.reserved}]"
+        # exact comparisons: an EPS here lets settled creep past B
+        if self.of is not None and not 0 <= self.of <= s.reserved:
+            return f"released reservation {self.of} is outside [0, reserved={s.reserved}]"
+        if not 0 <= self.amount <= self.released(s):
+            return f"settled amount {self.amount} is outside [0, reserved={self.released(s)}]"
         return None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return replace(s, settled=s.settled + self.amount, reserved=0.0,
-                       attempt_spend=s.attempt_spend - s.reserved + self.amount)
+        of = self.released(s)
+        return replace(s, settled=s.settled + self.amount, reserved=s.reserved - of,
+                       attempt_spend=s.attempt_spend - of + self.amount)
 
 
 @dataclass(frozen=True)

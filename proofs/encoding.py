@@ -115,26 +115,31 @@ class Params:
 
 @dataclass(frozen=True)
 class Ev:
-    """One declared transition with its arguments; `amount` is a Z3 term (a fresh variable in
-    proofs, a literal when a concrete model event is encoded)."""
+    """One declared transition with its arguments; `amount` (and a Settle's released
+    reservation `of`; None: every outstanding one) is a Z3 term (a fresh variable in proofs, a
+    literal when a concrete model event is encoded)."""
 
     kind: str
     node: str | None = None
     target: str | None = None
     passed: bool | None = None
     amount: z3.ArithRef | None = None
+    of: z3.ArithRef | None = None
 
     @classmethod
-    def of(cls, event: mt.Event) -> Ev:
+    def of_event(cls, event: mt.Event) -> Ev:
         kind = type(event).__name__
-        amount = getattr(event, "amount", None)
+        amount, of = getattr(event, "amount", None), getattr(event, "of", None)
         return cls(kind, getattr(event, "node", None), getattr(event, "target", None),
-                   getattr(event, "passed", None), None if amount is None else real(amount))
+                   getattr(event, "passed", None), None if amount is None else real(amount),
+                   None if of is None else real(of))
 
     def to_model(self, model: z3.ModelRef | None = None) -> mt.Event:
         cls = getattr(mt, self.kind)
         if self.kind in METERED:
             assert model is not None and self.amount is not None
+            if self.of is not None:
+                return cls(float(value(model, self.amount)), float(value(model, self.of)))
             return cls(float(value(model, self.amount)))
         if self.kind == "Verdict":
             return cls(self.node, self.passed)
@@ -145,6 +150,9 @@ class Ev:
     def label(self, model: z3.ModelRef | None = None) -> str:
         if self.kind in METERED:
             amt = "?" if model is None or self.amount is None else _num(value(model, self.amount))
+            if self.of is not None:
+                of = "?" if model is None else _num(value(model, self.of))
+                return f"{self.kind}({amt} of {of})"
             return f"{self.kind}({amt})"
         if self.kind == "Verdict":
             return f"Verdict({self.node}, {'PASS' if self.passed else 'FAIL'})"
@@ -158,12 +166,14 @@ def _num(q: Fraction) -> str:
 
 
 def event_instances(graph: LoopGraph, tag: str) -> list[Ev]:
-    """Every declared transition of `graph`, amounts as fresh Real variables tagged `tag`."""
+    """Every declared transition of `graph`, amounts as fresh Real variables tagged `tag`; a
+    Settle twice: releasing every outstanding reservation, and releasing one of them (`of`)."""
     evs: list[Ev] = []
     for v in graph.names:
         evs += [Ev("Begin", v), Ev("Refuse", v), Ev("Verdict", v, passed=True),
                 Ev("Verdict", v, passed=False), Ev("Abandon", v), Ev("Claim", v), Ev("Fail", v)]
     evs += [Ev(k, amount=z3.Real(f"amount_{k}_{tag}")) for k in METERED]
+    evs.append(Ev("Settle", amount=z3.Real(f"amount_SettleOf_{tag}"), of=z3.Real(f"of_{tag}")))
     evs += [Ev("Repair", d, u) for d, u in graph.repair_pairs]
     evs.append(Ev("Finish"))
     return evs
@@ -196,6 +206,11 @@ class State:
 
 
 # ---- the rules ----------------------------------------------------------------------------------
+
+def released(reserved: z3.ArithRef, ev: Ev | Any) -> z3.ArithRef:
+    """The reservation a Settle releases: its `of`, or (None) every outstanding one."""
+    return reserved if ev.of is None else ev.of
+
 
 class Semantics:
     """The model's rules, one guard and one update per event kind, written as in
@@ -232,11 +247,11 @@ class Semantics:
 
     # Reserve / Overrun / Settle: metering inside the attempt
     def guard_reserve(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS,
-                      enc.reservation_fits(s, ev.amount))
+        return z3.And(enc.in_attempt(s), ev.amount >= 0, enc.reservation_fits(s, ev.amount))
 
     def update_reserve(self, enc, s, ev):
-        return {"reserved": ev.amount, "attempt_spend": s["attempt_spend"] + ev.amount}
+        return {"reserved": s["reserved"] + ev.amount,
+                "attempt_spend": s["attempt_spend"] + ev.amount}
 
     def guard_overrun(self, enc, s, ev):
         return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS,
@@ -246,11 +261,14 @@ class Semantics:
         return enc.end_running_attempt(s)
 
     def guard_settle(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, ev.amount <= s["reserved"])
+        of = released(s["reserved"], ev)
+        return z3.And(enc.in_attempt(s), of >= 0, of <= s["reserved"], ev.amount >= 0,
+                      ev.amount <= of)
 
     def update_settle(self, enc, s, ev):
-        return {"settled": s["settled"] + ev.amount, "reserved": real(0),
-                "attempt_spend": s["attempt_spend"] - s["reserved"] + ev.amount}
+        of = released(s["reserved"], ev)
+        return {"settled": s["settled"] + ev.amount, "reserved": s["reserved"] - of,
+                "attempt_spend": s["attempt_spend"] - of + ev.amount}
 
     # Verdict / Abandon / Claim: the end of an attempt, and the worker's words that end nothing
     def guard_verdict(self, enc, s, ev):

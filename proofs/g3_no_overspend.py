@@ -2,8 +2,11 @@
 because admission checks settled + c_v <= B and every metered operation reserves first.
 
 Proved as an inductive invariant over the family (every DAG up to 3 nodes, every repair relation,
-symbolic a_v, c_v, K, B). Broken variant: spend checked only between attempts (admission checks
-settled <= B; reservations are not checked) -- refuted by a run from Init that overspends.
+symbolic a_v, c_v, K, B). Several reservations may be outstanding at once (the concurrent model
+calls of one attempt), so each is checked against settled + every outstanding one. Broken
+variants, each refuted by a run from Init that overspends: spend checked only between attempts
+(admission checks settled <= B; reservations are not checked); and check-then-spend, where a
+concurrent reservation is checked against what is settled, not against what is in flight.
 """
 
 from __future__ import annotations
@@ -52,10 +55,30 @@ class BetweenAttempts(Semantics):
         return z3.And(enc.ready(s, ev.node), z3.Not(self.fits_between(enc, s)))
 
     def guard_reserve(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS)
+        return z3.And(enc.in_attempt(s), ev.amount >= 0)
 
     def guard_overrun(self, enc, s, ev):
         return z3.BoolVal(False)  # every reservation "fits"
+
+
+class CheckThenSpend(Semantics):
+    """Broken: each reservation is checked against the settled spend only, as if the other
+    calls in flight had not reserved (the race of a proxy that checks the budget, then
+    forwards, then charges)."""
+
+    name = "concurrent reservations checked against settled spend only"
+
+    def _fits(self, enc, s, ev):
+        return z3.And(s["attempt_spend"] - s["reserved"] + ev.amount
+                      <= enc.running_ceiling(s) + EPS,
+                      enc.within_budget(s["settled"] + ev.amount))
+
+    def guard_reserve(self, enc, s, ev):
+        return z3.And(enc.in_attempt(s), ev.amount >= 0, self._fits(enc, s, ev))
+
+    def guard_overrun(self, enc, s, ev):
+        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS,
+                      z3.Not(self._fits(enc, s, ev)))
 
 
 ONE_NODE = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0)], spend_budget=1.0)
@@ -63,5 +86,11 @@ ONE_NODE = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0)], spend
 
 def run_between_attempts(depth: int = 3) -> Trace | None:
     enc = RunEncoding(ONE_NODE, Params.of(ONE_NODE), BetweenAttempts())
+    return bmc(enc, lambda s: z3.Not(within_budget(enc, s)), depth,
+               "G3 (settled + reserved <= B)")
+
+
+def run_check_then_spend(depth: int = 3) -> Trace | None:
+    enc = RunEncoding(ONE_NODE, Params.of(ONE_NODE), CheckThenSpend())
     return bmc(enc, lambda s: z3.Not(within_budget(enc, s)), depth,
                "G3 (settled + reserved <= B)")

@@ -108,6 +108,10 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G3-broken-between-attempts", "G3", "refuted",
                "broken: spend checked only between attempts -- a run from Init overspends",
                g3.run_between_attempts),
+    Obligation("G3-broken-check-then-spend", "G3", "refuted",
+               "broken: a concurrent reservation is checked against the settled spend, not "
+               "against the reservations in flight -- a run from Init overspends",
+               g3.run_check_then_spend),
     Obligation("G3-sanity", "G3", "proved",
                f"Init and every transition are satisfiable under the G3 invariant ({FAMILY})",
                sanity.check_g3_sanity),

@@ -41,6 +41,7 @@ from proofs.encoding import (
     StatusSort,
     outcome_name,
     real,
+    released,
     value,
 )
 from proofs.trace import number
@@ -78,12 +79,15 @@ class UEv:
     target: z3.ExprRef | None = None
     passed: bool | None = None
     amount: z3.ArithRef | None = None
+    of: z3.ArithRef | None = None  # a Settle's released reservation (None: every one)
 
     def label(self, model: z3.ModelRef | None = None) -> str:
         def name(x: z3.ExprRef | None) -> str:
             return "?" if model is None or x is None else self.system.node_name(model, x)
         if self.kind in METERED:
             amt = "?" if model is None else str(number(value(model, self.amount)))
+            if self.of is not None:
+                amt += " of " + ("?" if model is None else str(number(value(model, self.of))))
             return f"{self.kind}({amt}) while {name(self.node)} runs"
         if self.kind == "Verdict":
             return f"Verdict({name(self.node)}, {'PASS' if self.passed else 'FAIL'})"
@@ -151,6 +155,8 @@ class UnboundedRuns:
         evs += [UEv("Verdict", self, n("n"), passed=True), UEv("Verdict", self, n("n"),
                                                                passed=False)]
         evs += [UEv(k, self, n("r"), amount=z3.Real(f"amount_{k}@{tag}")) for k in METERED]
+        evs.append(UEv("Settle", self, n("r"), amount=z3.Real(f"amount_SettleOf@{tag}"),
+                       of=z3.Real(f"of@{tag}")))
         evs += [UEv("Repair", self, n("d"), n("u")), UEv("Finish", self)]
         return evs
 
@@ -206,9 +212,10 @@ class UnboundedRuns:
         return z3.And(self.ready(s, ev.node), z3.Not(self.fits(s, ev.node))), {"outcome": O_BUDGET}
 
     def _reserve(self, s, ev):
-        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, s.reserved <= EPS,
+        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0,
                        self.reservation_fits(s, ev.node, ev.amount))
-        return guard, {"reserved": ev.amount, "attempt_spend": s.attempt_spend + ev.amount}
+        return guard, {"reserved": s.reserved + ev.amount,
+                       "attempt_spend": s.attempt_spend + ev.amount}
 
     def _overrun(self, s, ev):
         guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, s.reserved <= EPS,
@@ -216,9 +223,11 @@ class UnboundedRuns:
         return guard, self.end_attempt(s, ev.node, False)
 
     def _settle(self, s, ev):
-        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, ev.amount <= s.reserved)
-        return guard, {"settled": s.settled + ev.amount, "reserved": real(0),
-                       "attempt_spend": s.attempt_spend - s.reserved + ev.amount}
+        of = released(s.reserved, ev)
+        guard = z3.And(self.in_attempt(s, ev.node), of >= 0, of <= s.reserved, ev.amount >= 0,
+                       ev.amount <= of)
+        return guard, {"settled": s.settled + ev.amount, "reserved": s.reserved - of,
+                       "attempt_spend": s.attempt_spend - of + ev.amount}
 
     def _verdict(self, s, ev):
         return (z3.And(self.in_attempt(s, ev.node), s.reserved <= EPS),
@@ -348,7 +357,9 @@ class UnboundedRuns:
         kind = type(event).__name__
         if kind in METERED:
             running = r.running(graph) or graph.names[0]
-            return UEv(kind, self, k[running], amount=real(event.amount))
+            of = getattr(event, "of", None)
+            return UEv(kind, self, k[running], amount=real(event.amount),
+                       of=None if of is None else real(of))
         if kind == "Repair":
             return UEv(kind, self, k[event.node], k[event.target])
         if kind == "Finish":

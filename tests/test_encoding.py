@@ -74,8 +74,11 @@ def control(graph: LoopGraph) -> list[Event]:
 
 
 def metered(s: RunState) -> list[Event]:
+    """Reserve, Overrun and Settle with drawn amounts; Settle also releasing one reservation
+    (`of`) of several outstanding, including exactly the outstanding total."""
     amounts = sorted(set(AMOUNTS) | {s.reserved})
-    return [k(a) for k in (Reserve, Overrun, Settle) for a in amounts]
+    evs: list[Event] = [k(a) for k in (Reserve, Overrun, Settle) for a in amounts]
+    return evs + [Settle(a, of) for of in amounts for a in amounts if a <= of]
 
 
 def pick(draw, events: list[Event]) -> Event:
@@ -132,7 +135,7 @@ def run_encoded(graph: LoopGraph, s: RunState, ev: Event, t: RunState | None) ->
     """Does some successor (or `t`, when given) satisfy the encoded transition from `s`?"""
     enc = RunEncoding(graph, Params.of(graph))
     pre, post = enc.fresh("pre"), enc.fresh("post")
-    cs = [enc.pin(pre, s), enc.transition(pre, post, Ev.of(ev))]
+    cs = [enc.pin(pre, s), enc.transition(pre, post, Ev.of_event(ev))]
     if t is not None:
         cs.append(enc.pin(post, t))
     solver = z3.Solver()
@@ -154,13 +157,13 @@ def test_run_encoding_agrees_with_the_model_on_every_event(run, which):
     solver.add(enc.pin(pre, s))
     events = control(graph) + metered(s)
     off = [ev for ev in events if not enabled(graph, s, ev)]
-    assert _check(solver, z3.Or([enc.transition(pre, post, Ev.of(ev)) for ev in off])) == z3.unsat
+    assert _check(solver, z3.Or([enc.transition(pre, post, Ev.of_event(ev)) for ev in off])) == z3.unsat
     for ev in events:
         if ev in off:
             continue
         event(type(ev).__name__)
         t = step(graph, s, ev)
-        move = enc.transition(pre, post, Ev.of(ev))
+        move = enc.transition(pre, post, Ev.of_event(ev))
         assert _check(solver, move, enc.pin(post, t)) == z3.sat, f"{ev} from {s}"
         wrong = perturb(graph, t, which)
         assert _check(solver, move, enc.pin(post, wrong)) == z3.unsat, f"{ev}: took {wrong}"

@@ -35,10 +35,10 @@ def g3_every_prefix(recs: list[dict], budget: float) -> None:
     settled = reserved = 0.0
     for r in recs:
         if r["type"] == "reserve":
-            reserved = r["amount"]
-        elif r["type"] == "settle":
+            reserved += r["amount"]
+        elif r["type"] == "settle":  # releases its own reservation (`of`), or every one
             settled += r["amount"]
-            reserved = 0.0
+            reserved -= reserved if r.get("of") is None else r["of"]
         elif r["type"] == "abandon":
             settled += reserved
             reserved = 0.0

@@ -138,11 +138,41 @@ def test_reserve_holds_against_the_attempt_ceiling_and_the_budget() -> None:
     g = chain(b=5.0)
     s = run(g, Begin("a"), Reserve(2.0))
     assert s.reserved == 2.0 and s.attempt_spend == 2.0 and s.settled == 0.0
-    assert "already outstanding" in reason(g, s, Reserve(0.5))
     s = run(g, Settle(1.5), s=s)
     assert s.settled == 1.5 and s.reserved == 0.0 and s.attempt_spend == 1.5
     assert enabled(g, s, Reserve(1.5))            # 1.5 + 1.5 <= c_a = 3
     assert "does not fit" in reason(g, s, Reserve(1.6))   # over the attempt's ceiling
+
+
+def test_concurrent_reservations_are_checked_against_every_outstanding_one() -> None:
+    """Two model calls in flight at once: the second is checked against settled + both, so
+    together they cannot pass c_v or B (no check-then-spend race)."""
+    g = chain(b=5.0)
+    s = run(g, Begin("a"), Reserve(2.0))
+    assert enabled(g, s, Reserve(1.0))                     # 2 + 1 <= c_a = 3
+    assert "does not fit" in reason(g, s, Reserve(1.5))    # 2 + 1.5 > c_a, though 1.5 < c_a
+    s = run(g, Reserve(1.0), s=s)
+    assert s.reserved == 3.0 and s.attempt_spend == 3.0
+    # an Overrun would end the attempt under the open reservations: not enabled
+    assert "outstanding" in reason(g, s, Overrun(1.0))
+    s = run(g, Settle(0.25, of=1.0), s=s)                  # one call settles; the other is open
+    assert s.settled == 0.25 and s.reserved == 2.0 and s.attempt_spend == 2.25
+    assert "reservation is outstanding" in reason(g, s, Verdict("a", True))
+    s = run(g, Settle(2.0, of=2.0), s=s)
+    assert s.settled == 2.25 and s.reserved == 0.0
+    assert enabled(g, s, Verdict("a", True))
+
+
+def test_settle_of_releases_at_most_what_is_outstanding_and_charges_at_most_it() -> None:
+    g = chain(b=5.0)
+    s = run(g, Begin("a"), Reserve(1.0), Reserve(0.5))
+    assert "released reservation 2.0 is outside" in reason(g, s, Settle(0.0, of=2.0))
+    assert "outside" in reason(g, s, Settle(0.0, of=-0.5))
+    assert "settled amount 0.75 is outside [0, reserved=0.5]" in reason(g, s, Settle(0.75, of=0.5))
+    every = run(g, Settle(1.5), s=s)                       # of=None: every reservation at once
+    assert every.settled == 1.5 and every.reserved == 0.0 and every.attempt_spend == 1.5
+    crash = run(g, Abandon("a"), s=s)                      # a crash charges every open one
+    assert crash.settled == 1.5 and crash.reserved == 0.0
 
 
 def test_reserve_cannot_pass_the_run_budget() -> None:

@@ -150,6 +150,20 @@ def test_between_attempts_run_overspends_and_the_real_model_refuses():
         step(g, states[-1], tr.steps[-1].event_obj)
 
 
+def test_check_then_spend_race_overspends_and_the_real_model_refuses():
+    """Two concurrent reservations each checked against the settled spend: together they pass
+    B; the real model checks the second against the first and refuses it."""
+    tr = cex("G3-broken-check-then-spend")
+    g = g3.ONE_NODE
+    last = tr.steps[-1].state_obj
+    assert last.settled + last.reserved > g.spend_budget + 1e-9
+    assert [s.event.split("(")[0] for s in tr.steps[1:]].count("Reserve") >= 2
+    states = replay(tr, upto=len(tr.steps) - 2)
+    assert states[-1].reserved > 0  # a reservation is in flight when the next one is made
+    with pytest.raises(Disabled):
+        step(g, states[-1], tr.steps[-1].event_obj)
+
+
 def test_begin_ignoring_needs_starts_too_early_and_the_real_model_refuses():
     tr = cex("G2-broken-begin-ignores-needs")
     g = g2_order.PAIR

@@ -24,7 +24,7 @@ from model.transitions import EVENT_TYPES, Event
 
 RUN_FORMAT = "loopproof-run/1"
 EVENTS: dict[str, type] = {cls.__name__.lower(): cls for cls in EVENT_TYPES}
-_FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float}
+_FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float, "of": float}
 
 
 def event_record(event: Event, **facts: Any) -> dict[str, Any]:
@@ -45,6 +45,8 @@ def event_of(rec: dict[str, Any]) -> Event | None:
     args = {}
     for f in dataclasses.fields(cls):
         v = rec.get(f.name)
+        if v is None and f.default is None:  # an optional argument (a Settle's `of`)
+            continue
         want = _FIELD_TYPES.get(f.name, object)
         ok = (isinstance(v, int | float) and not isinstance(v, bool)) if want is float \
             else isinstance(v, want)

@@ -17,6 +17,12 @@ run that cannot be reserved is an `Overrun`, and the attempt fails without a ver
 Prices: `price` spend units per wall-clock second (default 1), so a command's deadline is its
 reservation / price seconds. The price can change on resume (a `resources` record).
 
+Concurrent holds: a command worker's model calls (engine/run/proxy/) are metered while its
+wall-clock reservation is open and while other calls are in flight. `hold` checks and commits
+one `Reserve` under the meter's lock, so two calls can never both pass a check that only one of
+them fits (the model checks each reservation against settled + every outstanding one);
+`release` settles exactly that reservation (`Settle(amount, of=held)`).
+
 The meter changes nothing itself: it hands each model event and its record to `commit`, which
 steps the model and appends the record (see engine/run/journal.py).
 """
@@ -24,6 +30,7 @@ steps the model and appends the record (see engine/run/journal.py).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +81,8 @@ class Meter:
         self.worker_stopped = False  # the worker reached c_v - eval_reserve
         self.evaluating = False  # the worker is done; only the gate run may still be paid
         self.broken: str | None = None  # why the worker broke its contract (a bad settle claim)
+        self.holds: dict[str, float] = {}  # concurrent reservations (model calls) by key
+        self._lock = threading.RLock()  # one meter step at a time: check and commit are atomic
 
     # ---- reads ------------------------------------------------------------------------------
     @property
@@ -106,7 +115,7 @@ class Meter:
         if self.worker_stopped and not self.evaluating:
             raise BudgetOverrun(f"{self.node}: the worker has reached c_v - eval_reserve = "
                                 f"{self.worker_ceiling:g}; the rest pays for the gate")
-        if self.outstanding > EPS:
+        if self.outstanding > EPS or self.holds:
             raise RuntimeError("a reservation is outstanding: settle it before reserving again")
         amount = float(amount)
         base = {"node": self.node, "what": what}
@@ -167,10 +176,48 @@ class Meter:
                             **facts)
 
     def _settle(self, charged: float, what: str, **facts: Any) -> float:
-        self._commit(Settle(charged), {"node": self.node, "reserved": self.outstanding,
-                                       "what": what, **facts})
-        self.outstanding = 0.0
-        return charged
+        with self._lock:
+            of = min(self.outstanding, self._state().reserved)  # float sums: never above it
+            self._commit(Settle(min(charged, of), of),
+                         {"node": self.node, "reserved": self.outstanding, "what": what,
+                          **facts})
+            self.outstanding = 0.0
+            return min(charged, of)
+
+    # ---- concurrent holds (model calls) -------------------------------------------------------
+    def hold(self, key: str, amount: float, what: str, **facts: Any) -> bool:
+        """Reserve `amount` for one of several concurrent operations, on top of what is
+        outstanding: the check (c_v - eval_reserve, c_v, B against settled + every open
+        reservation) and the `Reserve` record are one step under the lock, and the record is
+        durable before this returns. False when it does not fit: nothing is committed and the
+        attempt goes on (the caller refuses the operation and records that)."""
+        amount = round(float(amount), 6)
+        with self._lock:
+            if not self.in_attempt or self.evaluating or key in self.holds or amount < 0:
+                return False
+            s = self._state()
+            if s.attempt_spend + amount > self.worker_ceiling + EPS:
+                return False
+            if not enabled(self.graph, s, Reserve(amount)):
+                return False
+            self._commit(Reserve(amount), {"node": self.node, "what": what, **facts})
+            if self._sync is not None:
+                self._sync()
+            self.holds[key] = amount
+        crashpoint("meter.after_reserve")
+        return True
+
+    def release(self, key: str, used: float, what: str, **facts: Any) -> float:
+        """Settle the hold `key`: charge min(used, held), never more, and release the rest."""
+        with self._lock:
+            held = self.holds.pop(key)
+            if self._state().running(self.graph) != self.node:  # no model event ends an
+                return 0.0  # attempt under an open reservation; kept for a hold never made
+            of = min(held, self._state().reserved)  # float sums: never above what is open
+            charged = min(max(0.0, round(float(used), 6)), of)
+            self._commit(Settle(charged, of), {"node": self.node, "reserved": held,
+                                               "what": what, **facts})
+            return charged
 
     def charge(self, amount: float, what: str = "charge") -> float:
         """Reserve and settle a known price (e.g. an API call) before the call is made."""
@@ -178,9 +225,12 @@ class Meter:
         return self.settle(amount, what)
 
     def close(self) -> None:
-        """End of the worker: a reservation left open is charged in full."""
-        if self.outstanding > EPS and self.in_attempt:
-            self._settle_capped(self.outstanding, "unsettled at worker end")
+        """End of the worker: a reservation left open (a hold too) is charged in full."""
+        with self._lock:
+            for key, held in list(self.holds.items()):
+                self.release(key, held, "unsettled at worker end", call=key)
+            if self.outstanding > EPS and self.in_attempt:
+                self._settle_capped(self.outstanding, "unsettled at worker end")
 
     def _fact(self, record: dict[str, Any]) -> None:
         if self._note is not None:
@@ -191,7 +241,7 @@ class Meter:
         """After the worker's settlement, before the gate runs: reserve the gate run, min(its
         timeout, what is left of c_v and B), and return its wall-clock limit in seconds. Nothing
         left is an `Overrun` of the gate's full price: the attempt ends failed, no verdict."""
-        if self.outstanding > EPS:
+        if self.outstanding > EPS or self.holds:
             raise RuntimeError("a reservation is outstanding: settle it before the gate runs")
         self.evaluating = True
         want = float(gate_timeout_s) * self.price

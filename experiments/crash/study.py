@@ -150,8 +150,9 @@ def _strip(obj: Any, root: str) -> Any:
             out["amount"] = "~"  # seconds a command took: a measurement, not a decision
         if obj.get("what") == EVALUATION and obj.get("type") in ("reserve", "overrun", "settle"):
             out["amount"] = "~"  # a gate's hold is what the measured worker left of c_v
-            if "reserved" in out:
-                out["reserved"] = "~"
+            for key in ("reserved", "of"):  # `of`: the reservation a settle releases
+                if key in out:
+                    out[key] = "~"
         if obj.get("type") == "run" and isinstance(out.get("spec"), dict):
             out["spec"].pop("sha256", None)  # the spec file's bytes embed the case folder
         return out

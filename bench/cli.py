@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.registry import BENCHMARKS
 
-MODULES = ("bench.ledger", "bench.attempt")
+MODULES = ("bench.ledger", "bench.attempt", "bench.llm")
 
 
 def _load_modules() -> None:

@@ -43,7 +43,7 @@ def paired_contrast(a: Mapping[str, float], b: Mapping[str, float], *, seed: int
                                random_state=np.random.default_rng(seed))
         ci = boot.confidence_interval
         out["ci95"] = [round(float(ci.low), 6), round(float(ci.high), 6)]
-    if np.all(d == 0):
+    if np.all(d == 0) or len(d) < 2:  # one task: both sign flips are as extreme, p = 1
         out["p"] = 1.0
     else:
         perm = stats.permutation_test((d,), np.mean, permutation_type="samples",

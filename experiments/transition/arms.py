@@ -27,10 +27,18 @@ from experiments.transition.tasks import Task, code_hash, evaluate
 STALE_SHARE = 0.5  # in the prospective comparison, the share of revisions handed stale evidence
 
 
-def _state_record(task: Task, source: str) -> dict[str, bool]:
+def _share(rows: tuple[tuple[bool, str], ...]) -> float:
+    return round(sum(ok for ok, _ in rows) / len(rows), 6) if rows else 1.0
+
+
+def _state_record(task: Task, source: str) -> dict[str, Any]:
+    """Y and each suite's verdict on `source`, and the share of visible and challenge cases it
+    passes (the graded scores the verifier analysis thresholds at matched coverage)."""
     res = evaluate(task, source)
     return {"visible": res["visible"].passed, "challenge": res["challenge"].passed,
             "hidden": res["hidden"].passed,
+            "visible_share": _share(res["visible"].rows),
+            "challenge_share": _share(res["challenge"].rows),
             "y": all(r.passed for r in res.values())}
 
 
@@ -55,8 +63,9 @@ def trajectory(task: Task, condition: str, seed: int, revisions: int, coder: Cod
     rec0 = _state_record(task, start)
     row: dict[str, Any] = {"task_id": task.task_id, "condition": condition, "seed": seed,
                            "start_hash": code_hash(start), "y": [rec0["y"]], "self": [],
-                           "visible": [], "challenge": [], "hidden": [], "action": [],
-                           "mode": [], "state": [], "evidence_stale": []}
+                           "visible": [], "challenge": [], "hidden": [], "visible_share": [],
+                           "challenge_share": [], "action": [], "mode": [], "valid": [],
+                           "why": [], "state": [], "evidence_stale": []}
     for t in range(1, revisions + 1):
         current = states[-1]
         before = states[-2] if len(states) > 1 else previous
@@ -67,10 +76,12 @@ def trajectory(task: Task, condition: str, seed: int, revisions: int, coder: Cod
         rec = _state_record(task, new)
         row["y"].append(rec["y"])
         row["self"].append(reply.claims_done)
-        for k in ("visible", "challenge", "hidden"):
+        for k in ("visible", "challenge", "hidden", "visible_share", "challenge_share"):
             row[k].append(rec[k])
         row["action"].append(_action_kind(reply))
         row["mode"].append(reply.mode)
+        row["valid"].append(reply.valid)
+        row["why"].append(reply.why)
         row["state"].append(code_hash(new)[:12])
         row["evidence_stale"].append(ev is not None and ev.state_hash != code_hash(current))
     row["ever_correct"] = any(row["y"][1:])
@@ -114,6 +125,8 @@ def baseline_run(task: Task, seed: int, kind: str, revisions: int, coder: Coder
         states.append(new)
         row["y"].append(_state_record(task, new)["y"])
         row["action"].append(_action_kind(reply))
+        row["valid"].append(reply.valid)
+        row["why"].append(reply.why)
         row["offered_stale"].append(stale and ev.state_hash != code_hash(current))
         row["outcome"].append("committed" if new != current else _action_kind(reply))
     final = _state_record(task, states[-1])
@@ -123,7 +136,7 @@ def baseline_run(task: Task, seed: int, kind: str, revisions: int, coder: Coder
 def _paired_row(task: Task, seed: int, kind: str, arm: str, start: str) -> dict[str, Any]:
     return {"task_id": task.task_id, "seed": seed, "start": kind, "arm": arm,
             "start_hash": code_hash(start), "y": [_state_record(task, start)["y"]],
-            "action": [], "offered_stale": [], "outcome": []}
+            "action": [], "valid": [], "why": [], "offered_stale": [], "outcome": []}
 
 
 def _finish(row: dict[str, Any], *, accepted: bool, final_y: bool) -> dict[str, Any]:
@@ -192,6 +205,8 @@ def guarded_run(task: Task, seed: int, kind: str, revisions: int, coder: Coder,
             if broker.closed:
                 row["y"].append(row["y"][-1])
                 row["action"].append("none")
+                row["valid"].append(True)
+                row["why"].append("")
                 row["offered_stale"].append(False)
                 row["refused_stale"].append(False)
                 row["outcome"].append("closed")
@@ -208,6 +223,8 @@ def guarded_run(task: Task, seed: int, kind: str, revisions: int, coder: Coder,
                 history.append(current)
             row["y"].append(_state_record(task, new)["y"])
             row["action"].append(_action_kind(reply))
+            row["valid"].append(reply.valid)
+            row["why"].append(reply.why)
             row["offered_stale"].append(offered is not current_ev
                                         and offered.state_hash != current_ev.state_hash)
             row["refused_stale"].append(refused)

@@ -41,6 +41,21 @@ class Request:
     revision: int = 1
 
 
+# Why a reply was mapped to Keep; reported per condition (the paper's HumanEval/137 case was
+# "done_only": a reply saying STATUS: DONE with no code).
+INVALID_CLASSES = ("done_only", "not_an_action", "malformed_action", "wrong_file", "syntax_error",
+                   "call_failed")
+
+
+def invalid_class(problem: str) -> str:
+    """The class of a parse problem reported by engine.admission.actions.parse_reply."""
+    if "DONE-only" in problem:
+        return "done_only"
+    if problem in ("not a JSON object", "empty reply", "missing, oversized or not UTF-8"):
+        return "not_an_action"
+    return "malformed_action"
+
+
 @dataclass(frozen=True)
 class Reply:
     action: Action
@@ -49,6 +64,7 @@ class Reply:
     tried: int = 0            # edits (or calls) spent on this reply
     note: str = ""
     valid: bool = True        # False when a reply was malformed and mapped to Keep
+    why: str = ""             # for an invalid reply, its class (INVALID_CLASSES); else ""
 
 
 class Coder(Protocol):
@@ -133,10 +149,17 @@ class SpendMeter(Protocol):
     def settle(self, used: float, what: str = ..., **facts: Any) -> float: ...
 
 
-SYSTEM = ("You revise one Python module. Reply with ONE JSON object and nothing else: "
-          '{"action": "patch", "files": {"solution.py": "<the whole new module>"}} or '
-          '{"action": "keep"} or {"action": "escalate", "reason": "<why>"}. '
-          'You may add "note": "<text>"; write "done" in it if you believe the module is correct.')
+SYSTEM = ('You are a coder revising one Python module, solution.py. Write the complete '
+          'revised module and reply with ONE JSON object and nothing else, in this '
+          'form:\n'
+          '{"action": "patch", "files": {"solution.py": "def add(a, b):\\n    \'\'\'Return '
+          'a plus b.\'\'\'\\n    return a + b\\n"}, "note": "done"}\n'
+          'The value of "solution.py" is the whole new module as a JSON string: '
+          'newlines written as \\n, docstrings in \'\'\' quotes, never a bare " inside the '
+          'string. "note" is optional; write "done" in it if you believe the module is '
+          'correct.\n'
+          'Two other replies exist for when you cannot write a revision: {"action": '
+          '"keep"} and {"action": "escalate", "reason": "<why>"}.')
 
 
 @dataclass
@@ -183,7 +206,7 @@ class OpenAICoder:
         except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             self.meter.settle(reserved, "chat call", error=type(exc).__name__)
             return Reply(Keep(f"call failed: {type(exc).__name__}"), False, "llm", 1,
-                         valid=False)
+                         valid=False, why="call_failed")
         used = reserved if not isinstance(tokens, int) else tokens / 1000 * self.price_per_1k
         self.meter.settle(used, "chat call", tokens=tokens)
         return self.parse(content)
@@ -203,17 +226,20 @@ class OpenAICoder:
         note = parsed.note or ""
         action = parsed.action
         valid = parsed.valid
+        why = "" if valid else invalid_class(parsed.problem or "")
         if isinstance(action, Patch):
             src = action.files.get(SOLUTION)
             if set(action.files) != {SOLUTION} or not isinstance(src, str):
                 action, valid = Keep("invalid reply: a patch may only write solution.py"), False
+                why = "wrong_file"
             else:
                 try:
                     action = Patch({SOLUTION: normalize(src)})
-                except (SyntaxError, ValueError):
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
                     action, valid = Keep("invalid reply: the patch does not parse"), False
+                    why = "syntax_error"
         claims = valid and not isinstance(action, Escalate) and "done" in note.lower()
-        return Reply(action, claims, "llm", 1, note, valid)
+        return Reply(action, claims, "llm", 1, note, valid, why)
 
 
 def model_meter(budget: float, node: str = "coder") -> tuple[Any, list[dict[str, Any]]]:

@@ -152,3 +152,23 @@ def stopping_replay(rows: Sequence[Row]) -> dict[str, Any]:
                      "sound_completion": ratio(stopped - unsafe, len(rows)),
                      "stopped": stopped, "unsafe": unsafe, "n": len(rows)}
     return out
+
+
+def validity(rows: Iterable[Row]) -> dict[str, Any]:
+    """Replies and what became of them: how many were valid actions, why the others were mapped
+    to Keep (engine.admission.actions fails closed), and the actions taken. A malformed or
+    DONE-only reply is a finding, not noise: it is a revision that silently did nothing."""
+    replies = valid = 0
+    why: dict[str, int] = {}
+    actions: dict[str, int] = {}
+    for r in rows:
+        for ok, w, a in zip(r.get("valid", []), r.get("why", []), r["action"], strict=False):
+            if a == "none":  # the guarded loop had already closed: no reply was asked for
+                continue
+            replies += 1
+            valid += bool(ok)
+            if not ok:
+                why[w or "unknown"] = why.get(w or "unknown", 0) + 1
+            actions[a] = actions.get(a, 0) + 1
+    return {"replies": replies, "valid": valid, "valid_share": ratio(valid, replies),
+            "invalid": dict(sorted(why.items())), "actions": dict(sorted(actions.items()))}

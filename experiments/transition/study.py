@@ -33,7 +33,7 @@ from engine.system.errors import BadInput
 from experiments import results
 from experiments.results import write_csv, write_json
 from experiments.stats import holm, paired_contrast, task_means, wilson
-from experiments.transition import arms, metrics
+from experiments.transition import arms, metrics, prospective, verifiers
 from experiments.transition.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.transition.conditions import CONDITIONS
 from experiments.transition.tasks import Task, select_tasks, starts_record
@@ -51,7 +51,10 @@ class Scale:
 
 
 SCALES = {"smoke": Scale(3, 2, n_boot=2_000, n_flips=2_000), "default": Scale(10, 3),
-          "paper": Scale(30, 5)}
+          "paper": Scale(30, 5),
+          # sized for a 0.5B model on two CPU cores (docs/transition.md gives the measured times)
+          "llm-smoke": Scale(1, 1, revisions=1, n_boot=2_000, n_flips=2_000),
+          "llm": Scale(8, 1)}
 
 
 # --------------------------------------------------------------------------- running
@@ -60,6 +63,7 @@ def _coder(spec: dict[str, Any]) -> Coder:
         return SearchCoder()
     meter, _records = model_meter(spec["budget"])
     return OpenAICoder(spec["base_url"], spec["model"], meter, price_per_1k=spec["price"],
+                       timeout_s=spec.get("timeout_s", 60.0),
                        api_key=os.environ.get("OPENAI_API_KEY") or None)
 
 
@@ -112,7 +116,8 @@ def _contrast(a_rows: list[dict], b_rows: list[dict], value: Callable[[dict], fl
 def analyse(runs: dict[str, list[dict]], seed: int, scale: Scale) -> dict[str, Any]:
     traj = runs["trajectories"]
     by_cond = {c: [r for r in traj if r["condition"] == c] for c in CONDITIONS}
-    tables = {c: metrics.condition_table(rows) for c, rows in by_cond.items()}
+    tables = {c: {**metrics.condition_table(rows), "stopping_replay": metrics.stopping_replay(rows)}
+              for c, rows in by_cond.items()}
     cs = runs["common_state"]
     stale = [r for r in cs if r["condition"] == "stale_trace"]
     current = [r for r in cs if r["condition"] == "current_trace"]
@@ -173,12 +178,23 @@ def analyse(runs: dict[str, list[dict]], seed: int, scale: Scale) -> dict[str, A
         "ever_correct": headline["ever_correct"],
         "alpha": {c: t["alpha"] for c, t in tables.items()},
         "beta": {c: t["beta"] for c, t in tables.items()},
-        "lost_after_found": metrics.lost_after_found(traj),
+        "lost_after_found": headline["lost_after_found"],
+        "lost_after_found_pooled": metrics.lost_after_found(traj),
         "stale_vs_current_harm": {
             "stale": [k_s, n_s], "current": [k_c, n_c], "difference": svc["difference"],
             "ci95": svc["ci95"], "p": svc["p"], "p_holm": svc["p_holm"],
             "stale_wilson95": wilson(k_s, n_s), "current_wilson95": wilson(k_c, n_c)},
         "guarded_vs_baseline": guarded_vs_baseline,
+        "preregistered": prospective.verdict(guarded_vs_baseline),
+        "freshness_cost": {"stopping_replay": prospective.fresh_replay(traj),
+                           "rollouts": prospective.fresh_rollouts(pro)},
+        "validity": {
+            "trajectories": {c: metrics.validity(rows) for c, rows in by_cond.items()},
+            "common_state": {c: metrics.validity([r for r in cs if r["condition"] == c])
+                             for c in ("stale_trace", "current_trace")},
+            "prospective": {a: metrics.validity(arm(a)) for a in ("baseline", "guarded")},
+            "all": metrics.validity([*traj, *cs, *pro])},
+        "verifiers_matched": verifiers.analysis(traj, seed=seed, n_boot=scale.n_boot),
         "by_condition": tables,
         "verifiers": metrics.verifier_table(traj),
         "stopping_replay": metrics.stopping_replay(traj),
@@ -213,9 +229,11 @@ def _sort(rows: list[dict], keys: Sequence[str]) -> list[dict]:
 
 def run_experiment(*, scale_name: str = "default", seed: int = 0, out: Path | None = None,
                    coder_spec: dict[str, Any] | None = None, workers: int = 2,
-                   scale: Scale | None = None) -> dict[str, Any]:
+                   scale: Scale | None = None,
+                   extra: Callable[[], dict[str, str]] | None = None) -> dict[str, Any]:
     """Build the tasks and starts, run the three studies, analyse, write `out`; return the
-    summary (what --json prints)."""
+    summary (what --json prints). `extra`, called after the runs and before anything is
+    written, may refuse the run (BadInput) or return more files to write (name -> text)."""
     scale = scale or SCALES[scale_name]
     spec = coder_spec or {"kind": "search"}
     tasks = select_tasks(scale.tasks)
@@ -224,8 +242,11 @@ def run_experiment(*, scale_name: str = "default", seed: int = 0, out: Path | No
     runs["trajectories"] = _sort(runs["trajectories"], ("task_id", "condition", "seed"))
     runs["common_state"] = _sort(runs["common_state"], ("task_id", "condition", "seed"))
     runs["prospective"] = _sort(runs["prospective"], ("task_id", "start", "arm", "seed"))
+    files = extra() if extra is not None else {}
     summary = {"experiment": NAME, "scale": scale_name, "seed": seed,
-               "coder": spec.get("kind", "custom"), "tasks": [t.task_id for t in tasks],
+               "coder": spec.get("label", spec.get("kind", "custom")),
+               **({"model": spec["model_name"]} if "model_name" in spec else {}),
+               "tasks": [t.task_id for t in tasks],
                "seeds": seeds, "conditions": list(CONDITIONS), "T": scale.revisions,
                **analyse(runs, seed, scale)}
     if out is not None:
@@ -236,6 +257,8 @@ def run_experiment(*, scale_name: str = "default", seed: int = 0, out: Path | No
             write_json(out / f"{name}.json", rows)
             flat = [_flat(r) for r in rows]
             write_csv(out / f"{name}.csv", flat, _columns(flat))
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
     return summary
 
 
@@ -266,16 +289,32 @@ def main(argv: list[str] | None = None) -> int:
     p = results.parser(NAME, __doc__.splitlines()[0], SCALES)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.description = __doc__
-    p.add_argument("--coder", choices=("search", "openai"), default="search")
+    p.add_argument("--coder", choices=("search", "openai", "llm"), default="search")
     p.add_argument("--workers", type=int, default=2, help="worker processes (search coder only)")
     p.add_argument("--base-url", help="OpenAI-compatible server (or LOOPPROOF_OPENAI_BASE_URL)")
     p.add_argument("--model", help="model name (or LOOPPROOF_OPENAI_MODEL)")
     p.add_argument("--price", help="price per 1,000 tokens (or LOOPPROOF_OPENAI_PRICE)")
-    p.add_argument("--budget", type=float, default=10.0, help="spend budget for model calls")
+    p.add_argument("--budget", type=float, default=None,
+                   help="spend budget for model calls (openai: 10; llm: 100,000 = 100M tokens)")
+    p.add_argument("--llm", default="0.5b", help="local model for --coder llm (0.5b)")
+    p.add_argument("--replay", type=Path, metavar="DIR",
+                   help="--coder llm: answer from DIR/replies.jsonl instead of the model")
+    p.add_argument("--model-cache", type=Path,
+                   help="weights cache (or LOOPPROOF_MODEL_CACHE; ~/.cache/loopproof/models)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="--coder llm: CPU threads (default: 2 on an idle machine, else 1)")
     args = results.parse(p, argv)
     if args is None:
         return 2
+    if args.coder == "llm":
+        return _main_llm(args)
+    if args.replay is not None:
+        print("experiments.transition: --replay: only for --coder llm; fix: add --coder llm",
+              file=sys.stderr)
+        return 2
     try:
+        if args.budget is None:
+            args.budget = 10.0
         spec = {"kind": "search"} if args.coder == "search" else _openai_spec(args)
     except BadInput as exc:
         print(f"experiments.transition: {exc}", file=sys.stderr)
@@ -285,15 +324,48 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_experiment(scale_name=args.scale, seed=args.seed, out=args.out,
                                  coder_spec=spec, workers=workers)
     except BudgetOverrun as exc:
-        print(f"experiments.transition: budget exhausted, nothing written: {exc}; fix: raise "
-              f"--budget or lower the scale", file=sys.stderr)
-        return 4
+        return _overrun(exc)
+    _report(summary, args)
+    return 0
+
+
+def _overrun(exc: BudgetOverrun) -> int:
+    print(f"experiments.transition: budget exhausted, nothing written: {exc}; fix: raise "
+          f"--budget or lower the scale", file=sys.stderr)
+    return 4
+
+
+def _report(summary: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         results.print_summary(summary, True)  # one line, like every experiment's --json
     else:
         cc = summary["current_correct"]
         print(f"{summary['trajectories']} trajectories, current correct {cc}, ever correct "
               f"{summary['ever_correct']}; results in {args.out}")
+
+
+def _main_llm(args: argparse.Namespace) -> int:
+    """--coder llm: the local model (or its stored replies) behind the OpenAI client path."""
+    from experiments.transition import llm_run
+
+    try:
+        with llm_run.session(key=args.llm, out=args.out, replay=args.replay,
+                             cache=args.model_cache, threads=args.threads,
+                             budget=args.budget) as sess:
+            summary = run_experiment(scale_name=args.scale, seed=args.seed, out=args.out,
+                                     coder_spec=sess.spec, workers=1, extra=sess.finish)
+            manifest = llm_run.write_manifest(args.out, sess, summary)
+    except BadInput as exc:
+        print(f"experiments.transition: {exc}", file=sys.stderr)
+        return 2
+    except BudgetOverrun as exc:
+        return _overrun(exc)
+    diff = manifest.get("replies_vs_previous_run")
+    if diff is not None:
+        print(f"experiments.transition: {diff['compared']} replies compared with the previous "
+              f"run in {args.out}: {diff['differed']} differed, {diff['new']} new",
+              file=sys.stderr)
+    _report(summary, args)
     return 0
 
 

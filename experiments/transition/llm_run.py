@@ -1,0 +1,172 @@
+"""A transition run with a local language model (`--coder llm`) or from its stored replies
+(`--coder llm --replay DIR`), through the same OpenAI-compatible client as `--coder openai`.
+
+Live: fetch and verify the weights (experiments.transition.weights), start the loopback model
+server (experiments.transition.llm_server) and wait for its health check, put the recording proxy
+(experiments.transition.replies) in front of it, and hand the experiment a plain `openai` coder
+spec whose base URL is the proxy. Replay: the proxy answers from DIR/replies.jsonl; no weights,
+no runtime. Either way the experiment writes `replies.jsonl` beside its results, and
+`manifest.json` (model file, SHA-256, runtime and version, threads, tokens, wall time, seed, how
+the replies compare with an earlier run's). The manifest is the run's log: it is the one file
+that differs between a model run and its replay, because it holds timings.
+
+The price is one spend unit per 1,000 tokens, so the meter's budget is a token budget: every call
+reserves (prompt bytes + max_tokens) / 1000 before it is sent, as for any OpenAI server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.system.errors import BadInput
+from experiments.results import write_json
+from experiments.transition import llm_server, replies, weights
+
+PRICE_PER_1K = 1.0          # one spend unit per 1,000 tokens: the budget counts tokens
+DEFAULT_BUDGET = 100_000.0  # 100 million tokens; a model run at `llm` scale uses about one
+TIMEOUT_S = 3600.0          # a slow reply on a loaded machine must not become a client timeout
+PROGRESS_EVERY = 10
+
+
+@dataclass
+class Session:
+    spec: dict[str, Any]
+    proxy: replies.Proxy
+    mode: str                                  # "model" | "replay"
+    w: weights.Weights
+    model_file: Path | None = None
+    health: dict[str, Any] = field(default_factory=dict)
+    prior: dict[str, dict[str, Any]] | None = None
+    source: Path | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def finish(self) -> dict[str, str]:
+        """Called after the runs, before any result file is written: refuse a void run (model
+        server failure, replies missing from a replay); else the reply set to write."""
+        if self.proxy.failure:
+            raise BadInput("model server", "reply", self.proxy.failure,
+                           "rerun; if it fails again, check the server with --scale llm-smoke")
+        if self.proxy.misses:
+            raise BadInput(str(self.source), "replies", f"{self.proxy.misses} of "
+                           f"{self.proxy.requests} requests have no stored reply (the protocol "
+                           "changed since the replies were recorded)",
+                           "rerun with the model (without --replay) to record them")
+        return {replies.FILE: replies.dumps(self.proxy.used)}
+
+    def manifest(self, summary: dict[str, Any]) -> dict[str, Any]:
+        p = self.proxy
+        tokens = p.tokens()
+        out: dict[str, Any] = {
+            "experiment": summary.get("experiment"), "scale": summary.get("scale"),
+            "seed": summary.get("seed"), "mode": self.mode,
+            "model": {"key": self.w.key, "general_name": self.w.general_name,
+                      "file": self.w.filename, "size": self.w.size, "sha256": self.w.sha256,
+                      "packages": [f"{n}=={self.w.version}" for n, _ in self.w.packages],
+                      "verified": self.model_file is not None},
+            "runtime": {k: v for k, v in self.health.items() if k not in ("status", "model")},
+            "requests": p.requests, "unique_requests": len(p.used), "model_calls": p.model_calls,
+            "resumed_replies": p.resumed,
+            "tokens": tokens, "model_seconds": round(p.model_seconds, 1),
+            "wall_seconds": round(time.monotonic() - self.started, 1),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "python": platform.python_version(), "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+        }
+        if self.mode == "model" and p.model_seconds > 0:
+            out["completion_tokens_per_s"] = round(tokens["completion"] / p.model_seconds, 2)
+        if self.prior is not None:
+            out["replies_vs_previous_run"] = p.differences(self.prior)
+        if self.source is not None:
+            out["replayed_from"] = str(self.source)
+        return out
+
+
+def _progress(proxy: replies.Proxy, started: float) -> None:
+    calls = proxy.model_calls
+    if calls and calls % PROGRESS_EVERY == 0:
+        t = proxy.tokens()
+        print(f"transition[llm]: {proxy.requests} requests, {calls} model calls, "
+              f"{t['completion']} completion tokens, {time.monotonic() - started:.0f} s",
+              file=sys.stderr, flush=True)
+
+
+class _ProgressProxy(replies.Proxy):
+    def _forward(self, key: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
+        out = super()._forward(key, path, body)
+        _progress(self, self.started)
+        return out
+
+
+def _spec(w: weights.Weights, base_url: str, budget: float) -> dict[str, Any]:
+    return {"kind": "openai", "base_url": base_url, "model": w.filename, "price": PRICE_PER_1K,
+            "budget": budget, "timeout_s": TIMEOUT_S, "label": f"llm-{w.key}",
+            "model_name": w.general_name}
+
+
+@contextmanager
+def session(*, key: str, out: Path, replay: Path | None = None, cache: Path | None = None,
+            threads: int | None = None, budget: float | None = None) -> Iterator[Session]:
+    """The model (or its replay) behind a loopback OpenAI endpoint for one experiment run."""
+    if key not in weights.CATALOGUE:
+        raise BadInput("--llm", "model", f"unknown model {key!r}",
+                       f"choose one of {', '.join(weights.CATALOGUE)}")
+    w = weights.CATALOGUE[key]
+    budget = DEFAULT_BUDGET if budget is None else budget
+    started = time.monotonic()
+    with ExitStack() as stack:
+        if replay is not None:
+            source = replay / replies.FILE
+            proxy = replies.Proxy(None, replies.load(source))
+            sess = Session({}, proxy, "replay", w, source=source, started=started)
+            earlier = replay / "manifest.json"
+            if earlier.is_file():
+                try:
+                    sess.health = dict(json.loads(earlier.read_text()).get("runtime") or {})
+                except ValueError:
+                    sess.health = {}
+        else:
+            model_file = weights.ensure(w, cache)
+            threads = auto_threads() if threads is None else threads
+            base, health = stack.enter_context(llm_server.serve(model_file, threads))
+            journal = weights.cache_dir(cache) / f"journal-{w.key}-{out.resolve().name}.jsonl"
+            proxy = _ProgressProxy(base, timeout_s=TIMEOUT_S, journal=journal)
+            if proxy.resumed:
+                print(f"transition[llm]: resuming an interrupted run: {proxy.resumed} replies "
+                      f"from {journal}", file=sys.stderr, flush=True)
+            proxy.started = started  # type: ignore[attr-defined]
+            prior = None
+            if (out / replies.FILE).is_file():
+                try:
+                    prior = replies.load(out / replies.FILE)
+                except BadInput:
+                    prior = None
+            sess = Session({}, proxy, "model", w, model_file=model_file, health=health,
+                           prior=prior, started=started)
+        url = stack.enter_context(replies.running(proxy))
+        sess.spec = _spec(w, url, budget)
+        yield sess
+
+
+def write_manifest(out: Path, sess: Session, summary: dict[str, Any]) -> dict[str, Any]:
+    """Write manifest.json; the run is complete, so its journal goes."""
+    m = sess.manifest(summary)
+    write_json(out / "manifest.json", m)
+    if sess.proxy.journal is not None:
+        sess.proxy.journal.unlink(missing_ok=True)
+    return m
+
+
+def auto_threads() -> int:
+    """Two threads on an idle machine, one on a loaded one: llama.cpp's threads wait for each
+    other at every layer, and on an oversubscribed machine two threads ran 15 times slower than
+    one (bench/llm.py measures both side by side)."""
+    return 2 if os.getloadavg()[0] < 1.0 else 1

@@ -1,0 +1,217 @@
+"""The figures block of docs/transition.md, written from result files: the paper's figures next
+to the search coder's (results/transition) and the local model's (results/transition-llm).
+
+Why generated: numbers in the docs come from runs, never typed by hand. The block between the two
+markers is replaced; the prose around it (what differs and why) is written by people and refers
+to the rows by name.
+
+    python -m experiments.transition.report [--results results] [--write docs/transition.md]
+
+Without --write the block is printed. The paper's figures are quoted from seed paper 003 ("Looping
+Is Not Reliability"); where the paper's quantity has no counterpart here the cell says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BEGIN = "<!-- figures:begin (python -m experiments.transition.report --write) -->"
+END = "<!-- figures:end -->"
+
+# The paper's figures (seed paper 003). Strings, so they print exactly as the paper gives them.
+PAPER = {
+    "scale": "30 tasks x 6 conditions x 5 seeds, T = 3 (900 trajectories)",
+    "current": "0.820, 0.673, 0.693", "ever": "0.820, 0.847, 0.853",
+    "current_binary": "0.700, 0.700, 0.720", "stale_trace": "0.687, 0.713, 0.660",
+    "unavailable": "0.687, 0.687, 0.707",
+    "lost_pooled": "0.160", "lost_current": "not given",
+    "harm": "34/135 vs 4/135 (14B)", "harm_diff": "+0.222 [0.089, 0.370], Holm p 0.0337",
+    "g_harm": "0/135 vs 13/135", "g_repair": "93/135 vs 100/135",
+    "g_unsafe": "0/270 vs 1/270", "g_sound": "211/270 vs 219/270",
+    "criterion": "fails", "self_only": "0.998 / 0.295 / 0.703",
+    "visible_gate": "0.797 / 0.024 / 0.778", "challenge_gate": "0.778 / 0.000 / 0.778",
+    "risk70": "LLM judges: 0.050 (Qwen-7B), 0.041 (14B), 0.240 (DeepSeek-6.7B)",
+    "risk70_unique": "0.400, 0.387, 0.472 (617 unique of 2,700)",
+    "dependence": "7B~14B: phi 0.641, D 0.060 [0.001, 0.133]",
+    "fresh": "coverage 0.384, 311 sound completions lost, 2.27 revisions",
+    "validity": "5 DONE-only replies (7B, HumanEval/137) mapped to Keep",
+}
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _seq(xs: Any) -> str:
+    return ", ".join(_f(x) for x in xs) if xs else "n/a"
+
+
+def _ci(c: Any) -> str:
+    return "n/a" if not c or c[0] is None else f"[{c[0]:.3f}, {c[1]:.3f}]"
+
+
+def _pair(d: dict[str, Any], key: str) -> str:
+    g, b = d[key]["guarded"], d[key]["baseline"]
+    return (f"{g[0]}/{g[1]} vs {b[0]}/{b[1]}; {d[key]['difference']:+.3f} "
+            f"{_ci(d[key]['ci95'])}")
+
+
+def _stop(s: dict[str, Any], rule: str) -> str:
+    r = s["stopping_replay"][rule]
+    return f"{_f(r['coverage'])} / {_f(r['risk'])} / {_f(r['sound_completion'])}"
+
+
+def _validity(s: dict[str, Any]) -> str:
+    v = s["validity"]["trajectories"]
+    worst = min(v.items(), key=lambda kv: kv[1]["valid_share"] or 0.0)
+    allv = s["validity"]["all"]
+    why = ", ".join(f"{k} {n}" for k, n in allv["invalid"].items()) or "none invalid"
+    return (f"{_f(allv['valid_share'])} valid of {allv['replies']} ({why}); lowest: "
+            f"{worst[0]} {_f(worst[1]['valid_share'])}")
+
+
+def _risk(s: dict[str, Any], level: str) -> str:
+    m = s["verifiers_matched"][level]
+    vs = m["verifiers"]
+    return (f"self {_f(vs['self']['risk'])}, visible {_f(vs['visible']['risk'])}, "
+            f"challenge {_f(vs['challenge']['risk'])} ({m['candidates']} candidates)")
+
+
+def _dep(s: dict[str, Any]) -> str:
+    d = s["verifiers_matched"]["revisions"]["dependence"]["visible~challenge"]
+    return f"visible~challenge: phi {_f(d['phi'])}, D {_f(d['D'])} {_ci(d['D_ci95'])}"
+
+
+def _fresh(s: dict[str, Any]) -> str:
+    r = s["freshness_cost"]["stopping_replay"]
+    return (f"coverage {_f(r['fresh_gate_coverage'])}, {r['sound_lost_vs_self_only']} sound "
+            f"completions lost, {_f(r['mean_revisions_to_stop'], 2)} revisions")
+
+
+ROWS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
+    ("size", "scale", lambda s: f"{len(s['tasks'])} tasks x {len(s['conditions'])} conditions x "
+                                f"{len(s['seeds'])} seeds, T = {s['T']} ({s['trajectories']} "
+                                "trajectories)"),
+    ("current correct by revision (current trace)", "current",
+     lambda s: _seq(s["current_correct"])),
+    ("ever-correct by revision (current trace)", "ever", lambda s: _seq(s["ever_correct"])),
+    ("current correct, current binary", "current_binary",
+     lambda s: _seq(s["by_condition"]["current_binary"]["current_correct"])),
+    ("current correct, stale trace", "stale_trace",
+     lambda s: _seq(s["by_condition"]["stale_trace"]["current_correct"])),
+    ("current correct, unavailable", "unavailable",
+     lambda s: _seq(s["by_condition"]["unavailable"]["current_correct"])),
+    ("lost after found, all conditions", "lost_pooled",
+     lambda s: _f(s["lost_after_found_pooled"])),
+    ("lost after found, current trace", "lost_current", lambda s: _f(s["lost_after_found"])),
+    ("stale vs current harm (common state)", "harm",
+     lambda s: f"{s['stale_vs_current_harm']['stale'][0]}/{s['stale_vs_current_harm']['stale'][1]}"
+               f" vs {s['stale_vs_current_harm']['current'][0]}/"
+               f"{s['stale_vs_current_harm']['current'][1]}"),
+    ("difference, 95% CI, Holm p", "harm_diff",
+     lambda s: f"{s['stale_vs_current_harm']['difference']:+.3f} "
+               f"{_ci(s['stale_vs_current_harm']['ci95'])}, Holm p "
+               f"{s['stale_vs_current_harm']['p_holm']}"),
+    ("guarded vs baseline: harm from correct starts", "g_harm",
+     lambda s: _pair(s["guarded_vs_baseline"], "harm_from_correct_starts")),
+    ("guarded vs baseline: repair from wrong starts", "g_repair",
+     lambda s: _pair(s["guarded_vs_baseline"], "repair_from_wrong_starts")),
+    ("guarded vs baseline: unsafe completion", "g_unsafe",
+     lambda s: _pair(s["guarded_vs_baseline"], "unsafe_completion")),
+    ("guarded vs baseline: sound completion", "g_sound",
+     lambda s: _pair(s["guarded_vs_baseline"], "sound_completion")),
+    ("preregistered joint criterion", "criterion",
+     lambda s: "passes" if s["preregistered"]["passes"] else "fails (" + ", ".join(
+         k for k, v in s["preregistered"]["parts"].items() if not v["passes"]) + ")"),
+    ("stopping replay, self-only: coverage / risk / sound", "self_only",
+     lambda s: _stop(s, "self_only")),
+    ("stopping replay, visible gate", "visible_gate", lambda s: _stop(s, "visible_gate")),
+    ("stopping replay, challenge gate", "challenge_gate", lambda s: _stop(s, "challenge_gate")),
+    ("selective risk at 70% coverage, revisions", "risk70",
+     lambda s: _risk(s, "revisions")),
+    ("the same, unique (task, code hash)", "risk70_unique",
+     lambda s: _risk(s, "unique_task_code")),
+    ("dependence among incorrect candidates", "dependence", _dep),
+    ("strict freshness (stopping replay)", "fresh", _fresh),
+    ("reply validity", "validity", _validity),
+]
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _cell(fn: Callable[[dict[str, Any]], str], s: dict[str, Any] | None) -> str:
+    if s is None:
+        return "not run"
+    try:
+        return fn(s)
+    except (KeyError, TypeError, IndexError):
+        return "n/a"
+
+
+def block(results: Path) -> str:
+    """The markdown between the markers: one table, a row per figure."""
+    search = _load(results / "transition" / "summary.json")
+    model = _load(results / "transition-llm" / "summary.json")
+    manifest = _load(results / "transition-llm" / "manifest.json")
+    head = "model" if model is None else f"{model.get('model', 'model')}"
+
+    def source(s: dict[str, Any] | None, name: str) -> str:
+        return (f"- {name}: not run" if s is None else
+                f"- {name}: scale `{s['scale']}`, seed {s['seed']}, coder `{s['coder']}`")
+
+    lines = [BEGIN, "",
+             source(search, "search coder (`results/transition`)"),
+             source(model, "model (`results/transition-llm`)")]
+    if manifest:
+        lines.append(f"- model run: {manifest.get('model_calls')} model calls for "
+                     f"{manifest.get('requests')} requests, {manifest['tokens']['total']:,} "
+                     f"tokens, {manifest.get('wall_seconds')} s wall clock, "
+                     f"{manifest['runtime'].get('threads')} thread(s), load average "
+                     f"{manifest.get('load_average')} at the end")
+    lines += ["", f"| figure | paper | search coder | {head} |", "|---|---|---|---|"]
+    for label, key, fn in ROWS:
+        lines.append(f"| {label} | {PAPER[key]} | {_cell(fn, search)} | {_cell(fn, model)} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def replace(doc: str, new_block: str) -> str:
+    """`doc` with its figures block replaced (ValueError when the markers are missing)."""
+    i, j = doc.find(BEGIN), doc.find(END)
+    if i < 0 or j < i:
+        raise ValueError("the figures markers are missing")
+    return doc[:i] + new_block + doc[j + len(END):]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.transition.report",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument("--write", type=Path, help="replace the figures block of this markdown file")
+    args = p.parse_args(argv)
+    text = block(args.results)
+    if args.write is None:
+        print(text)
+        return 0
+    try:
+        doc = args.write.read_text(encoding="utf-8")
+        args.write.write_text(replace(doc, text), encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        print(f"experiments.transition.report: {args.write}: {exc}; fix: keep the lines "
+              f"{BEGIN!r} and {END!r} in the file", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

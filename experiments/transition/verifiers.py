@@ -1,0 +1,174 @@
+"""The verifier analysis of the paper, over the revision distribution of the trajectories: each
+verifier's selective risk at a matched coverage, and the dependence of false acceptances among
+incorrect candidates (phi and the excess joint false acceptance D_ij), with task-cluster
+bootstrap intervals; and the same over unique (task, code hash) candidates.
+
+Why matched coverage: a verifier that accepts less looks safer; comparing risks at one coverage
+(70%, as in the paper) removes that. The verifiers here have graded scores: the self-report
+(1 when the coder says done, else 0), and the share of visible and of challenge assertions a
+candidate passes. At a coverage c, a verifier accepts every candidate scoring above a threshold
+and, at the threshold itself, the fraction of tied candidates that makes the coverage exactly c
+(randomized tie-breaking, taken in expectation so the result is deterministic). Two verifiers
+break ties independently, so their joint acceptance of a candidate is the product of their
+acceptance probabilities.
+
+Why among incorrect candidates: an AND of two verifiers falsely accepts with probability
+f_i f_j + D_ij, so the product-of-errors argument needs D_ij = 0; phi is D_ij over the product of
+the two acceptances' standard deviations.
+
+Why two units: the revision distribution repeats candidates (a coder often keeps or returns to
+the same code), so one candidate's verdict is counted many times. The unique level counts each
+(task, code hash) once; its self-report score is the share of its revisions whose coder said done.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+VERIFIERS = ("self", "visible", "challenge")
+SCORES = {"self": "self", "visible": "visible_share", "challenge": "challenge_share"}
+COVERAGE = 0.70
+
+
+def candidates(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every revised state of every trajectory: task, code hash, correctness, verifier scores."""
+    out = []
+    for r in rows:
+        for t in range(1, len(r["y"])):
+            out.append({"task": str(r["task_id"]), "state": r["state"][t - 1],
+                        "y": bool(r["y"][t]), "self": float(bool(r["self"][t - 1])),
+                        "visible": float(r["visible_share"][t - 1]),
+                        "challenge": float(r["challenge_share"][t - 1])})
+    return out
+
+
+def unique(cands: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One candidate per (task, code hash); the self-report score averages its revisions."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for c in cands:
+        groups[(c["task"], c["state"])].append(c)
+    out = []
+    for (task, state), cs in sorted(groups.items()):
+        first = cs[0]
+        out.append({"task": task, "state": state, "y": first["y"],
+                    "self": round(sum(c["self"] for c in cs) / len(cs), 6),
+                    "visible": first["visible"], "challenge": first["challenge"]})
+    return out
+
+
+class _Tables:
+    """Per task: candidate and incorrect-candidate counts by score level of each verifier, and
+    incorrect-candidate counts by the joint levels of each pair. Every statistic below is a
+    function of task weights (all ones for the sample, multinomial counts for a bootstrap draw)."""
+
+    def __init__(self, cands: Sequence[Mapping[str, Any]]) -> None:
+        self.tasks = sorted({c["task"] for c in cands})
+        index = {t: i for i, t in enumerate(self.tasks)}
+        self.levels = {v: np.array(sorted({c[v] for c in cands}, reverse=True)) for v in VERIFIERS}
+        lvl = {v: {x: i for i, x in enumerate(self.levels[v])} for v in VERIFIERS}
+        T = len(self.tasks)
+        self.n = {v: np.zeros((T, len(self.levels[v]))) for v in VERIFIERS}
+        self.wrong = {v: np.zeros((T, len(self.levels[v]))) for v in VERIFIERS}
+        self.joint = {(a, b): np.zeros((T, len(self.levels[a]), len(self.levels[b])))
+                      for a, b in combinations(VERIFIERS, 2)}
+        for c in cands:
+            t = index[c["task"]]
+            for v in VERIFIERS:
+                self.n[v][t, lvl[v][c[v]]] += 1
+                if not c["y"]:
+                    self.wrong[v][t, lvl[v][c[v]]] += 1
+            if not c["y"]:
+                for a, b in self.joint:
+                    self.joint[(a, b)][t, lvl[a][c[a]], lvl[b][c[b]]] += 1
+
+
+def _accept(counts: np.ndarray, coverage: float) -> np.ndarray:
+    """Acceptance probability per score level (levels high to low) that accepts exactly
+    `coverage` of the candidates: 1 above the threshold level, a fraction at it, 0 below.
+    `counts` is (draws, levels); the result has the same shape."""
+    total = counts.sum(axis=1, keepdims=True)
+    target = coverage * total
+    above = np.cumsum(counts, axis=1) - counts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.clip((target - above) / counts, 0.0, 1.0)
+    return np.where(counts > 0, frac, np.where(above < target, 1.0, 0.0))
+
+
+def _stats(tab: _Tables, weights: np.ndarray, coverage: float) -> dict[str, np.ndarray]:
+    """Risk per verifier, and f_i, joint, D, phi per pair, for each row of task weights."""
+    out: dict[str, np.ndarray] = {}
+    acc = {}
+    for v in VERIFIERS:
+        n = weights @ tab.n[v]
+        w = weights @ tab.wrong[v]
+        a = _accept(n, coverage)
+        acc[v] = a
+        accepted = (a * n).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[f"risk:{v}"] = (a * w).sum(axis=1) / accepted
+            m = w.sum(axis=1)
+            out[f"false_accept:{v}"] = (a * w).sum(axis=1) / m
+    for a_, b_ in tab.joint:
+        j = np.einsum("dt,tij->dij", weights, tab.joint[(a_, b_)])
+        m = j.sum(axis=(1, 2))
+        joint = np.einsum("di,dij,dj->d", acc[a_], j, acc[b_])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            joint = joint / m
+            fi, fj = out[f"false_accept:{a_}"], out[f"false_accept:{b_}"]
+            d = joint - fi * fj
+            phi = d / np.sqrt(fi * (1 - fi) * fj * (1 - fj))
+        key = f"{a_}~{b_}"
+        out[f"joint:{key}"], out[f"D:{key}"], out[f"phi:{key}"] = joint, d, phi
+    return out
+
+
+def _r(x: float) -> float | None:
+    return None if not np.isfinite(x) else round(float(x), 6)
+
+
+def _ci(draws: np.ndarray) -> list[float | None] | None:
+    ok = draws[np.isfinite(draws)]
+    if len(ok) < 2:
+        return None
+    lo, hi = np.percentile(ok, [2.5, 97.5])
+    return [_r(lo), _r(hi)]
+
+
+def matched(cands: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int,
+            coverage: float = COVERAGE) -> dict[str, Any]:
+    """Risk at matched coverage per verifier; false acceptance, joint, D_ij and phi per pair among
+    incorrect candidates; each with a 95% task-cluster bootstrap interval (percentile)."""
+    out: dict[str, Any] = {"coverage": coverage, "candidates": len(cands),
+                           "incorrect": sum(not c["y"] for c in cands), "verifiers": {},
+                           "dependence": {}, "n_boot": n_boot}
+    if not cands:
+        return out
+    tab = _Tables(cands)
+    point = _stats(tab, np.ones((1, len(tab.tasks))), coverage)
+    rng = np.random.default_rng(seed)
+    T = len(tab.tasks)
+    draws = _stats(tab, rng.multinomial(T, [1.0 / T] * T, size=n_boot).astype(float), coverage)
+    out["tasks"] = T
+    for v in VERIFIERS:
+        out["verifiers"][v] = {
+            "risk": _r(point[f"risk:{v}"][0]), "risk_ci95": _ci(draws[f"risk:{v}"]),
+            "false_accept": _r(point[f"false_accept:{v}"][0])}
+    for a, b in combinations(VERIFIERS, 2):
+        key = f"{a}~{b}"
+        out["dependence"][key] = {
+            "joint": _r(point[f"joint:{key}"][0]),
+            "D": _r(point[f"D:{key}"][0]), "D_ci95": _ci(draws[f"D:{key}"]),
+            "phi": _r(point[f"phi:{key}"][0]), "phi_ci95": _ci(draws[f"phi:{key}"])}
+    return out
+
+
+def analysis(rows: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int) -> dict[str, Any]:
+    """The matched-coverage analysis at the revision level and at the unique (task, code) level."""
+    cands = candidates(rows)
+    return {"revisions": matched(cands, seed=seed, n_boot=n_boot),
+            "unique_task_code": matched(unique(cands), seed=seed, n_boot=n_boot)}

@@ -1,0 +1,72 @@
+"""The figures of docs/transition.md and the notebook, read from result files of both coders: the
+search coder at a tiny scale and the model's stored smoke replies, replayed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.transition import report, study
+from experiments.transition.study import Scale, run_experiment
+from notebooks import execute_notebook
+
+STORED = Path(__file__).resolve().parent.parent / "experiments" / "transition" / "replies"
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    run_experiment(scale_name="smoke", seed=0, out=root / "transition", workers=2,
+                   scale=Scale(tasks=2, seeds=1, revisions=2, n_boot=200, n_flips=200))
+    assert study.main(["--coder", "llm", "--scale", "llm-smoke", "--replay",
+                       str(STORED / "llm-smoke"), "--out", str(root / "transition-llm")]) == 0
+    return root
+
+
+def test_the_block_puts_each_coders_figures_next_to_the_papers(both):
+    text = report.block(both)
+    search = json.loads((both / "transition" / "summary.json").read_text())
+    model = json.loads((both / "transition-llm" / "summary.json").read_text())
+    row = next(ln for ln in text.splitlines() if ln.startswith("| current correct by revision"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == report.PAPER["current"]
+    assert cells[2] == ", ".join(f"{x:.3f}" for x in search["current_correct"])
+    assert cells[3] == ", ".join(f"{x:.3f}" for x in model["current_correct"])
+    assert "Qwen2.5 Coder 0.5B Instruct AWQ" in text and "not run" not in text
+    assert "model calls" in text  # the manifest's figures
+    validity = next(ln for ln in text.splitlines() if ln.startswith("| reply validity"))
+    assert f"{model['validity']['all']['valid_share']:.3f} valid" in validity
+
+
+def test_write_replaces_only_the_block(both, tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{report.BEGIN}\nold numbers\n{report.END}\nafter\n")
+    assert report.main(["--results", str(both), "--write", str(doc)]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("\nafter\n") and "old numbers" not in text
+    assert report.main(["--results", str(both), "--write", str(doc)]) == 0
+    assert doc.read_text() == text  # idempotent
+    doc.write_text("no markers\n")
+    assert report.main(["--results", str(both), "--write", str(doc)]) == 2
+    assert doc.read_text() == "no markers\n"
+
+
+def test_missing_results_say_not_run(tmp_path):
+    assert "not run" in report.block(tmp_path)
+
+
+def test_the_docs_carry_the_block():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "transition.md").read_text()
+    assert report.replace(doc, "X").count("X") >= 1  # both markers present, in order
+
+
+def test_the_notebook_draws_both_coders_side_by_side(both):
+    nb = execute_notebook("transition", both)
+    for folder in ("transition", "transition-llm"):
+        png = both / folder / "transition.png"
+        assert png.is_file() and png.stat().st_size > 10_000
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                      for o in c.get("outputs", []))
+    assert "offline search coder" in printed and "Qwen2.5 Coder 0.5B" in printed

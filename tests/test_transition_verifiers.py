@@ -1,0 +1,124 @@
+"""The verifier analysis on candidates whose answers are known by hand: risk at matched coverage
+with fractional ties, D_ij and phi among incorrect candidates, the unique (task, code) collapse,
+the preregistered criterion, the freshness cost and reply validity."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.transition import metrics, prospective, verifiers
+
+
+def cand(task, state, y, self_, vis, chal):
+    return {"task": task, "state": state, "y": y, "self": float(self_), "visible": vis,
+            "challenge": chal}
+
+
+def test_matched_coverage_accepts_a_fraction_of_the_tied_level():
+    # 10 candidates; visible scores: 4 at 1.0 (3 correct), 6 at 0.5 (1 correct).
+    cs = [cand("A", f"s{i}", i < 3, 0, 1.0, 1.0) for i in range(4)]
+    cs += [cand("A", f"t{i}", i < 1, 0, 0.5, 0.0) for i in range(6)]
+    out = verifiers.matched(cs, seed=0, n_boot=50, coverage=0.7)
+    # accept all 4 at 1.0 and 3 of the 6 at 0.5 (half of them): 7 accepted,
+    # wrong accepted = 1 + 0.5 * 5 = 3.5 -> risk 0.5
+    assert out["verifiers"]["visible"]["risk"] == pytest.approx(0.5)
+    # self-report is 0 everywhere: it accepts 70% of everything, risk = base rate 6/10
+    assert out["verifiers"]["self"]["risk"] == pytest.approx(0.6)
+    assert out["candidates"] == 10 and out["incorrect"] == 6
+
+
+def test_dependence_among_incorrect_candidates():
+    # incorrect candidates only matter; build two verifiers that fail together
+    cs = [cand("A", "c", True, 1, 1.0, 1.0), cand("B", "c", True, 1, 1.0, 1.0)]
+    cs += [cand("A", f"w{i}", False, 0, 1.0 if i < 2 else 0.0, 1.0 if i < 2 else 0.0)
+           for i in range(4)]
+    cs += [cand("B", f"w{i}", False, 0, 1.0 if i < 2 else 0.0, 1.0 if i < 2 else 0.0)
+           for i in range(4)]
+    out = verifiers.matched(cs, seed=1, n_boot=200, coverage=0.6)
+    # 10 candidates, coverage 0.6 -> 6 accepted: the 6 scoring 1.0 (2 correct, 4 wrong)
+    dep = out["dependence"]["visible~challenge"]
+    # among the 8 incorrect: both accept the same 4 -> f = 0.5 each, joint 0.5
+    assert dep["joint"] == pytest.approx(0.5) and dep["D"] == pytest.approx(0.25)
+    assert dep["phi"] == pytest.approx(1.0)
+    lo, hi = dep["D_ci95"]
+    assert lo <= 0.25 <= hi
+    # the self-report ties everything among incorrect candidates (all 0): no dependence
+    assert out["dependence"]["self~visible"]["D"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_unique_collapse_counts_each_task_and_code_once():
+    cs = [cand("A", "good", True, 1, 1.0, 1.0)] * 8 + [cand("A", "bad", False, 1, 1.0, 0.0),
+                                                      cand("A", "bad", False, 0, 1.0, 0.0)]
+    u = verifiers.unique(cs)
+    assert len(u) == 2 and [c["self"] for c in u] == [0.5, 1.0]
+    rev = verifiers.matched(cs, seed=0, n_boot=20, coverage=0.7)
+    uni = verifiers.matched(u, seed=0, n_boot=20, coverage=0.7)
+    # repeated correct code dilutes the risk at the revision level, not at the unique level
+    assert rev["verifiers"]["challenge"]["risk"] == pytest.approx(0.0)
+    assert uni["verifiers"]["challenge"]["risk"] > rev["verifiers"]["challenge"]["risk"]
+
+
+def test_candidates_come_from_every_revision_of_every_row():
+    row = {"task_id": "T", "y": [False, True, False], "self": [True, True],
+           "visible_share": [1.0, 0.5], "challenge_share": [1.0, 0.0], "state": ["a", "b"]}
+    cs = verifiers.candidates([row])
+    assert [(c["y"], c["visible"], c["state"]) for c in cs] == [(True, 1.0, "a"),
+                                                                (False, 0.5, "b")]
+
+
+def gvb(harm, repair, sound, unsafe):
+    return {"harm_from_correct_starts": {"ci95": harm}, "repair_from_wrong_starts": {"ci95": repair},
+            "sound_completion": {"ci95": sound}, "unsafe_completion": {"ci95": unsafe}}
+
+
+def test_the_preregistered_criterion():
+    ok = prospective.verdict(gvb([-0.3, -0.1], [-0.04, 0.1], [-0.02, 0.2], [-0.1, 0.04]))
+    assert ok["passes"] and ok["margin"] == 0.05
+    # the paper's outcome: harm superior, repair fell beyond the margin -> fails
+    bad = prospective.verdict(gvb([-0.15, -0.05], [-0.12, 0.0], [-0.08, 0.02], [-0.01, 0.0]))
+    assert not bad["passes"] and not bad["parts"]["repair_non_inferiority"]["passes"]
+    assert bad["parts"]["harm_superiority"]["passes"]
+    # no interval (e.g. a single task) is never a pass
+    assert not prospective.verdict(gvb(None, [0, 0], [0, 0], [0, 0]))["passes"]
+    # harm that did not fall is not superiority, even at the edge
+    assert not prospective.verdict(gvb([-0.2, 0.0], [0, 0], [0, 0], [0, 0]))["passes"]
+
+
+def traj(cond, y, self_, vis, chal):
+    return {"condition": cond, "y": y, "self": self_, "visible": vis, "challenge": chal}
+
+
+def test_fresh_gate_stops_only_on_evidence_bound_to_the_state():
+    rows = [traj("current_trace", [0, 0, 1], [1, 1], [0, 1], [0, 1]),   # stops at 2, sound
+            traj("stale_trace", [0, 1, 1], [1, 1], [1, 1], [1, 1]),     # never (stale)
+            traj("unavailable", [0, 1, 1], [1, 1], [1, 1], [1, 1]),     # never (no verdict)
+            traj("current_trace_full", [0, 1, 0], [1, 1], [1, 1], [0, 1])]  # stops at 2, unsound
+    out = prospective.fresh_replay(rows)
+    assert out["fresh_gate_coverage"] == 0.5 and out["self_only_coverage"] == 1.0
+    assert out["fresh_gate_sound"] == 1 and out["self_only_sound"] == 3
+    assert out["sound_lost_vs_self_only"] == 3 and out["sound_gained_vs_self_only"] == 1
+    assert out["mean_revisions_to_stop"] == 2.0
+
+
+def test_fresh_rollouts_pairs_arms():
+    def run(arm, seed, sound, completed, outcome):
+        return {"arm": arm, "task_id": "T", "seed": seed, "start": "wrong",
+                "sound_completion": sound, "completed": completed, "outcome": outcome,
+                "refused_stale": [True, False]}
+    rows = [run("baseline", 0, True, True, ["committed"] * 3),
+            run("guarded", 0, False, False, ["rejected", "closed", "closed"]),
+            run("baseline", 1, False, True, ["committed"] * 3),
+            run("guarded", 1, True, True, ["admitted"] * 3)]
+    out = prospective.fresh_rollouts(rows)
+    assert out["sound_lost"] == 1 and out["sound_gained"] == 1
+    assert out["guarded"]["coverage"] == 0.5 and out["baseline"]["coverage"] == 1.0
+    assert out["guarded"]["mean_revisions"] == 2.0 and out["stale_refused"] == 2
+
+
+def test_validity_counts_invalid_classes_and_skips_closed_revisions():
+    rows = [{"valid": [True, False, False, True], "why": ["", "done_only", "syntax_error", ""],
+             "action": ["patch", "keep", "keep", "none"]}]
+    v = metrics.validity(rows)
+    assert v == {"replies": 3, "valid": 1, "valid_share": round(1 / 3, 6),
+                 "invalid": {"done_only": 1, "syntax_error": 1},
+                 "actions": {"keep": 2, "patch": 1}}

@@ -312,10 +312,8 @@ def _started(proc: subprocess.Popen, fail: Any, timeout_s: float) -> tuple[str, 
     line = box.get("line", "")
     if not line:
         if not reader.is_alive():  # end of output: the server is exiting
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
         raise fail(f"no port announced within {timeout_s:.0f} s" if proc.poll() is None
                    else f"exited with code {proc.returncode}")
     try:

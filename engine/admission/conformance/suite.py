@@ -1,6 +1,6 @@
 """Run the admission layer's conformance cases: `python -m engine.admission.conformance --json`.
 
-The cases live in `engine/admission/conformance/cases.py` (one source of truth, also run by pytest); this
+The cases live in `engine/admission/conformance/cases/` (one source of truth, also run by pytest); this
 module runs each in its own temporary folder and prints `{"cases": n, "passed": n, "failed": [ids]}`.
 Exit 0 when every case passes, 1 otherwise, 2 for an unknown case id.
 
@@ -20,7 +20,7 @@ from typing import Any
 
 
 def load_cases() -> dict[str, Any]:
-    """The registered cases, by id (engine/admission/conformance/cases.py)."""
+    """The registered cases, by id (engine/admission/conformance/cases/)."""
     from engine.admission.conformance.cases import CASES
 
     return dict(CASES)
@@ -40,7 +40,7 @@ def run_case(c: Any) -> str | None:
 def markdown(cases: dict[str, Any]) -> str:
     lines = ["# Conformance cases",
              "",
-             "Generated from `engine/admission/conformance/cases.py` by `python -m engine.admission.conformance "
+             "Generated from `engine/admission/conformance/cases/` by `python -m engine.admission.conformance "
              "--markdown`; a test checks that this file matches. Each case injects one fault "
              "into a real broker (gate processes, a hash-chained ledger on disk) and asserts "
              "the expected outcome; run them with `python -m engine.admission.conformance --json`.",

@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from engine.record.ledger import Verification
-from experiments.integrity import study as integrity
+from engine.policy.pin import PolicyPin
+from engine.record.ledger import Ledger, Verification
+from experiments.integrity import records, rewrites, tamper, torn
 from experiments.integrity.study import (
     LEDGER_TAMPERS,
     SCALES,
@@ -59,7 +60,7 @@ def _always_verified(path):
 @pytest.mark.parametrize("kind", sorted(LEDGER_TAMPERS))
 def test_a_verifier_that_checks_nothing_detects_nothing(tmp_path, monkeypatch, kind):
     assert run_trial(0, "tamper", kind, 0, tmp_path).detected
-    monkeypatch.setattr(integrity, "verify", _always_verified)
+    monkeypatch.setattr(tamper, "verify", _always_verified)
     (tmp_path / "again").mkdir()
     assert not run_trial(0, "tamper", kind, 0, tmp_path / "again").detected
 
@@ -67,7 +68,7 @@ def test_a_verifier_that_checks_nothing_detects_nothing(tmp_path, monkeypatch, k
 @pytest.mark.parametrize("kind", ["policy_edited", "gate_file_edited", "suite_file_edited"])
 def test_without_the_pin_check_policy_edits_go_unseen(tmp_path, monkeypatch, kind):
     assert run_trial(0, "tamper", kind, 0, tmp_path).detected
-    monkeypatch.setattr(integrity.PolicyPin, "check", lambda self: None)
+    monkeypatch.setattr(PolicyPin, "check", lambda self: None)
     (tmp_path / "again").mkdir()
     assert not run_trial(0, "tamper", kind, 0, tmp_path / "again").detected
 
@@ -75,20 +76,20 @@ def test_without_the_pin_check_policy_edits_go_unseen(tmp_path, monkeypatch, kin
 def test_rewrite_is_not_counted_as_detected_without_signing(tmp_path, monkeypatch):
     row = run_trial(0, "rewrite", "full_rewrite", 0, tmp_path)
     assert row.status == "verified" and row.signed_status == "broken" and row.detected
-    monkeypatch.setattr(integrity, "verify_signed", lambda p, k: _always_verified(p))
+    monkeypatch.setattr(rewrites, "verify_signed", lambda p, k: _always_verified(p))
     (tmp_path / "again").mkdir()
     assert not run_trial(0, "rewrite", "full_rewrite", 0, tmp_path / "again").detected
 
 
 def test_torn_recovery_demands_a_reported_torn_tail(tmp_path, monkeypatch):
     assert run_trial(0, "torn", "cut", 0, tmp_path).detected
-    monkeypatch.setattr(integrity, "verify", _always_verified)
+    monkeypatch.setattr(torn, "verify", _always_verified)
     (tmp_path / "again").mkdir()
     assert not run_trial(0, "torn", "cut", 0, tmp_path / "again").detected
 
 
 def test_torn_recovery_demands_truncation_to_the_last_record(tmp_path, monkeypatch):
-    real_open = integrity.Ledger.open.__func__
+    real_open = Ledger.open.__func__
 
     def no_truncate(cls, path):
         data = path.read_bytes()
@@ -96,9 +97,9 @@ def test_torn_recovery_demands_truncation_to_the_last_record(tmp_path, monkeypat
         path.write_bytes(data)  # a ledger that reports the torn tail but leaves it in place
         return led
 
-    monkeypatch.setattr(integrity.Ledger, "open", classmethod(no_truncate))
+    monkeypatch.setattr(Ledger, "open", classmethod(no_truncate))
     assert not run_trial(0, "torn", "cut", 0, tmp_path).detected
 
 
 def test_run_records_are_deterministic():
-    assert integrity.run_records(random.Random(5), "x") == integrity.run_records(random.Random(5), "x")
+    assert records.run_records(random.Random(5), "x") == records.run_records(random.Random(5), "x")

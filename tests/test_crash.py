@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from experiments.crash import cases, observables
 from experiments.crash import graph as crashgraph
+from experiments.crash import sites as crash_sites
 from experiments.crash import study as crash
 from notebooks import REPO, execute_notebook
 
@@ -46,12 +48,12 @@ def test_case_plan_reaches_the_paper_sizes() -> None:
               "meter.after_reserve": 8, "meter.before_settle": 8, "runner.before_begin": 8,
               "runner.before_worker": 8, "runner.after_worker": 8, "runner.before_verdict": 8,
               "runner.after_verdict": 8, "runner.repair": 1}
-    sites = crash.engine_sites()
+    sites = crash_sites.engine_sites()
     assert set(sites) == set(counts), "a new engine crash site needs an occurrence count here"
 
     def total(scale: str) -> int:
-        sc = crash.SCALES[scale]
-        return sum(len(crash.plan(crash.Baseline(s, counts, 8, 0, {}, []), sc, sc.sites or sites))
+        sc = crash_sites.SCALES[scale]
+        return sum(len(cases.plan(cases.Baseline(s, counts, 8, 0, {}, []), sc, sc.sites or sites))
                    for s in range(sc.seeds))
 
     assert total("default") >= 48
@@ -60,11 +62,11 @@ def test_case_plan_reaches_the_paper_sizes() -> None:
 
 
 def test_spread_covers_first_and_last_occurrence() -> None:
-    assert crash.spread(43, 2) == [1, 43]
-    assert crash.spread(8, 3) == [1, 5, 8]  # round-half-even puts the middle at 5
-    assert crash.spread(1, 2) == [1]
-    assert crash.spread(8, 1) == [8]
-    assert crash.spread(0, 2) == []
+    assert cases.spread(43, 2) == [1, 43]
+    assert cases.spread(8, 3) == [1, 5, 8]  # round-half-even puts the middle at 5
+    assert cases.spread(1, 2) == [1]
+    assert cases.spread(8, 1) == [8]
+    assert cases.spread(0, 2) == []
 
 
 def _run_record(budget: float) -> dict:
@@ -75,12 +77,12 @@ def test_prefix_check_finds_an_overspent_prefix() -> None:
     ok = [_run_record(10.0), {"type": "reserve", "amount": 6.0},
           {"type": "settle", "amount": 2.0, "reserved": 6.0},
           {"type": "reserve", "amount": 8.0}, {"type": "abandon", "charged": 8.0}]
-    assert crash.prefix_excess(ok) <= 0
+    assert observables.prefix_excess(ok) <= 0
     # the final total is within budget, but one prefix was not: reserved on top of settled
     bad = [_run_record(10.0), {"type": "reserve", "amount": 6.0},
            {"type": "settle", "amount": 5.0, "reserved": 6.0},
            {"type": "reserve", "amount": 6.0}, {"type": "settle", "amount": 1.0, "reserved": 6.0}]
-    assert crash.prefix_excess(bad) == pytest.approx(1.0)
+    assert observables.prefix_excess(bad) == pytest.approx(1.0)
 
 
 def test_normalized_trace_drops_only_volatile_fields_and_bookkeeping() -> None:
@@ -96,14 +98,14 @@ def test_normalized_trace_drops_only_volatile_fields_and_bookkeeping() -> None:
           "seconds": 0.5},
          {"type": "claim", "claims": {"argv": ["/tmp/case-9/calls.txt"], "seconds": 0.4}},
          {"type": "finish", "settled": 0.9}]
-    assert crash.normalized_trace(a, root) == crash.normalized_trace(b, "/tmp/case-9")
+    assert observables.normalized_trace(a, root) == observables.normalized_trace(b, "/tmp/case-9")
     # a decision that differs (the attempt number, a charged price, an abandon) is kept
     c = [dict(a[0], attempt=2), *a[1:]]
-    assert crash.normalized_trace(c, root) != crash.normalized_trace(a, root)
+    assert observables.normalized_trace(c, root) != observables.normalized_trace(a, root)
     d = [a[0], dict(a[1], what="price"), *a[2:]]
-    assert crash.normalized_trace(d, root) != crash.normalized_trace(a, root)
+    assert observables.normalized_trace(d, root) != observables.normalized_trace(a, root)
     e = [a[0], {"type": "abandon", "node": "x"}, *a[1:]]
-    assert crash.normalized_trace(e, root) != crash.normalized_trace(a, root)
+    assert observables.normalized_trace(e, root) != observables.normalized_trace(a, root)
 
 
 def test_crash_graph_workers_are_deterministic_and_count_calls(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.policy import evolution
-from engine.policy.evolution import Catalog, Feature, Knob, evolve, replay_config
+from engine.policy.catalog import Catalog, Feature, Knob
+from engine.policy.evolution import evolve, replay_config
 from engine.system.errors import BadInput
 
 

@@ -12,14 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.policy.evolution import (
-    TIMEOUT_KNOB,
-    Catalog,
-    command_planner,
-    plan_stage,
-    replay_config,
-    timeout_catalog,
-)
+from engine.policy.catalog import TIMEOUT_KNOB, Catalog, timeout_catalog
+from engine.policy.evolution import command_planner, plan_stage, replay_config
 from engine.run.journal import Journal
 from engine.run.spec import Spec
 from engine.run.worker import CommandWorker

@@ -13,7 +13,7 @@ from engine.run import spec as spec_mod
 from engine.run.gate import CallableGate
 from engine.run.runner import Runner
 from engine.run.worker import CallableWorker
-from experiments.crash.study import prefix_excess
+from experiments.crash.observables import prefix_excess
 
 KIND = "test_meter_holds_py"
 FUNCS: dict[str, object] = {}

@@ -24,6 +24,9 @@ abandoned is inductive, and with G3 abandoned <= (B + EPS) / delta (G1-paid-cras
 The attempt bound W needs neither: an abandoned attempt leaves `attempts_total` (attempts_total
 - 1, remaining + 1), so W bounds the attempts that count; real executions are attempts_total +
 abandoned.
+
+One module just over 400 lines on purpose: the invariant, the ranking function and their
+broken variants are one obligation (G1) and share the family of shapes they are proved on.
 """
 
 from __future__ import annotations

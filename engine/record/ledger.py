@@ -15,6 +15,9 @@ its hash themselves — a rewrite of the chain, which only signing catches; see 
 Appends never re-read the file: the ledger keeps the head hash and next seq in memory, writes one
 line with a single `write`, and fsyncs it (once per `group()` under group commit). A SIGKILL
 after `write` returns cannot lose the line (it is in the kernel); fsync guards against power loss.
+
+One module over 400 lines on purpose: the writer and the verifier are one byte format; `Ledger.open`
+runs the same `_scan` that `verify` does, so they change together and are read together.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ purpose: they are what `loopproof audit` must find. Where the audit flags a gate
 holds the minimal repair an engineer would make to silence tier 1 (experiments/mutants/study.py).
 
     python examples/catalog/build_catalog.py      # rewrites examples/catalog/<loop>/
+
+One file over 400 lines on purpose: it is a script run by path (examples/ is not a package, so
+it cannot import siblings without a path hack), and most of it is data: the gate sources it
+writes, each next to the loop that uses it.
 """
 
 from __future__ import annotations

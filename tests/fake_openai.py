@@ -1,25 +1,51 @@
 """A small fake OpenAI-compatible server on 127.0.0.1 for tests: it answers POST
-/v1/chat/completions with scripted replies, in order, and records every request it saw (and when,
-relative to other events, through a shared `events` list). Never touches the network."""
+/v1/chat/completions (and /v1/completions, GET /v1/models) with scripted replies, in order, and
+records every request it saw (and when, relative to other events, through a shared `events`
+list). Never touches the network.
+
+A reply is a string (the message content, non-streamed, usage {"total_tokens": 500}), or
+("status", code) for an HTTP error, or ("raw", bytes) for a body that is not the API's shape, or
+a `Reply`: a scripted upstream that streams when asked, is slow, lies about usage, errors, or
+returns more tokens than it was asked for.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+@dataclass
+class Reply:
+    """One scripted answer. Tokens are words: one completion token per word, one stream chunk
+    per token. `usage`: "true" (what it sent), "missing", "low" (claims 1 completion token),
+    "high" (claims 10x), "string" (not numbers), or a dict sent as is."""
+
+    content: str = "ok"
+    usage: Any = "true"
+    delay_s: float = 0.0        # before the answer starts
+    chunk_delay_s: float = 0.0  # between stream chunks
+    status: int = 200
+    extra_tokens: int = 0       # tokens past max_tokens (an upstream that ignores it)
+    break_stream: bool = False  # close the stream half-way, without usage or [DONE]
+
+
 class FakeServer:
     def __init__(self, replies: list[Any], events: list[str] | None = None) -> None:
-        # each reply: a string (the message content), or ("status", code) for an HTTP error,
-        # or ("raw", bytes) for a body that is not the API's shape
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
         self.events = events if events is not None else []
         self.httpd: ThreadingHTTPServer | None = None
+        self.arrived = threading.Event()  # set when a request arrives
+        self.lock = threading.Lock()
+        self.default: Any = "{}"  # the reply once the script is used up
+        self.on_request: Any = None  # called with the request's body before it is answered
 
     @property
     def base_url(self) -> str:
@@ -27,41 +53,133 @@ class FakeServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
+    def next_reply(self) -> Any:
+        with self.lock:
+            return self.replies.pop(0) if self.replies else self.default
+
     def handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def send(self, status: int, data: bytes, ctype: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                server.requests.append({"path": self.path, "body": None,
+                                        "auth": self.headers.get("Authorization")})
+                if self.path != "/v1/models":
+                    return self.send(404, b"{}")
+                return self.send(200, json.dumps({"object": "list", "data": [
+                    {"id": "fake-model", "object": "model", "created": 0,
+                     "owned_by": "tests"}]}).encode())
+
+            def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                server.requests.append({"path": self.path, "body": body,
+                raw = self.rfile.read(length)
+                body = json.loads(raw or b"{}")
+                server.requests.append({"path": self.path, "body": body, "bytes": len(raw),
                                         "auth": self.headers.get("Authorization")})
                 server.events.append("request")
-                reply = server.replies.pop(0) if server.replies else "{}"
+                if server.on_request is not None:
+                    server.on_request(body)
+                server.arrived.set()
+                reply = server.next_reply()
+                if isinstance(reply, Reply):
+                    return self.scripted(reply, body, len(raw))
                 if self.path != "/v1/chat/completions":
-                    self.send_response(404)
-                    self.end_headers()
-                    return
+                    return self.send(404, b"")
                 if isinstance(reply, tuple) and reply[0] == "status":
-                    self.send_response(int(reply[1]))
-                    self.end_headers()
-                    return
+                    return self.send(int(reply[1]), b"")
                 if isinstance(reply, tuple) and reply[0] == "raw":
                     data = reply[1]
                 else:
                     data = json.dumps({"choices": [{"message": {"role": "assistant",
                                                                 "content": reply}}],
                                        "usage": {"total_tokens": 500}}).encode()
+                return self.send(200, data)
+
+            def scripted(self, r: Reply, body: dict[str, Any], n_bytes: int) -> None:
+                time.sleep(r.delay_s)
+                if r.status != 200:
+                    return self.send(r.status, json.dumps({"error": {
+                        "message": "scripted failure", "type": "server_error", "param": None,
+                        "code": None}}).encode())
+                chat = self.path == "/v1/chat/completions"
+                limit = body.get("max_completion_tokens") or body.get("max_tokens") or 10**6
+                words = r.content.split(" ")
+                words = words[:limit] + ["more"] * r.extra_tokens
+                prompt = max(1, n_bytes // 4)
+                usage = _usage(r.usage, prompt, len(words))
+                if body.get("stream"):
+                    return self.stream(r, chat, words, usage,
+                                       bool((body.get("stream_options") or {})
+                                            .get("include_usage")))
+                text = " ".join(words)
+                choice = ({"index": 0, "message": {"role": "assistant", "content": text},
+                           "finish_reason": "stop"} if chat else
+                          {"index": 0, "text": text, "finish_reason": "stop"})
+                doc: dict[str, Any] = {"id": "fake-1", "object": "chat.completion" if chat
+                                       else "text_completion", "created": 0,
+                                       "model": body.get("model"), "choices": [choice]}
+                if usage is not None:
+                    doc["usage"] = usage
+                return self.send(200, json.dumps(doc).encode())
+
+            def stream(self, r: Reply, chat: bool, words: list[str], usage: Any,
+                       include_usage: bool) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(data)
+                self.close_connection = True
+                kind = "chat.completion.chunk" if chat else "text_completion"
+
+                def chunk(choices: list[dict[str, Any]], **more: Any) -> None:
+                    doc = {"id": "fake-1", "object": kind, "created": 0, "model": "fake-model",
+                           "choices": choices, **more}
+                    self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+                    self.wfile.flush()
+
+                try:
+                    for i, w in enumerate(words):
+                        if r.break_stream and i == len(words) // 2:
+                            return
+                        piece = w if i == 0 else " " + w
+                        chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                               if chat else {"index": 0, "text": piece, "finish_reason": None}])
+                        time.sleep(r.chunk_delay_s)
+                    chunk([{"index": 0, "delta": {}, "finish_reason": "stop"} if chat else
+                           {"index": 0, "text": "", "finish_reason": "stop"}])
+                    if include_usage and usage is not None:
+                        chunk([], usage=usage)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except OSError:  # the client (the proxy) cut the stream
+                    return
 
         return Handler
+
+
+def _usage(kind: Any, prompt: int, completion: int) -> Any:
+    if isinstance(kind, dict):
+        return kind
+    return {"true": {"prompt_tokens": prompt, "completion_tokens": completion,
+                     "total_tokens": prompt + completion},
+            "missing": None,
+            "low": {"prompt_tokens": prompt, "completion_tokens": 1,
+                    "total_tokens": prompt + 1},
+            "high": {"prompt_tokens": prompt * 10, "completion_tokens": completion * 10,
+                     "total_tokens": (prompt + completion) * 10},
+            "string": {"prompt_tokens": "12", "completion_tokens": "3"}}[kind]
 
 
 @contextmanager
@@ -69,6 +187,7 @@ def fake_openai(replies: list[Any], events: list[str] | None = None) -> Iterator
     """Run a FakeServer on an ephemeral port of 127.0.0.1 for the duration of the block."""
     server = FakeServer(replies, events)
     server.httpd = ThreadingHTTPServer(("127.0.0.1", 0), server.handler())
+    server.httpd.daemon_threads = True
     thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
     thread.start()
     try:

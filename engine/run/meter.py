@@ -232,9 +232,14 @@ class Meter:
             if self.outstanding > EPS and self.in_attempt:
                 self._settle_capped(self.outstanding, "unsettled at worker end")
 
+    def fact(self, record: dict[str, Any]) -> None:
+        """Append a fact record (no model event), e.g. a model call's `llm_call`."""
+        self._fact(record)
+
     def _fact(self, record: dict[str, Any]) -> None:
-        if self._note is not None:
-            self._note(record)
+        with self._lock:
+            if self._note is not None:
+                self._note(record)
 
     # ---- evaluation --------------------------------------------------------------------------
     def reserve_evaluation(self, gate_timeout_s: float) -> float:

@@ -1,0 +1,461 @@
+"""The metered proxy of one attempt: an OpenAI-compatible HTTP server on a Unix socket.
+
+Why a Unix socket: the worker's sandbox has no network; a socket file bound into it is the one
+way out, and only to this server (`bridge.py` relays it to a loopback port inside the sandbox, so
+any client that honours OPENAI_BASE_URL works unchanged). Only three endpoints are served:
+/v1/chat/completions and /v1/completions (streamed or not: metered) and /v1/models (free);
+anything else is a 404 and never reaches the upstream.
+
+One call: check the per-attempt token; bound the request (engine/run/proxy/pricing.py) and hold
+that bound through the meter (`Meter.hold`: one atomic check-and-`Reserve`, durable before the
+request leaves); a hold that does not fit is answered 402 with an OpenAI-style error, recorded,
+and the attempt goes on. Forward with the upstream key; relay the answer (a stream chunk by
+chunk, cut when its content reaches the reserved completion tokens); settle the hold with the
+upstream's usage if it is believable, else the whole hold (`Meter.release`); record the call
+(`llm_call`: bodies' SHA-256, model, tokens, cost, latency, refused or not). However a call ends
+(upstream error, client gone, the proxy stopped), its hold is released exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import http.client
+import itertools
+import json
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from engine.run.proxy import pricing
+from engine.run.proxy.config import LlmConfig
+from engine.run.proxy.pricing import CHAT, COMPLETIONS, MODELS, Bound, Refused, error_body
+from engine.run.proxy.store import BodyStore
+
+WHAT = "llm"  # the meter label of a model call's reserve and settle records
+MAX_RESPONSE = 64 * 1024 * 1024  # bytes of a non-streamed upstream answer
+
+
+class Account(Protocol):
+    """What the proxy needs of the attempt's meter (engine/run/meter.py)."""
+
+    def hold(self, key: str, amount: float, what: str, **facts: Any) -> bool: ...
+
+    def release(self, key: str, used: float, what: str, **facts: Any) -> float: ...
+
+    def fact(self, record: dict[str, Any]) -> None: ...
+
+    def allowance(self) -> float: ...
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = False  # stop() joins every handler, so every hold is released
+    block_on_close = True
+    request_queue_size = 256  # an agent may open many connections at once
+    proxy: Proxy
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client gone mid-reply; the call's own record says what happened
+
+
+class Proxy:
+    """Start with `start()` (or `with`), stop with `stop()`: stopping aborts calls in flight
+    (each is charged its hold: its usage is unknown) and returns when every handler is done."""
+
+    def __init__(self, cfg: LlmConfig, account: Account, *, socket_path: Path, token: str,
+                 key: str | None, store: BodyStore, where: dict[str, Any]) -> None:
+        self.cfg, self.account, self.socket_path = cfg, account, Path(socket_path)
+        self.token, self.key, self.store, self.where = token, key, store, dict(where)
+        parts = urlsplit(cfg.upstream)
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname or "", parts.port
+        self._base = parts.path.rstrip("/")
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._live: set[socket.socket] = set()  # sockets to shut down on stop
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.stopping = False
+
+    # ---- life ----------------------------------------------------------------------------------
+    def start(self) -> Proxy:
+        self.socket_path.unlink(missing_ok=True)
+        server = _Server(str(self.socket_path), _Handler)
+        server.proxy = self
+        self.socket_path.chmod(0o600)
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="loopproof-proxy", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self.stopping = True
+        self._server.shutdown()
+        with self._lock:
+            for s in list(self._live):
+                _shut(s)
+        self._server.server_close()  # joins every handler thread
+        if self._thread is not None:
+            self._thread.join(5)
+        self._server = None
+        self.socket_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> Proxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def track(self, s: socket.socket, on: bool) -> None:
+        with self._lock:
+            if on:
+                self._live.add(s)
+                if self.stopping:
+                    _shut(s)
+            else:
+                self._live.discard(s)
+
+    def next_id(self) -> str:
+        return f"c{next(self._ids)}"
+
+    # ---- upstream ------------------------------------------------------------------------------
+    def upstream(self) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return cls(self._host, self._port, timeout=self.cfg.timeout_s)
+
+    def target(self, endpoint: str) -> str:
+        return self._base + endpoint.removeprefix("/v1")
+
+    def headers(self, length: int | None = None) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+             "User-Agent": "loopproof-proxy"}
+        if length is not None:
+            h["Content-Length"] = str(length)
+        if self.key:
+            h["Authorization"] = f"Bearer {self.key}"
+        return h
+
+    def record(self, call: str, **facts: Any) -> None:
+        self.account.fact({"type": "llm_call", **self.where, "call": call, **facts})
+
+
+def _shut(s: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        s.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    timeout = 600  # an idle keep-alive connection is closed after this many seconds
+
+    def log_message(self, *args: Any) -> None:  # the ledger is the log
+        pass
+
+    def address_string(self) -> str:  # a Unix socket has no peer address
+        return "worker"
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.proxy.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.proxy.track(self.connection, False)
+        super().finish()
+
+    # ---- plumbing ------------------------------------------------------------------------------
+    @property
+    def proxy(self) -> Proxy:
+        return self.server.proxy
+
+    def reply(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def authorized(self) -> bool:
+        got = self.headers.get("Authorization", "")
+        want = f"Bearer {self.proxy.token}"
+        if hmac.compare_digest(got.encode(), want.encode()):
+            return True
+        self.close_connection = True
+        self.reply(401, error_body("this proxy takes the attempt's OPENAI_API_KEY only",
+                                   "invalid_request_error", "invalid_api_key"))
+        self.proxy.record(self.proxy.next_id(), endpoint=self.path, refused=True, status=401,
+                          why="unauthorized", reserved=0.0, charged=0.0)
+        return False
+
+    def not_found(self) -> None:
+        self.reply(404, error_body(f"loopproof's proxy serves {CHAT}, {COMPLETIONS} and "
+                                   f"{MODELS} only, not {self.path}", "invalid_request_error",
+                                   "unknown_url"))
+
+    def read_body(self) -> bytes | None:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.close_connection = True
+            self.reply(411, error_body("send a Content-Length", "invalid_request_error"))
+            return None
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= pricing.MAX_BODY:
+            self.close_connection = True
+            self.reply(413, error_body(f"the request body must be 0..{pricing.MAX_BODY} bytes",
+                                       "invalid_request_error"))
+            return None
+        return self.rfile.read(length)
+
+    # ---- endpoints -----------------------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        if self.path.split("?")[0] != MODELS:
+            return self.not_found()
+        if not self.authorized():
+            return None
+        call, t0 = self.proxy.next_id(), time.monotonic()
+        status, data = 502, b""
+        try:
+            conn = self.proxy.upstream()
+            try:
+                conn.request("GET", self.proxy.target(MODELS), headers=self.proxy.headers())
+                resp = conn.getresponse()
+                status, data = resp.status, resp.read(MAX_RESPONSE)
+            finally:
+                conn.close()
+        except OSError as exc:
+            data = error_body(f"the upstream did not answer: {type(exc).__name__}",
+                              "api_error", "upstream_unreachable")
+        self.reply(status, data)
+        self.proxy.record(call, endpoint=MODELS, refused=False, status=status, reserved=0.0,
+                          charged=0.0, latency_s=round(time.monotonic() - t0, 6),
+                          response_sha256=self.proxy.store.put(data))
+        return None
+
+    def do_POST(self) -> None:  # noqa: N802
+        endpoint = self.path.split("?")[0]
+        if endpoint not in (CHAT, COMPLETIONS):
+            self.close_connection = True
+            return self.not_found()
+        if not self.authorized():
+            return None
+        raw = self.read_body()
+        if raw is None:
+            return None
+        call, t0 = self.proxy.next_id(), time.monotonic()
+        try:
+            bound = pricing.bound_request(endpoint, raw, self.proxy.cfg)
+        except Refused as exc:
+            body = exc.body()
+            self.reply(exc.status, body)
+            self.proxy.record(call, endpoint=endpoint, refused=True, status=exc.status,
+                              why=exc.message, reserved=0.0, charged=0.0,
+                              request_sha256=self.proxy.store.put(raw),
+                              response_sha256=self.proxy.store.put(body))
+            return None
+        Call(self, call, bound, t0).run()
+        return None
+
+
+class Call:
+    """One metered call: hold, forward, relay, settle, record."""
+
+    def __init__(self, h: _Handler, call: str, bound: Bound, t0: float) -> None:
+        self.h, self.p, self.call, self.bound, self.t0 = h, h.proxy, call, bound, t0
+        self.status = 0
+        self.usage: tuple[int, int] | None = None
+        self.usage_kind = "missing"
+        self.cut = False
+        self.sent = False  # the request reached the upstream (or may have)
+        self.received = bytearray()
+        self.error: str | None = None
+        self.replied = False  # the client has had a status line
+
+    def run(self) -> None:
+        b, p = self.bound, self.p
+        request_sha = p.store.put(b.body)
+        facts = {"call": self.call, "endpoint": b.endpoint, "model": b.model}
+        if not p.account.hold(self.call, b.cost, WHAT, **facts):
+            left = p.account.allowance()
+            body = error_body(
+                f"loopproof: this call may cost up to {b.cost:g} spend units "
+                f"({b.prompt_tokens} prompt tokens at most, {b.completion_tokens} completion "
+                f"tokens at most); the attempt may spend {left:g} more", "insufficient_quota",
+                "budget_exceeded")
+            self.h.close_connection = True
+            self.h.reply(402, body)
+            p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
+                     refused=True, status=402, why="the reservation does not fit",
+                     reserved=b.cost, charged=0.0, request_sha256=request_sha,
+                     response_sha256=p.store.put(body),
+                     latency_s=round(time.monotonic() - self.t0, 6))
+            return
+        charged = b.cost
+        try:
+            self.forward()
+        except Exception as exc:  # noqa: BLE001 (any failure: the hold is still settled)
+            self.error = f"{type(exc).__name__}: {exc}"[:300]
+            if not self.replied:
+                with contextlib.suppress(OSError):
+                    self.h.close_connection = True
+                    self.h.reply(502, error_body(f"the upstream did not answer: {self.error}",
+                                                 "api_error", "upstream_failed"))
+        finally:
+            if self.cut or (self.sent and self.usage is None):
+                used = b.cost  # a cut, a missing or unbelievable usage: the whole hold
+            elif self.usage is not None:
+                used = min(b.cost, pricing.cost(p.cfg, *self.usage))
+            else:
+                used = 0.0  # the request never left: nothing was used
+            charged = p.account.release(self.call, used, WHAT, call=self.call,
+                                        usage=self.usage_kind)
+            tokens = self.usage or (None, None)
+            extra = {"error": self.error} if self.error else {}
+            p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
+                     refused=False, status=self.status, reserved=b.cost, charged=charged,
+                     prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                     usage=self.usage_kind, cut=self.cut,
+                     latency_s=round(time.monotonic() - self.t0, 6),
+                     request_sha256=request_sha,
+                     response_sha256=p.store.put(bytes(self.received)), **extra)
+
+    def forward(self) -> None:
+        b, p = self.bound, self.p
+        conn = p.upstream()
+        try:
+            conn.connect()
+            p.track(conn.sock, True)
+            self.sent = True
+            conn.request("POST", p.target(b.endpoint), body=b.body,
+                         headers=p.headers(len(b.body)))
+            resp = conn.getresponse()
+            self.status = resp.status
+            ctype = resp.getheader("Content-Type", "") or ""
+            if b.stream and resp.status == 200 and "event-stream" in ctype:
+                self.relay_stream(resp)
+            else:
+                self.relay_whole(resp, ctype or "application/json")
+        finally:
+            if conn.sock is not None:
+                p.track(conn.sock, False)
+            conn.close()
+
+    def relay_whole(self, resp: http.client.HTTPResponse, ctype: str) -> None:
+        data = resp.read(MAX_RESPONSE + 1)
+        self.received += data[:MAX_RESPONSE]
+        if len(data) > MAX_RESPONSE:
+            self.cut = True
+            data = error_body("the upstream's answer is too large", "api_error")
+            self.h.close_connection = True
+            self.replied = True
+            self.h.reply(502, data)
+            return
+        if resp.status == 200:
+            self.believe(_json(data), seen=0)
+        self.replied = True
+        self.h.reply(resp.status, data, ctype)
+
+    def believe(self, doc: Any, seen: int) -> None:
+        usage = doc.get("usage") if isinstance(doc, dict) else None
+        if usage is None:
+            self.usage_kind = "missing"
+            return
+        self.usage = pricing.believed(usage, self.bound, seen)
+        self.usage_kind = "reported" if self.usage is not None else "implausible"
+
+    def relay_stream(self, resp: http.client.HTTPResponse) -> None:
+        b, h = self.bound, self.h
+        h.close_connection = True
+        self.replied = True
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Cache-Control", "no-cache")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        seen = n_bytes = 0
+        usage: Any = None
+        last: dict[str, Any] = {}
+        done = False
+        for event in _events(resp, self.received):
+            data = _data(event)
+            if data is None or data == b"[DONE]":
+                done = done or data == b"[DONE]"
+                h.wfile.write(event)
+                h.wfile.flush()
+                continue
+            chunk = _json(data)
+            deltas, size = pricing.content_tokens(chunk)
+            if (seen + deltas > b.completion_tokens
+                    or n_bytes + size > b.completion_tokens * pricing.MAX_TOKEN_BYTES):
+                self.cut = True  # past what was reserved: nothing more is relayed
+                h.wfile.write(_cut_event(b, last))
+                h.wfile.flush()
+                return
+            seen, n_bytes = seen + deltas, n_bytes + size
+            if isinstance(chunk, dict):
+                last = chunk
+                if chunk.get("usage") is not None:
+                    usage = chunk
+                    if not b.client_usage and not chunk.get("choices"):
+                        continue  # the usage chunk the proxy asked for, not the client
+            h.wfile.write(event)
+            h.wfile.flush()
+        if usage is not None:
+            self.believe(usage, seen)
+        if not done:
+            self.usage, self.usage_kind = None, "missing"  # the stream broke off
+
+
+def _events(resp: http.client.HTTPResponse, keep: bytearray) -> Iterator[bytes]:
+    """Server-sent events as raw bytes (lines up to and including the blank line)."""
+    buf = bytearray()
+    while True:
+        line = resp.readline(1 << 20)
+        if not line:
+            if buf.strip():
+                yield bytes(buf)
+            return
+        keep += line
+        buf += line
+        if line in (b"\n", b"\r\n"):
+            if buf.strip():
+                yield bytes(buf)
+            buf.clear()
+
+
+def _data(event: bytes) -> bytes | None:
+    """The payload of an event's `data:` lines, or None for a comment or other field."""
+    parts = [ln[5:].strip() for ln in event.splitlines() if ln.startswith(b"data:")]
+    return b"\n".join(parts) if parts else None
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _cut_event(b: Bound, last: dict[str, Any]) -> bytes:
+    """A last chunk that ends the client's stream as the upstream should have: at length."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+    if b.endpoint == CHAT:
+        choice["delta"] = {}
+        kind = "chat.completion.chunk"
+    else:
+        choice["text"] = ""
+        kind = "text_completion"
+    chunk = {"id": last.get("id", "loopproof-cut"), "object": kind,
+             "created": last.get("created", int(time.time())), "model": b.model,
+             "choices": [choice]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.registry import BENCHMARKS
 
-MODULES = ("bench.ledger", "bench.attempt", "bench.llm")
+MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy")
 
 
 def _load_modules() -> None:

@@ -25,3 +25,20 @@ def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
     assert figures["ratio_vs_peer"]["verify"] == round(figures["verified_records_per_s"] / 140_000, 2)
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # the ledgers are cleaned up
     assert bench.main(["--out", str(tmp_path), "--only", "nope"]) == 2
+
+
+def test_proxy_benchmark_is_registered_and_runs_small(monkeypatch):
+    from bench import proxy as proxy_bench
+
+    assert "bench.proxy" in bench.MODULES
+    bench._load_modules()
+    assert BENCHMARKS["proxy_overhead"] is proxy_bench.bench_proxy
+    monkeypatch.setattr(proxy_bench, "CALLS", 16)
+    monkeypatch.setattr(proxy_bench, "ROUNDS", 1)
+    monkeypatch.setattr(proxy_bench, "THREADS", 4)
+    figures = proxy_bench.bench_proxy(None)
+    assert figures["calls"] == 16 and figures["threads"] == 4
+    assert figures["direct_ms_per_call"] > 0 and figures["proxied_ms_per_call"] > 0
+    assert figures["added_ms_per_call"] == round(figures["proxied_ms_per_call"]
+                                                 - figures["direct_ms_per_call"], 3)
+    assert figures["proxied_calls_per_s"] > 0 and figures["direct_calls_per_s"] > 0

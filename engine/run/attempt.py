@@ -11,6 +11,7 @@ before the verdict, so no verdict is recorded against a changed gate. Each crash
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from engine.run.integrity import Integrity, PinChanged
 from engine.run.journal import Journal
 from engine.run.meter import BudgetOverrun, Meter
 from engine.run.planner import RunPlanner
+from engine.run.proxy.access import model_access
 from engine.run.spec import NodeConfig, Spec
-from engine.run.worker import AttemptContext
+from engine.run.worker import AttemptContext, CommandWorker
 from engine.system import faults
 from engine.system.trees import remove_tree
 from model import Begin, Claim, Verdict
@@ -49,13 +51,24 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
     journal.commit(Begin(node), {"activation": e, "attempt": i})
     meter = Meter(g, node, journal.commit, lambda: journal.state, sync=journal.sync,
                   price=journal.replayed.price, eval_reserve=cfg.eval_reserve, note=journal.note)
-    ctx = AttemptContext(node, e, i, ws, meter, env={
-        "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)})
-    faults.crashpoint("runner.before_worker")
-    try:
-        claims = planner.worker_for(node).run(ctx)
-    except BudgetOverrun as exc:  # an adapter that lets the overrun through
-        claims = {"overrun": str(exc)}
+    env = {"LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)}
+    worker = planner.worker_for(node)
+    access = (model_access(cfg.llm, meter, ledger=journal.ledger.path,
+                           where={"node": node, "activation": e, "attempt": i})
+              if cfg.llm is not None and isinstance(worker, CommandWorker)
+              else contextlib.nullcontext())
+    with access as llm:  # the attempt's model-call proxy, stopped (every call settled) after
+        sockets: tuple[Path, ...] = ()
+        if llm is not None:
+            worker = dataclasses.replace(worker, argv=llm.wrap(worker.argv))
+            env |= llm.env
+            sockets = (llm.socket,)
+        ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets)
+        faults.crashpoint("runner.before_worker")
+        try:
+            claims = worker.run(ctx)
+        except BudgetOverrun as exc:  # an adapter that lets the overrun through
+            claims = {"overrun": str(exc)}
     faults.crashpoint("runner.after_worker")
     meter.close()
     where = {"activation": e, "attempt": i}

@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import json
 import math
+import os
 import shutil
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.run.gate import CommandGate, Gate
+from engine.run.proxy.config import LlmConfig
+from engine.run.proxy.config import parse as parse_llm
 from engine.run.worker import CommandWorker, Worker
 from engine.system.errors import BadInput
 from model import GraphError, LoopGraph, NodeSpec
@@ -53,6 +56,9 @@ NODE_FIELDS: dict[str, str] = {
     "needs": "predecessor node names (default [])",
     "repairs": "repair targets: the node itself or its ancestors; the first listed is used (default [])",
     "gate_files": "extra files the gate depends on, hashed at start, re-checked before each gate run",
+    "llm": "a table: the model calls a command worker may make through the attempt's metered "
+           "proxy (upstream, api_key_env, price_prompt_per_1k, price_completion_per_1k, "
+           "max_tokens, timeout_s; docs/proxy.md)",
 }
 COMMAND_FIELDS: dict[str, str] = {
     "worker": "argv list; runs with the node's workspace as working directory",
@@ -126,7 +132,9 @@ def resolve_arg(arg: str, spec_dir: Path) -> str:
     if Path(arg).is_absolute():
         return arg
     candidate = spec_dir / arg
-    return str(candidate.resolve()) if candidate.exists() else arg
+    # absolute, symlinks kept: a venv's bin/python is a link, and following it would run the
+    # base interpreter without the venv's packages
+    return os.path.normpath(candidate.absolute()) if candidate.exists() else arg
 
 
 def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
@@ -152,6 +160,7 @@ class NodeConfig:
     worker: Worker = field(compare=False)
     gate: Gate = field(compare=False)
     eval_reserve: float = 0.0  # spend units of c_v held back for the gate run
+    llm: LlmConfig | None = None  # model access through the attempt's proxy (docs/proxy.md)
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -276,8 +285,9 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
         gate_files = _files(node, spec_dir)
         eval_reserve = _eval_reserve(node)
         worker, gate = kind.factory(node, spec_dir)
+        llm = _llm(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
-                                        gate_files, worker, gate, eval_reserve)
+                                        gate_files, worker, gate, eval_reserve, llm)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])
@@ -314,6 +324,21 @@ def is_price(v: Any) -> bool:
     """A price: a finite number of spend units per second > 0 (booleans are not numbers)."""
     return (not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
             and v > 0)
+
+
+def _llm(node: NodeTable, worker: Worker) -> LlmConfig | None:
+    """The node's `llm` table, for a command worker only; its key variable must be set now."""
+    if "llm" not in node:
+        return None
+    cfg = parse_llm(node["llm"], node.error)
+    if not isinstance(worker, CommandWorker):
+        raise node.error("llm", "model access is given to command workers only",
+                         'use kind = "command" with a worker argv, or remove [llm]')
+    if cfg.api_key_env is not None and cfg.key() is None:
+        raise node.error("llm.api_key_env", f"{cfg.api_key_env} is not set in the engine's "
+                         "environment", f"export {cfg.api_key_env}=<the upstream key> before "
+                         "`loopproof run` / `resume`")
+    return cfg
 
 
 def _eval_reserve(node: NodeTable) -> float:

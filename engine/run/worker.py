@@ -30,6 +30,8 @@ class AttemptContext:
     workspace: Path
     meter: Meter
     env: Mapping[str, str] = field(default_factory=dict)
+    # Unix sockets the worker's sandbox must bind in (the attempt's model-call proxy)
+    sockets: tuple[Path, ...] = ()
 
 
 class Worker(Protocol):

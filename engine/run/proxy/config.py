@@ -8,11 +8,12 @@ refusal. Every field is documented in docs/proxy.md.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from engine.system import secret_env
 
 FIELDS = ("upstream", "api_key_env", "price_prompt_per_1k", "price_completion_per_1k",
           "max_tokens", "timeout_s")
@@ -31,10 +32,9 @@ class LlmConfig:
     max_tokens: int = 1024
     timeout_s: float = DEFAULT_TIMEOUT_S
 
-    def key(self, environ: Mapping[str, str] | None = None) -> str | None:
-        if self.api_key_env is None:
-            return None
-        return (os.environ if environ is None else environ).get(self.api_key_env)
+    def key(self) -> str | None:
+        """The upstream key, whether or not the engine has taken it out of its environment."""
+        return None if self.api_key_env is None else secret_env.peek(self.api_key_env)
 
     def table(self) -> dict[str, Any]:
         out: dict[str, Any] = {"upstream": self.upstream,

@@ -1,0 +1,58 @@
+"""Model access for one attempt: the proxy with its socket and token, and what the worker gets.
+
+Why per attempt: the token the worker gets as OPENAI_API_KEY is made for this attempt and dies
+with its proxy, so it is worthless after the attempt, in a later attempt and outside the run.
+The upstream key is taken out of the engine's environment (engine/system/secret_env.py) and
+lives only in the proxy's memory; the worker's argv is wrapped by `bridge.py`, which relays a
+loopback port inside the worker's sandbox to the socket and sets OPENAI_BASE_URL.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.run.proxy.config import LlmConfig
+from engine.run.proxy.server import Account, Proxy
+from engine.run.proxy.store import BodyStore, calls_root
+from engine.system import secret_env
+
+BRIDGE = Path(__file__).with_name("bridge.py")
+
+
+@dataclass(frozen=True)
+class Access:
+    """What the attempt's worker is given: its environment, the socket to bind into its
+    sandbox, and the wrapper of its argv."""
+
+    env: dict[str, str]
+    socket: Path
+
+    def wrap(self, argv: Sequence[str]) -> tuple[str, ...]:
+        return (sys.executable, "-I", "-S", str(BRIDGE), "--socket", str(self.socket), "--",
+                *argv)
+
+
+@contextmanager
+def model_access(cfg: LlmConfig, account: Account, *, ledger: Path,
+                 where: dict[str, Any]) -> Iterator[Access]:
+    """Start the attempt's proxy; stop it (every call settled) when the block ends."""
+    key = secret_env.take(cfg.api_key_env) if cfg.api_key_env else None
+    token = "lp-" + secrets.token_urlsafe(32)
+    folder = Path(tempfile.mkdtemp(prefix="lp-"))  # short: a socket path has ~100 bytes
+    sock = folder / "llm.sock"
+    proxy = Proxy(cfg, account, socket_path=sock, token=token, key=key,
+                  store=BodyStore(calls_root(ledger), [key, token]), where=where)
+    proxy.start()
+    try:
+        yield Access({"OPENAI_API_KEY": token}, sock)
+    finally:
+        proxy.stop()
+        shutil.rmtree(folder, ignore_errors=True)

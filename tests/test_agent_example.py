@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from experiments.crash.study import prefix_excess
+from experiments.crash.observables import prefix_excess
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent-under-budget"
 

@@ -15,7 +15,7 @@ from proxy_helpers import UPSTREAM_KEY, run_calls
 
 from engine.run.proxy import pricing
 from engine.run.proxy.config import parse
-from experiments.crash.study import prefix_excess
+from experiments.crash.observables import prefix_excess
 
 
 def _cfg(**more):

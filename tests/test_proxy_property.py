@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from proxy_helpers import run_calls
 
 from engine.run.runner import Runner
-from experiments.crash.study import prefix_excess
+from experiments.crash.observables import prefix_excess
 
 EPS = 1e-9
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fake_openai import Reply, fake_openai
 
-from experiments.crash.study import prefix_excess
+from experiments.crash.observables import prefix_excess
 
 KEY = "sk-live-7d1e0c9a55b2-upstream-secret"
 AGENT = """

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.policy.evolution import replay_config
+from engine.system.errors import BadInput
 from experiments.growth import catalogue
 
 TOLERANCE = 1e-9  # GPU-hours: the model's EPS, the paper's tolerance
@@ -102,12 +103,16 @@ def outcome(records: Records) -> dict[str, Any]:
     verdict = next((r for r in records if r.get("type") == "verdict"), None)
     end = next((r["type"] for r in records if r.get("type") in ("finish", "fail")), "none")
     acc = accounting(records)
+    try:
+        config: Any = replay_config(catalogue.CATALOG, records)
+    except BadInput as exc:  # a commit whose recorded configuration is not what code gives
+        config = f"refused: {exc.problem}"
     return {
         "end": end,
         "target_met": bool(verdict and verdict["passed"]),
         "to_target": verdict.get("to_target") if verdict else None,
         "evaluations": [[e["round"], list(e["successes"]), e["target_met"]] for e in evals],
-        "config": replay_config(catalogue.CATALOG, records),
+        "config": config,
         "committed": [[r["type"], r["round"], list(r["applied"])] for r in records
                       if r.get("type") in ("stage_done", "idle_finished")],
         "proposals": sorted({(r["round"], r["id"]) for r in records
@@ -126,7 +131,7 @@ def normalized_trace(records: Records, root: str) -> list[Any]:
     and the run folder's path. Nothing else in a growth run is volatile: there is no clock."""
     def strip(obj: Any) -> Any:
         if isinstance(obj, dict):
-            return {k: strip(v) for k, v in obj.items() if k not in VOLATILE}
+            return {strip(k): strip(v) for k, v in obj.items() if k not in VOLATILE}
         if isinstance(obj, list):
             return [strip(v) for v in obj]
         if isinstance(obj, str) and root and root in obj:

@@ -35,13 +35,13 @@ from typing import Any
 
 from engine.policy.evolution import Decision, evolve, replay_config
 from engine.policy.pin import PolicyChanged, PolicyPin
-from engine.record.ledger import Ledger
+from engine.record.ledger import Ledger, verify
 from engine.record.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
 from engine.run.meter import BudgetOverrun, Meter
 from engine.system import faults as crash
 from engine.system.errors import BadInput, LedgerCorrupt
 from experiments.growth import catalogue, sim
-from model import Fail, Finish, LoopGraph, NodeSpec, Outcome, Settle, Verdict, enabled
+from model import Fail, Finish, LoopGraph, NodeSpec, Outcome, Settle, Status, Verdict, enabled
 from model.transitions import EPS, Begin, Event
 
 NODE = "growth"
@@ -69,6 +69,7 @@ SITES: tuple[str, ...] = (
     "growth.before_idle_commit",  # `idle_finished` not yet recorded (pre-commit)
     "growth.after_idle_commit",  # `idle_finished` recorded
     "growth.before_end",         # the verdict not yet recorded
+    "growth.after_verdict",      # the verdict recorded, the run's end (finish/fail) not yet
     "growth.resume",             # resume verified and replayed the ledger; appended nothing
     "growth.after_reprice",      # resume settled an open reservation; nothing re-reserved
 )
@@ -385,8 +386,12 @@ class GrowthLoop:
         if self.state.ended:
             return False
         with self.group():
-            if self.state.running(self.graph) is None:
+            status = self.state.status_of(self.graph, NODE)
+            if status is Status.PENDING:
                 self.commit(Begin(NODE), {"budget": self.budget})
+                return True
+            if status is not Status.RUNNING:  # the verdict is recorded: end the run
+                self._close()
                 return True
             v = self.view
             if v.hit_round is not None or (v.closed and self._round_work() < sim.MIN_ROUND_WORK):
@@ -509,7 +514,8 @@ class GrowthLoop:
                    "features": sorted(self.catalog.features), "agents": sorted(self.catalog.agents),
                    "limit": self.catalog.limit(stage), "evidence": evidence}  # type: ignore[arg-type]
         reply: object = {"features": []}
-        if on:
+        if on:  # the call is recorded before it is made, so a repeat shows in the ledger too
+            self.note({"type": "planner_call", "stage": stage, "round": v.round})
             self._call(f"planner {stage} {v.round}")
             reply = self.planner(context)
         crash.crashpoint(post)
@@ -536,9 +542,14 @@ class GrowthLoop:
         self.commit(Verdict(NODE, hit), {"round": self.view.round,
                                          "to_target": self.view.to_target,
                                          "settled": self.state.settled})
-        if hit and enabled(self.graph, self.state, Finish()):
+        crash.crashpoint("growth.after_verdict")
+        self._close()
+
+    def _close(self) -> None:
+        if enabled(self.graph, self.state, Finish()):
             unmet = self.pin.policy.release_unmet(  # type: ignore[union-attr]
-                outcome="DONE", ledger_status="verified", pins_unchanged=True, signed=False)
+                outcome="DONE", ledger_status=verify(self.ledger.path).status,
+                pins_unchanged=True, signed=False)
             if unmet:  # pragma: no cover - the studies' policy asks for nothing else
                 self.note({"type": "release_unmet", "unmet": unmet})
                 return

@@ -1,0 +1,3 @@
+from experiments.growth.study import main
+
+raise SystemExit(main())

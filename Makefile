@@ -56,6 +56,7 @@ reproduce: venv
 	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.transition --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m experiments.mutants --scale $(SCALE) --seed $(SEED) --json
+	$(BIN)/python -m experiments.growth --scale $(SCALE) --seed $(SEED) --json
 	$(BIN)/python -m bench --json
 	$(MAKE) figures
 	@echo "make reproduce: results and figures written to results/"
@@ -80,7 +81,7 @@ reproduce-llm: $(LLM_STAMP)
 
 # Each notebook reads results/<name>/ and saves its figure there; the notebooks in git stay unexecuted.
 figures: venv
-	cd notebooks && for nb in bounds crash mutants transition; do \
+	cd notebooks && for nb in bounds crash mutants transition growth; do \
 	  LOOPPROOF_RESULTS=$(CURDIR)/results MPLBACKEND=Agg ../$(BIN)/jupyter-execute $$nb.ipynb || exit 1; done
 
 clean:

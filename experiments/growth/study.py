@@ -11,6 +11,8 @@ docs/growth.md says what each part shows and what it does not.
 
 from __future__ import annotations
 
+import csv
+import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -165,6 +167,24 @@ def write(out: Path, scale: str, seed: int, summary: Mapping[str, Any],
     results.write_json(out / "summary.json", {"scale": scale, "seed": seed, **summary,
                                               "calibration": calibration.table()})
     results.write_json(out / "timings.json", {"scale": scale, "seconds": dict(timings)})
+
+
+def _typed(v: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(v)
+        except ValueError:
+            pass
+    return v
+
+
+def load_results(folder: Path) -> dict[str, Any]:
+    """What the notebook reads: the summary and every table, numbers typed back from the CSV."""
+    out: dict[str, Any] = {"summary": json.loads((folder / "summary.json").read_text())}
+    for name in COLUMNS:
+        with open(folder / f"{name}.csv", newline="", encoding="utf-8") as f:
+            out[name] = [{k: _typed(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

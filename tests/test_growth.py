@@ -11,15 +11,9 @@ from pathlib import Path
 import pytest
 
 from experiments.growth import audit, calibration, catalogue, guards, matrices, sim, utility
-from experiments.growth.loop import (
-    EVALUATION,
-    LEDGER,
-    Arm,
-    GrowthLoop,
-    prepare,
-    read_records,
-    run_to_end,
-)
+from experiments.growth.folder import EVALUATION, LEDGER, prepare, read_records
+from experiments.growth.loop import GrowthLoop, run_to_end
+from experiments.growth.progress import Arm
 from experiments.results import csv_text
 
 REPO = Path(__file__).resolve().parent.parent

@@ -39,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     count_into = os.environ.get(COUNT_ENV)
     counts = _count_sites(count_into) if count_into else None
     from engine.system.errors import BadInput, LedgerCorrupt
-    from experiments.growth.loop import Arm, GrowthLoop, prepare
+    from experiments.growth.folder import prepare
+    from experiments.growth.loop import GrowthLoop
+    from experiments.growth.progress import Arm
 
     p = argparse.ArgumentParser(prog="python -m experiments.growth.child")
     p.add_argument("command", choices=["start", "resume"])

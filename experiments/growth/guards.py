@@ -24,7 +24,8 @@ from typing import Any
 from engine.policy.evolution import evolve
 from engine.run.gate import remove_tree
 from experiments.growth import audit, catalogue
-from experiments.growth.loop import POLICY, GrowthLoop, read_records, run_to_end
+from experiments.growth.folder import POLICY, prepare, read_records
+from experiments.growth.loop import GrowthLoop, run_to_end
 
 BUDGET = 20.0
 
@@ -151,7 +152,6 @@ def guard_case(root: Path, seed: int, name: str, stage: str, faults: Iterable[st
 
     code = None
     folder.mkdir(parents=True)
-    from experiments.growth.loop import prepare
     prepare(folder, BUDGET)
     before = _file_digest(folder / POLICY)
     code = GrowthLoop.start(folder, seed=seed, planner=planner, faults=faults).run()

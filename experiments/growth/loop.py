@@ -20,6 +20,10 @@ open reservation at the charges its ticks recorded and re-reserves the unfinishe
 resources now in force (a `resources` record when GPUs, step or price changed).
 
 `FAULTS` plants one fault each, for the negative controls of the studies; none is on by default.
+
+About 470 lines, on purpose: the stages and their recovery are one state machine over one
+ledger (which record comes next, and how resume finds its place among them); split, the stage
+order and the resume that must agree with it would live in different files.
 """
 
 from __future__ import annotations
@@ -27,9 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,12 @@ from engine.run.meter import BudgetOverrun, Meter
 from engine.system import faults as crash
 from engine.system.errors import BadInput, LedgerCorrupt
 from experiments.growth import catalogue, sim
+from experiments.growth.folder import CALLS, EVALUATION, LEDGER, POLICY, prepare
+from experiments.growth.progress import DEFAULT_RESOURCES, FULL_LOOP, Arm, Resources, View
 from model import Fail, Finish, LoopGraph, NodeSpec, Outcome, Settle, Status, Verdict, enabled
 from model.transitions import EPS, Begin, Event
 
 NODE = "growth"
-LEDGER, POLICY, EVALUATION, CALLS = "ledger.jsonl", "policy.toml", "evaluation.json", "calls.txt"
 EXIT = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
 EXIT_PIN_CHANGED, EXIT_STOPPED, EXIT_BROKEN = 5, 6, 7
 WORK_GRID = 8  # work is planned in 1/8 GPU-hour steps, so charges are exact to 6 decimals
@@ -79,108 +82,8 @@ FAULTS = frozenset({"unreserved_stage", "skip_repricing", "policy_write", "no_co
                     "ignore_stop"})
 
 
-@dataclass(frozen=True)
-class Arm:
-    """Which growth the run may use (the 2x2 study's factors)."""
-
-    round_growth: bool = True
-    idle_growth: bool = True
-
-    @property
-    def name(self) -> str:
-        return f"R{int(self.round_growth)}I{int(self.idle_growth)}"
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What a tick is: `gpus` x `step` hours of work, charged at `price` per GPU-hour."""
-
-    gpus: int = 4
-    step: float = 0.25
-    price: float = 1.0
-
-    @property
-    def tick_work(self) -> float:
-        return self.gpus * self.step
-
-    def record(self) -> dict[str, float]:
-        return {"gpus": self.gpus, "step": self.step, "price": self.price}
-
-
-def prepare(folder: Path, budget: float) -> Path:
-    """Write the pinned policy and the pinned evaluation a run of `budget` GPU-hours uses."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / EVALUATION).write_text(json.dumps({
-        "tasks": list(sim.TASKS), "episodes_per_task": sim.EPISODES_PER_TASK,
-        "work": sim.EVAL_WORK, "target": sim.TARGET,
-        "draws": "sha256(growth-eval/seed/index/task) -> mt19937"}, sort_keys=True) + "\n")
-    (folder / POLICY).write_text(
-        "[policy]\n"
-        f'goals = ["mean success >= {sim.TARGET:g} over the pinned 1,000-episode evaluation"]\n'
-        'scope = ["the evolution state, through catalogue features only"]\n'
-        f'[gate]\nfiles = ["{EVALUATION}"]\n'
-        f"[budget]\nspend = {float(budget)!r}\nrepairs = 0\nattempts = 1\n"
-        '[release]\nconditions = ["all_done", "ledger_verified"]\n')
-    return folder
-
-
 Planner = Callable[[Mapping[str, Any]], object]
 Boundary = Callable[["GrowthLoop", str], None]
-
-
-@dataclass
-class View:
-    """What the records say about the loop, beyond the model state (folded as they append)."""
-
-    resources: Resources
-    round: int = -1
-    round_work: float = 0.0
-    done: float = 0.0            # training work done in the current round
-    hours: float = 0.0           # training work done in the run
-    gauge: int = 0               # ticks so far (monotone)
-    evaluated: bool = False      # the current round's evaluation is recorded
-    closed: bool = True          # the current round's stage_done is recorded
-    cut: bool = False            # the current round stopped training early (budget)
-    last_eval: dict[str, Any] | None = None
-    hit_round: int | None = None
-    to_target: float | None = None
-    idle_done: bool = False
-    open_what: str | None = None
-    open_ticks: list[dict[str, Any]] = field(default_factory=list)
-    evaluations: int = 0
-    settled: float = 0.0         # the settle records' running sum (the model adds the same)
-
-    def apply(self, rec: Mapping[str, Any]) -> None:
-        t = rec["type"]
-        if t == "round":
-            self.round, self.round_work = rec["round"], rec["work"]
-            self.done, self.evaluated, self.closed, self.cut = 0.0, False, False, False
-        elif t == "tick":
-            self.done += rec["work"]
-            self.hours += rec["work"]
-            self.gauge = rec["tick"]
-            self.open_ticks.append(dict(rec))
-        elif t == "round_cut":
-            self.cut = True
-        elif t == "evaluation":
-            self.evaluated, self.last_eval = True, dict(rec)
-            self.evaluations += 1
-            if rec["target_met"] and self.hit_round is None:
-                self.hit_round = rec["round"]
-        elif t == "reserve":
-            self.open_what, self.open_ticks = rec.get("what"), []
-        elif t == "settle":
-            self.open_what = None
-            self.settled += rec["amount"]
-            if rec.get("what") == "evaluation" and self.hit_round is not None \
-                    and self.to_target is None:
-                self.to_target = self.settled
-        elif t == "stage_done":
-            self.closed = True
-        elif t == "idle_finished":
-            self.idle_done = True
-        elif t == "resources":
-            self.resources = Resources(rec["gpus"], rec["step"], rec["new_price"])
 
 
 class GrowthLoop:
@@ -216,8 +119,8 @@ class GrowthLoop:
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
-    def start(cls, folder: Path, *, seed: int, arm: Arm = Arm(),
-              resources: Resources = Resources(), planner: Planner | None = None,
+    def start(cls, folder: Path, *, seed: int, arm: Arm = FULL_LOOP,
+              resources: Resources = DEFAULT_RESOURCES, planner: Planner | None = None,
               faults: Iterable[str] = (), on_boundary: Boundary | None = None) -> GrowthLoop:
         """Pin the policy in `folder` (see `prepare`) and create the ledger: the run's first
         write. The node's spend ceiling and the budget are the policy's budget.spend."""
@@ -559,25 +462,10 @@ class GrowthLoop:
                                             "the target was met"})
 
 
-def run_to_end(folder: Path, *, seed: int, budget: float, arm: Arm = Arm(),
-               resources: Resources = Resources(), planner: Planner | None = None,
+def run_to_end(folder: Path, *, seed: int, budget: float, arm: Arm = FULL_LOOP,
+               resources: Resources = DEFAULT_RESOURCES, planner: Planner | None = None,
                faults: Iterable[str] = (), on_boundary: Boundary | None = None) -> int:
     """Prepare, start and run one loop in this process (no crash): its exit code."""
     prepare(folder, budget)
     return GrowthLoop.start(folder, seed=seed, arm=arm, resources=resources, planner=planner,
                             faults=faults, on_boundary=on_boundary).run()
-
-
-def read_records(folder: Path) -> list[dict[str, Any]]:
-    """The verified records of the run in `folder` (a torn tail is cut, as on resume)."""
-    with Ledger.open(Path(folder) / LEDGER) as led:
-        return [dict(r) for r in led.records]
-
-
-def calls(folder: Path) -> list[str]:
-    p = Path(folder) / CALLS
-    return p.read_text().splitlines() if p.exists() else []
-
-
-def env_without_crash() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("LOOPPROOF_")}

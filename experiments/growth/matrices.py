@@ -35,7 +35,8 @@ from engine.run.gate import remove_tree
 from engine.run.meter import METER_SITES
 from experiments.growth import audit
 from experiments.growth.child import COUNT_ENV
-from experiments.growth.loop import LEDGER, PRE_COMMIT, SITES, calls, read_records
+from experiments.growth.folder import LEDGER, calls, read_records
+from experiments.growth.loop import PRE_COMMIT, SITES
 
 RELIABILITY_BUDGET = 20.0
 LEDGER_SITES = ("ledger.before_append", "ledger.torn_write", "ledger.after_append")

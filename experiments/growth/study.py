@@ -23,7 +23,7 @@ from typing import Any
 from engine.run.gate import remove_tree
 from experiments import results
 from experiments.growth import audit, calibration, guards, matrices, utility
-from experiments.growth.loop import Arm
+from experiments.growth.progress import Arm
 
 
 @dataclass(frozen=True)

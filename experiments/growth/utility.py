@@ -21,7 +21,9 @@ from typing import Any
 
 from engine.run.gate import remove_tree
 from experiments.growth import audit
-from experiments.growth.loop import Arm, read_records, run_to_end
+from experiments.growth.folder import read_records
+from experiments.growth.loop import run_to_end
+from experiments.growth.progress import Arm
 from experiments.stats import paired_contrast
 
 ARMS: tuple[Arm, ...] = (Arm(False, False), Arm(True, False), Arm(False, True), Arm(True, True))

@@ -56,6 +56,21 @@ def test_every_unit_of_work_is_reserved_before_it_runs_and_no_prefix_overspends(
             assert kinds[last] == "reserve", (i, r)
 
 
+def test_training_cannot_eat_the_evaluation_reserve(tmp_path, monkeypatch) -> None:
+    """A loop that plans training as if the evaluation were free: the meter, holding the
+    evaluation's cost back from every training reservation, refuses the stage before it runs
+    (a `worker_ceiling` record), so no evaluation is ever left unpaid (no `overrun`)."""
+    def greedy(self):
+        return (self.budget - self.state.settled) / self.view.resources.price
+
+    monkeypatch.setattr(GrowthLoop, "_affordable_work", greedy)
+    code = run_to_end(tmp_path / "run", seed=0, budget=16.0)  # a full round leaves no 0.2
+    records = read_records(tmp_path / "run")
+    kinds = [r["type"] for r in records]
+    assert code == 7 and "worker_ceiling" in kinds and "overrun" not in kinds
+    assert audit.accounting(records)["max_prefix_excess"] <= audit.TOLERANCE
+
+
 def test_round_changes_commit_in_one_record_and_idle_in_one(tmp_path) -> None:
     records = full_run(tmp_path)
     rounds = [r for r in records if r["type"] == "stage_done"]

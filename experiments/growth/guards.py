@@ -99,6 +99,13 @@ def _fitting(context: Mapping[str, Any]) -> list[str]:
         cat.knobs[k].holds(config[k] + d) for k, d in cat.features[f].effects.items())]
 
 
+def _out_of_range(context: Mapping[str, Any]) -> str:
+    """A catalogue feature that would push a knob outside its range in the context's state."""
+    cat, config = catalogue.CATALOG, context["config"]
+    return next(f for f in sorted(cat.features) if not all(
+        cat.knobs[k].holds(config[k] + d) for k, d in cat.features[f].effects.items()))
+
+
 # name -> (expected rejection reason, reply (or a function of the planner's context), stages)
 HOSTILE: dict[str, tuple[str, object, tuple[str, ...]]] = {
     "malformed_text": ("malformed", "features: raise_ema please", ("round", "idle")),
@@ -110,7 +117,7 @@ HOSTILE: dict[str, tuple[str, object, tuple[str, ...]]] = {
     "unknown_feature": ("unknown_entry", {"features": [_sel("raise_everything")]},
                         ("round", "idle")),
     "unknown_agent": ("unknown_agent", {"agents": [{"id": "root_shell"}]}, ("round", "idle")),
-    "out_of_range": ("out_of_range", {"features": [_sel("lower_learning_rate")]},
+    "out_of_range": ("out_of_range", lambda ctx: {"features": [_sel(_out_of_range(ctx))]},
                      ("round", "idle")),
     "policy_budget": ("policy_field", {"budget": {"spend": 1000.0}}, ("round", "idle")),
     "policy_goals": ("policy_field", {"goals": ["anything"]}, ("round", "idle")),

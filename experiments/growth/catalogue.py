@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.policy.evolution import Catalog, Feature, Knob
+from engine.policy.catalog import Catalog, Feature, Knob
 from experiments.growth import sim
 
 AGENTS = ("grasp_specialist", "data_curator")

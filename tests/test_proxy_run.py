@@ -9,11 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from fake_openai import Reply, fake_openai
 
+from engine.run.proxy.access import socket_prefix
 from experiments.crash.observables import prefix_excess
 
 KEY = "sk-live-7d1e0c9a55b2-upstream-secret"
@@ -180,3 +182,5 @@ def test_sigkill_of_the_engine_mid_call_charges_the_call_and_never_replays_it(tm
     resumed_at = [r["type"] for r in recs].index("resumed")
     assert resumed_at < recs.index(reserves[1])  # the second is the re-run's own call
     assert json.loads(out)["outcome"] == "DONE" and json.loads(out)["outcome_unknown"] == 1
+    # the killed engine's socket folder was removed when the re-run's proxy started
+    assert not list(Path(tempfile.gettempdir()).glob(socket_prefix(ledger) + "*"))

@@ -9,6 +9,8 @@ loopback port inside the worker's sandbox to the socket and sets OPENAI_BASE_URL
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import secrets
 import shutil
 import sys
@@ -40,13 +42,22 @@ class Access:
                 *argv)
 
 
+def socket_prefix(ledger: Path) -> str:
+    """The temp-folder prefix of a run's proxy sockets: only one engine holds a ledger at a
+    time, so a folder with this prefix that exists when an attempt starts is a killed one's."""
+    return f"lp-{hashlib.sha256(str(ledger).encode()).hexdigest()[:10]}-"
+
+
 @contextmanager
 def model_access(cfg: LlmConfig, account: Account, *, ledger: Path,
                  where: dict[str, Any]) -> Iterator[Access]:
     """Start the attempt's proxy; stop it (every call settled) when the block ends."""
     key = secret_env.take(cfg.api_key_env) if cfg.api_key_env else None
     token = "lp-" + secrets.token_urlsafe(32)
-    folder = Path(tempfile.mkdtemp(prefix="lp-"))  # short: a socket path has ~100 bytes
+    prefix = socket_prefix(ledger)
+    for stale in glob.glob(glob.escape(str(Path(tempfile.gettempdir()) / prefix)) + "*"):
+        shutil.rmtree(stale, ignore_errors=True)  # left by a killed engine (one per ledger)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))  # short: a socket path has ~100 bytes
     sock = folder / "llm.sock"
     proxy = Proxy(cfg, account, socket_path=sock, token=token, key=key,
                   store=BodyStore(calls_root(ledger), [key, token]), where=where)

@@ -24,7 +24,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from engine.system.canonical import digest
-from engine.system.process import ProcessError, run_command, safe_environment
+from engine.system.process import ProcessError, gate_environment, run_command
+from engine.system.sandbox import UNSANDBOXED, Confinement
 from engine.system.trees import (
     copy_tree,
     file_sha256,
@@ -145,8 +146,10 @@ def working_dir_violation(candidate: Path, cwd: str) -> str | None:
 class CommandCheck:
     """A command run in the candidate copy (`cwd` relative to it): exit 0 pass, 1 fail, anything
     else (another code, a signal, a timeout, a command that cannot start) is an error. The
-    child gets the allow-listed environment of `engine.system.process` (no secrets) plus `env`, and its
-    whole process group is killed when it ends or times out."""
+    child gets the gate environment of `engine.system.process` (no secrets, fixed PATH, no
+    per-user site-packages) plus `env`, runs in `confine` (a gate's sandbox, with its candidate
+    copy added read-write) when given, and its whole process group is killed when it ends or
+    times out."""
 
     name: str
     argv: tuple[str, ...]
@@ -154,11 +157,12 @@ class CommandCheck:
     files: tuple[str, ...] = ()
     timeout_s: float = 30.0
     env: Mapping[str, str] | None = None
+    confine: Confinement | None = field(default=None, compare=False)
 
     def named_files(self) -> tuple[str, ...]:
-        """The files the suite hash covers: `files`, plus absolute argv items (after the program)
-        that name existing files — the test scripts a gate runs."""
-        from_argv = [a for a in self.argv[1:] if os.path.isabs(a) and os.path.isfile(a)]
+        """The files the suite hash covers: `files`, plus absolute argv items that name existing
+        files: the program (an interpreter resolved at run start) and the test scripts."""
+        from_argv = [a for a in self.argv if os.path.isabs(a) and os.path.isfile(a)]
         return tuple(sorted(set(self.files) | set(from_argv)))
 
     def identity(self) -> dict[str, Any]:
@@ -172,8 +176,9 @@ class CommandCheck:
             return CheckResult("error", f"invalid verifier: {why}", {"returncode": None})
         limit = self.timeout_s if timeout_s is None else max(0.01, min(self.timeout_s, timeout_s))
         try:
+            box = (self.confine or UNSANDBOXED).seeing(writable=[Path(candidate)])
             res = run_command(self.argv, Path(candidate) / self.cwd, limit,
-                              env=safe_environment(self.env))
+                              env=gate_environment(self.env), confine=box)
         except ProcessError as exc:
             return CheckResult("error", f"verifier could not start: {exc}", {"returncode": None})
         data = {"returncode": res.returncode, "killed": res.killed,

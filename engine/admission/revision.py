@@ -20,10 +20,16 @@ Each attempt keeps its state next to the workspace, outside the worker's tree:
 `<ledger>.work/<node>.guard/a<activation>.<attempt>/` (checkpoint store, proposals,
 guard.jsonl, receipt.json); an attempt re-run after a crash gets `...rerun<n>/` and the old
 folder stays, so repeated execution is visible.
+
+Sandboxes: the worker command runs in the node's worker sandbox, which sees the evidence file
+read-only and not the guard folder (checkpoint store, guard ledger, receipt), nor the
+challenge's and hidden check's files; every admission and completion check runs in the node's
+gate sandbox on its own scratch copy (engine/run/confine.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -41,6 +47,7 @@ from engine.run.spec import NodeTable, register_kind
 from engine.run.worker import AttemptContext
 from engine.system.canonical import digest
 from engine.system.process import ProcessError, safe_environment
+from engine.system.sandbox import Confinement
 from engine.system.trees import UnsafeTree, tree_hash
 
 REVISION_FIELDS: dict[str, str] = {
@@ -108,7 +115,9 @@ class RevisionWorker:
                                              "attempt": ctx.attempt})
         try:
             pin = self.policy_digest
-            broker = AdmissionBroker(ws, state, admission=self.checks, completion=self.completion,
+            checks = confined(self.checks, ctx.gate_sandbox)
+            broker = AdmissionBroker(ws, state, admission=checks,
+                                     completion=confined(self.completion, ctx.gate_sandbox),
                                      policy=self.policy, ledger=ledger,
                                      policy_digest=lambda: pin,
                                      protected=(*self.protected, "inputs", "inputs/*"))
@@ -124,8 +133,11 @@ class RevisionWorker:
                 ev_file.write_bytes(canonical({**evidence.to_json(), "revision": r}))
                 env = safe_environment(extra={**ctx.env, "LOOPPROOF_EVIDENCE": str(ev_file)},
                                        home=ws)
+                box = (ctx.worker_sandbox.seeing(readable=[ev_file])
+                       if ctx.worker_sandbox is not None else None)
                 try:
-                    m = ctx.meter.run_command(self.argv, ws, self.timeout_s, env=env)
+                    m = ctx.meter.run_command(self.argv, ws, self.timeout_s, env=env,
+                                              confine=box)
                     res = m.result
                     reply = (None if res.killed or res.output_truncated or res.returncode != 0
                              else res.stdout)
@@ -169,13 +181,14 @@ class ReceiptGate:
         files = {Path(f) for c in self.completion for f in c.named_files()}
         return tuple(sorted(files))
 
-    def judge(self, workspace: Path) -> GateResult:
+    def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
         start = time.monotonic()
         self.accepted = None
-        verdict, detail, tree = self._judge(Path(workspace))
+        verdict, detail, tree = self._judge(Path(workspace), confined(self.completion, confine))
         return GateResult(verdict, detail, time.monotonic() - start, tree)
 
-    def _judge(self, workspace: Path) -> tuple[str, str, str]:
+    def _judge(self, workspace: Path, completion: tuple[CommandCheck, ...]
+               ) -> tuple[str, str, str]:
         try:
             tree = tree_hash(workspace)
         except UnsafeTree as exc:
@@ -198,7 +211,7 @@ class ReceiptGate:
                             f"{receipt['checkpoint']['tree_hash'][:12]}"), tree
         scratch = last.state / "gate-scratch"
         scratch.mkdir(exist_ok=True)
-        for i, check in enumerate(self.completion):
+        for i, check in enumerate(completion):
             ev = run_check(check, workspace, f"gate.{i}.{check.name}", scratch=scratch)
             if ev.verdict != "pass":
                 return (REJECT if ev.verdict == "fail" else ERROR,
@@ -209,6 +222,14 @@ class ReceiptGate:
         return ACCEPT, (f"receipt {receipt['digest'][:12]} verified; checkpoint "
                         f"{tree[:12]} re-checked by "
                         f"{', '.join(c.name for c in self.completion)}"), tree
+
+
+def confined(checks: tuple[CommandCheck, ...], box: Confinement | None
+             ) -> tuple[CommandCheck, ...]:
+    """The checks, each running in `box` (a gate sandbox), or as they are without one."""
+    if box is None:
+        return checks
+    return tuple(dataclasses.replace(c, confine=box) for c in checks)
 
 
 def _int(node: NodeTable, key: str, default: int, lowest: int) -> int:

@@ -5,6 +5,12 @@ gate must not change what it judges. The gate runs on a *copy* of the workspace,
 and content-hashed before and after the gate runs; any change makes the verdict an error. (Under
 root, permissions do not stop a write; the hash comparison still catches it.)
 
+Why a sandbox too: the copy is read-only to the gate, but the gate is a program started in the
+worker's tree. It runs in its own sandbox (engine/system/sandbox/) that sees the copy read-only,
+its pinned files and a fresh private HOME, with the gate environment of engine/system/process.py
+(fixed PATH, no per-user site-packages, no `sys.path` entry for the working directory), so no
+file the worker left can run inside the gate's interpreter.
+
 Verdicts: exit 0 accept, 1 reject, 2 error, anything else error; a timeout is an error; a
 snapshot change is an error. An error is never an accept.
 """
@@ -19,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from engine.system.process import ProcessError, run_command, safe_environment
+from engine.system.process import ProcessError, gate_environment, run_command
+from engine.system.sandbox import UNSANDBOXED, Confinement
 from engine.system.trees import copy_tree, make_read_only, remove_tree, tree_digest
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
@@ -42,9 +49,10 @@ class GateResult:
 
 
 class Gate(Protocol):
-    """Judge a workspace. Implementations must never write to `workspace`."""
+    """Judge a workspace. Implementations must never write to `workspace`. A command gate runs
+    its commands in `confine` (the judged copy is added to its view)."""
 
-    def judge(self, workspace: Path) -> GateResult: ...
+    def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult: ...
 
     def pinned_files(self) -> tuple[Path, ...]: ...
 
@@ -94,12 +102,15 @@ class CommandGate:
     def pinned_files(self) -> tuple[Path, ...]:
         return tuple(Path(a) for a in self.argv if Path(a).is_absolute() and Path(a).is_file())
 
-    def judge(self, workspace: Path) -> GateResult:
-        return judge_snapshot(workspace, self.timeout_s, self._run)
+    def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
+        box = confine if confine is not None else UNSANDBOXED
+        return judge_snapshot(workspace, self.timeout_s,
+                              lambda snap, t: self._run(snap, t, box.seeing(readable=[snap])))
 
-    def _run(self, snapshot: Path, timeout_s: float) -> tuple[str, str]:
+    def _run(self, snapshot: Path, timeout_s: float, box: Confinement) -> tuple[str, str]:
         try:
-            res = run_command(self.argv, snapshot, timeout_s, env=safe_environment())
+            res = run_command(self.argv, snapshot, timeout_s, env=gate_environment(),
+                              confine=box)
         except ProcessError as exc:
             return ERROR, str(exc)
         words = (res.stdout + res.stderr).decode("utf-8", "replace").strip()
@@ -122,8 +133,8 @@ class CallableGate:
     def pinned_files(self) -> tuple[Path, ...]:
         return self.files
 
-    def judge(self, workspace: Path) -> GateResult:
-        return judge_snapshot(workspace, 0.0, self._run)
+    def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
+        return judge_snapshot(workspace, 0.0, self._run)  # runs in this process: no sandbox
 
     def _run(self, snapshot: Path, timeout_s: float) -> tuple[str, str]:
         out = self.fn(snapshot)

@@ -38,6 +38,7 @@ from typing import Any
 
 from engine.system.faults import crashpoint
 from engine.system.process import ProcessError, ProcessResult, run_command
+from engine.system.sandbox import Confinement
 from model import LoopGraph, Overrun, Reserve, RunState, Settle, enabled
 from model.transitions import EPS, Event
 
@@ -264,7 +265,8 @@ class Meter:
 
     # ---- commands ----------------------------------------------------------------------------
     def run_command(self, argv: Sequence[str], cwd: Path, timeout_s: float, *,
-                    env: Mapping[str, str] | None = None) -> Metered:
+                    env: Mapping[str, str] | None = None,
+                    confine: Confinement | None = None) -> Metered:
         """Run a command under wall-clock metering: reserve min(timeout_s * price, allowance)
         units, kill the process group after reservation / price seconds, settle the seconds
         used at the price."""
@@ -272,7 +274,7 @@ class Meter:
         reserved = self.reserve(min(full, self.allowance()), WALL_CLOCK)
         ceiling_binds = reserved < full
         try:
-            res = run_command(argv, cwd, reserved / self.price, env=env)
+            res = run_command(argv, cwd, reserved / self.price, env=env, confine=confine)
         except ProcessError as exc:  # it never started: nothing was used
             self._settle_capped(0.0, WALL_CLOCK, error=str(exc))
             raise

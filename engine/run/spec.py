@@ -19,7 +19,6 @@ import importlib
 import json
 import math
 import os
-import shutil
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,9 @@ from engine.run.gate import CommandGate, Gate
 from engine.run.proxy.config import LlmConfig
 from engine.run.proxy.config import parse as parse_llm
 from engine.run.worker import CommandWorker, Worker
+from engine.system import programs as programs_mod
 from engine.system.errors import BadInput
+from engine.system.sandbox import BACKENDS, DEFAULT
 from model import GraphError, LoopGraph, NodeSpec
 from model.bounds import attempt_bound, spend_bound
 
@@ -44,6 +45,8 @@ GRAPH_FIELDS: dict[str, str] = {
     "stop_file": "optional kill-switch path; default <ledger>.stop",
     "price": "spend units per wall-clock second of command workers and gates, a number > 0 "
              "(default 1.0); `loopproof resume --price P` changes it",
+    "sandbox": "\"bwrap\" (default): every worker and gate command runs in a bubblewrap sandbox; "
+               "\"none\": no sandbox (recorded and warned; see docs/threat-model.md)",
 }
 NODE_FIELDS: dict[str, str] = {
     "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
@@ -59,6 +62,8 @@ NODE_FIELDS: dict[str, str] = {
     "llm": "a table: the model calls a command worker may make through the attempt's metered "
            "proxy (upstream, api_key_env, price_prompt_per_1k, price_completion_per_1k, "
            "max_tokens, timeout_s; docs/proxy.md)",
+    "network": "true: the node's worker shares the host's network (default false: none; see "
+               "docs/threat-model.md for what it opens)",
 }
 COMMAND_FIELDS: dict[str, str] = {
     "worker": "argv list; runs with the node's workspace as working directory",
@@ -90,10 +95,14 @@ def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> No
 class NodeTable(dict):
     """One `[node.NAME]` table, with the node's name and file for error messages."""
 
-    def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path) -> None:
+    def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path,
+                 programs: dict[str, str] | None = None) -> None:
         super().__init__(table)
         self.name = name
         self.spec_path = spec_path
+        # program as written -> the absolute file it was resolved to at run start (shared by the
+        # spec's nodes; given from the ledger's first record on resume, never looked up again)
+        self.programs = programs if programs is not None else {}
 
     def error(self, field_name: str, problem: str, fix: str) -> BadInput:
         return BadInput(str(self.spec_path), f"node {self.name!r}, field {field_name!r}",
@@ -108,7 +117,8 @@ class NodeTable(dict):
 
     def argv(self, field_name: str, spec_dir: Path, *, required: bool = True) -> tuple[str, ...]:
         """A non-empty list of strings, with items that name a file under the spec's folder
-        made absolute, and a first item that must be found on PATH or as a file."""
+        made absolute, and a first item resolved to one absolute file (engine/system/programs.py:
+        on the engine's PATH without relative entries, through Python shims)."""
         if field_name not in self:
             if not required:
                 return ()
@@ -120,10 +130,14 @@ class NodeTable(dict):
                              f'write {field_name} = ["program", "arg", ...]')
         argv = tuple(resolve_arg(a, spec_dir) for a in raw)
         prog = argv[0]
-        if not (Path(prog).is_absolute() and Path(prog).exists()) and shutil.which(prog) is None:
-            raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under {spec_dir}",
-                             "give an installed program or a path relative to the spec's folder")
-        return argv
+        if prog not in self.programs:
+            try:
+                self.programs[prog] = programs_mod.resolve(prog, spec_dir)
+            except programs_mod.ProgramNotFound:
+                raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under "
+                                 f"{spec_dir}", "give an installed program or a path relative "
+                                 "to the spec's folder") from None
+        return (self.programs[prog], *argv[1:])
 
 
 def resolve_arg(arg: str, spec_dir: Path) -> str:
@@ -161,6 +175,7 @@ class NodeConfig:
     gate: Gate = field(compare=False)
     eval_reserve: float = 0.0  # spend units of c_v held back for the gate run
     llm: LlmConfig | None = None  # model access through the attempt's proxy (docs/proxy.md)
+    network: bool = False  # the worker shares the host's network
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -192,11 +207,15 @@ class Spec:
     stop_file: Path | None = None
     price: float = 1.0  # spend units per wall-clock second (the run's price at start)
     planner: PlannerConfig | None = None  # the optional [planner] table
+    sandbox: str = DEFAULT  # the sandbox backend every command runs in (engine/system/sandbox)
+    programs: dict[str, str] = field(default_factory=dict)  # argv[0] as written -> absolute
 
     def record(self) -> dict[str, Any]:
-        """What the first ledger record keeps so that `resume` can rebuild this spec."""
+        """What the first ledger record keeps so that `resume` can rebuild this spec (the
+        programs as resolved at start, so resume runs the same files, or stops if they
+        changed)."""
         return {"path": str(self.path), "dir": str(self.dir), "sha256": self.sha256,
-                "table": self.table}
+                "table": self.table, "programs": dict(sorted(self.programs.items()))}
 
     @classmethod
     def from_record(cls, rec: Mapping[str, Any], ledger_name: str = "ledger") -> Spec:
@@ -207,7 +226,13 @@ class Spec:
         except (KeyError, TypeError) as exc:
             raise BadInput(ledger_name, "records[0].spec", f"missing {exc}",
                            "start the run with `loopproof run`") from exc
-        return _build(path, spec_dir, table, digest)
+        programs = rec.get("programs", {})
+        if not isinstance(programs, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and os.path.isabs(v)
+                for k, v in programs.items()):
+            raise BadInput(ledger_name, "records[0].spec.programs", "is not a map of program "
+                           "names to absolute paths", "restore the ledger from a trusted copy")
+        return _build(path, spec_dir, table, digest, dict(programs))
 
     def bounds(self) -> dict[str, Any]:
         w_c = spend_bound(self.graph)
@@ -232,8 +257,10 @@ def load(path: str | Path) -> Spec:
     return _build(path.resolve(), path.resolve().parent, table, hashlib.sha256(raw).hexdigest())
 
 
-def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
+def _build(path: Path, spec_dir: Path, table: Any, digest: str,
+           programs: dict[str, str] | None = None) -> Spec:
     name = str(path)
+    programs = {} if programs is None else programs
 
     def bad(where: str, problem: str, fix: str) -> BadInput:
         return BadInput(name, where, problem, fix)
@@ -258,6 +285,10 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
     if not is_price(price):
         raise bad("[graph] price", f"must be a number of spend units per second > 0, got "
                   f"{price!r}", "set price = 1.0 (or leave it out)")
+    sandbox = g.get("sandbox", DEFAULT)
+    if not isinstance(sandbox, str) or sandbox not in BACKENDS:
+        raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {sandbox!r}",
+                  f'write sandbox = "{DEFAULT}" (or leave it out)')
 
     nodes_t = table.get("node")
     if not isinstance(nodes_t, dict) or not nodes_t:
@@ -267,7 +298,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
     for node_name, nt in nodes_t.items():
         if not isinstance(nt, dict):
             raise bad(f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
-        node = NodeTable(node_name, nt, path)
+        node = NodeTable(node_name, nt, path, programs)
         kind_name = nt.get("kind", "command")
         if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
             importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
@@ -284,10 +315,14 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
         gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
         gate_files = _files(node, spec_dir)
         eval_reserve = _eval_reserve(node)
+        network = nt.get("network", False)
+        if not isinstance(network, bool):
+            raise node.error("network", f"must be true or false, got {network!r}",
+                             "write network = true (or leave it out: no network)")
         worker, gate = kind.factory(node, spec_dir)
         llm = _llm(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
-                                        gate_files, worker, gate, eval_reserve, llm)
+                                        gate_files, worker, gate, eval_reserve, llm, network)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])
@@ -298,7 +333,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str) -> Spec:
         problem = text.split(": ", 1)[1].rsplit("; fix: ", 1)[0] if ": " in text else text
         raise BadInput(name, where, problem, exc.fix) from exc
     return Spec(path, spec_dir, table, digest, graph, configs, strict, policy, stop_file,
-                float(price), _planner(table.get("planner"), spec_dir, name))
+                float(price), _planner(table.get("planner"), spec_dir, name), sandbox,
+                programs)
 
 
 def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:

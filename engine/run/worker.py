@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from engine.run.meter import BudgetOverrun, Meter
 from engine.system.process import ProcessError, safe_environment
+from engine.system.sandbox import Confinement
 
 OUTPUT_LIMIT = 4000  # characters of stdout / stderr kept in the ledger (the tail; digest of all)
 
@@ -32,6 +33,10 @@ class AttemptContext:
     env: Mapping[str, str] = field(default_factory=dict)
     # Unix sockets the worker's sandbox must bind in (the attempt's model-call proxy)
     sockets: tuple[Path, ...] = ()
+    # where the attempt's commands run (engine/run/confine.py); None: unsandboxed (tests,
+    # Python workers)
+    worker_sandbox: Confinement | None = None
+    gate_sandbox: Confinement | None = None
 
 
 class Worker(Protocol):
@@ -48,8 +53,9 @@ def _text(data: bytes) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class CommandWorker:
-    """A worker command: its own process group in the node's workspace, the allow-listed
-    environment plus LOOPPROOF_NODE / _ACTIVATION / _ATTEMPT, killed at timeout or ceiling."""
+    """A worker command: its own process group in the node's workspace, in the node's sandbox,
+    the allow-listed environment plus LOOPPROOF_NODE / _ACTIVATION / _ATTEMPT, killed at timeout
+    or ceiling."""
 
     argv: tuple[str, ...]
     timeout_s: float = 60.0
@@ -57,7 +63,8 @@ class CommandWorker:
     def run(self, ctx: AttemptContext) -> dict[str, Any]:
         env = safe_environment(extra=dict(ctx.env), home=ctx.workspace)
         try:
-            m = ctx.meter.run_command(self.argv, ctx.workspace, self.timeout_s, env=env)
+            m = ctx.meter.run_command(self.argv, ctx.workspace, self.timeout_s, env=env,
+                                      confine=ctx.worker_sandbox)
         except ProcessError as exc:
             return {"argv": list(self.argv), "started": False, "error": str(exc)}
         r = m.result

@@ -1,5 +1,6 @@
 """Run one command the way workers and gates must run: own process group, filtered environment,
-a hard wall-clock limit, and a kill that reaches grandchildren.
+a hard wall-clock limit, a kill that reaches grandchildren, and (given a `Confinement`) a
+sandbox (engine/system/sandbox/).
 
 Why a process group: a worker that forks (a shell, `make`, a test runner) leaves children behind;
 killing only the direct child lets them keep spending. The child starts a new session, so its
@@ -8,6 +9,11 @@ The group is also killed after a normal exit, so nothing a command leaves behind
 
 Why an allow-list environment: the engine may hold API keys, tokens and the signing-key path
 (LOOPPROOF_*). A worker or gate sees only the variables listed in `ALLOWED` plus `extra`.
+
+Why a gate environment of its own: a gate is the judge, so nothing the worker controls may
+reach its interpreter. `gate_environment` fixes PATH, turns off Python's per-user site-packages
+(a `.pth` file there runs at every start-up), keeps the working directory (the worker's tree)
+off `sys.path` for `python -m` and `-c`, and writes no bytecode into the judged copy.
 """
 
 from __future__ import annotations
@@ -24,12 +30,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.system.sandbox import Confinement, Launch, Unavailable
+
 # Variables a child may inherit from the engine's environment. Everything else is dropped.
 ALLOWED: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 # Variables a child always gets, whatever the engine's environment says.
 FIXED: dict[str, str] = {
     "PYTHONHASHSEED": "0",           # deterministic hashing in Python workers and gates
     "PYTHONDONTWRITEBYTECODE": "1",  # a gate must not write __pycache__ into its snapshot
+}
+
+
+# A gate's PATH: system folders only, the same on every run (a gate's own program is an absolute
+# path pinned at run start, engine/system/programs.py, so PATH only serves what the gate calls).
+GATE_PATH = "/usr/local/bin:/usr/bin:/bin"
+GATE_FIXED: dict[str, str] = {
+    "PYTHONNOUSERSITE": "1",  # no per-user site-packages: a .pth file there is run at start-up
+    "PYTHONSAFEPATH": "1",  # `python -m mod` does not import `mod` from the judged tree first
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 
@@ -60,6 +78,19 @@ def safe_environment(extra: Mapping[str, str] | None = None, *, home: Path | str
     tmp = tempfile.gettempdir()
     env["TMPDIR"] = tmp
     env["HOME"] = str(home) if home is not None else tmp
+    if extra:
+        env.update(extra)
+    return env
+
+
+def gate_environment(extra: Mapping[str, str] | None = None, *, path: str = GATE_PATH
+                     ) -> dict[str, str]:
+    """The environment of a gate (or an admission check): the allow-listed variables, a fixed
+    PATH and the Python switches of `GATE_FIXED`. HOME is made fresh per run by the sandbox
+    (`View.private_home`)."""
+    env = safe_environment()
+    env["PATH"] = path
+    env.update(GATE_FIXED)
     if extra:
         env.update(extra)
     return env
@@ -118,9 +149,11 @@ def _exited(pid: int) -> bool:
 def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
                 env: Mapping[str, str] | None = None, stdin: bytes | None = None,
                 on_tick: Callable[[float], bool] | None = None, tick_s: float = 0.05,
-                max_output: int = 1 << 20) -> ProcessResult:
+                max_output: int = 1 << 20, confine: Confinement | None = None
+                ) -> ProcessResult:
     """Run `argv` in `cwd`; SIGKILL its whole process group at `timeout_s` or when `on_tick`
-    (called about every `tick_s` seconds with the elapsed time) returns False."""
+    (called about every `tick_s` seconds with the elapsed time) returns False. With `confine`,
+    the command runs in that sandbox; its set-up time counts in `seconds` (it is paid for)."""
     argv = tuple(str(a) for a in argv)
     if not argv:
         raise ProcessError("empty command: give the program to run as the first argv item")
@@ -129,14 +162,33 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
         raise ProcessError(f"{cwd}: working directory does not exist or is not a directory; "
                            f"fix: create it or point the command at an existing folder")
     child_env = dict(env) if env is not None else safe_environment(home=cwd)
+    launcher = (confine.launch(argv, cwd, child_env) if confine is not None
+                else contextlib.nullcontext(Launch(argv, child_env, cwd)))
     start = time.monotonic()
     try:
+        with launcher as launch:
+            result = _run(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output)
+    except Unavailable as exc:
+        raise ProcessError(f"{argv[0]}: cannot sandbox the command: {exc}") from exc
+    if launch.started() is False and result.killed is None:
+        words = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        raise ProcessError(f"{argv[0]}: the sandbox could not start command {list(argv)!r} in "
+                           f"{cwd}: {words}; fix: check the program path (it must be visible "
+                           f"in the sandbox) and that it is executable")
+    return result
+
+
+def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
+         stdin: bytes | None, on_tick: Callable[[float], bool] | None, tick_s: float,
+         max_output: int) -> ProcessResult:
+    try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=child_env, start_new_session=True, close_fds=True,
+            launch.argv, cwd=launch.cwd, env=launch.env, start_new_session=True, close_fds=True,
+            pass_fds=launch.pass_fds,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-        raise ProcessError(f"{argv[0]}: cannot start command {list(argv)!r} in {cwd}: "
+        raise ProcessError(f"{argv[0]}: cannot start command {list(argv)!r} in {launch.cwd}: "
                            f"{exc.strerror or exc}; fix: check the program path and that it "
                            f"is executable") from exc
     out, err = _Drain(proc.stdout, max_output), _Drain(proc.stderr, max_output)

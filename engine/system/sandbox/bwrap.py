@@ -1,0 +1,267 @@
+"""The bubblewrap backend: every command in its own mount, PID, IPC and (unless the node asks for
+the network) network namespace, with no capabilities.
+
+The filesystem a command sees, built in this order (bwrap applies mounts in argument order, so a
+deeper path always goes after the folder that holds it):
+
+1. the host's root, read-only; a fresh /dev and a /proc of the command's own PID namespace;
+2. masked by empty private tmpfs: /tmp, /var/tmp, /run and the engine user's home (keys, tokens,
+   shell history, and the engine's own temp files live there);
+3. `View.readable` bound back read-only, `View.writable` read-write, `View.sockets` bound in;
+4. `View.hidden` covered: a file by /dev/null, a folder by an empty read-only tmpfs.
+
+A path is mounted only when the layers above leave it visible the wrong way (a readable path
+outside every mask needs no bind), so an attempt costs a handful of mounts.
+
+Why each flag:
+- `--unshare-pid --as-pid-1 --die-with-parent`: the command is PID 1 of its own namespace, so
+  when it exits, or when bwrap is killed (a timeout), the kernel kills every process it left,
+  `setsid` daemons included; `launch` then waits until that namespace is empty.
+- `--cap-drop ALL`: run as root, bwrap keeps every capability by default, and CAP_SYS_ADMIN
+  would let the command remount the read-only view read-write.
+- `--unshare-net` (unless `View.network`): no route out; only a loopback of its own. Unix
+  sockets a node needs are bound in by path (`View.sockets`).
+- `--unshare-ipc`: no SysV shared memory or semaphores shared with the engine's processes.
+- bwrap is started with the child's environment (already allow-listed), so even the namespace's
+  /proc/1/environ holds no engine secret.
+- `--json-status-fd`: bwrap reports `exit-code` only if it exec'd the command; a mount or exec
+  failure is then an error of the sandbox, never read as the command's exit code.
+No `--new-session`: `run_command` starts bwrap in a new session already (no controlling
+terminal, so no TIOCSTI injection).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from engine.system.sandbox.base import Launch, View
+
+MASKED = ("/tmp", "/var/tmp", "/run")
+PRIVATE_TMP = "/tmp"  # HOME and TMPDIR of a command with `View.private_home`; TMPDIR of all
+DRAIN_S = 5.0  # how long `launch` waits for a killed sandbox's namespace to empty
+
+_PROBE: dict[str, str | None] = {}
+
+
+def _real(p: Path | str) -> str:
+    return os.path.realpath(p)
+
+
+def _depth(p: str) -> int:
+    return len(Path(p).parts)
+
+
+def _under(p: str, root: str) -> bool:
+    return p == root or root == "/" or p.startswith(root.rstrip("/") + "/")
+
+
+def masked_roots(home: str | None = None) -> list[str]:
+    """The folders hidden behind an empty tmpfs: the temp folders, /run (sockets of system
+    services) and the engine user's home, each as a real path, the ones that exist."""
+    home = home if home is not None else os.path.expanduser("~")
+    out: list[str] = []
+    for p in (*MASKED, home):
+        if not p or not os.path.isabs(p) or os.path.islink(p) or not os.path.isdir(p):
+            continue
+        r = _real(p)
+        if r != "/" and r not in out:
+            out.append(r)
+    return out
+
+
+def mount_plan(view: View, masks: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(operation, source, destination) triples, in the order bwrap must apply them, after the
+    read-only root: "tmpfs", "ro", "rw", "hide-file", "hide-dir"."""
+    want: dict[str, tuple[int, str, str]] = {}  # dest -> (priority, op, src); higher wins
+
+    def put(dest: str, prio: int, op: str, src: str = "") -> None:
+        if dest == "/" or (dest in want and want[dest][0] >= prio):
+            return
+        want[dest] = (prio, op, src)
+
+    for m in masks:
+        put(m, 0, "tmpfs")
+    for p in view.readable:
+        if os.path.exists(p):
+            put(_real(p), 1, "ro", _real(p))
+    for p in (*view.writable, *view.sockets):
+        if os.path.exists(p):
+            put(_real(p), 2, "rw", _real(p))
+    for p in view.hidden:
+        if os.path.lexists(p):
+            r = _real(p)
+            if os.path.exists(r):
+                put(r, 3, "hide-dir" if os.path.isdir(r) else "hide-file")
+    ordered = sorted(want.items(), key=lambda kv: (_depth(kv[0]), kv[0]))
+    plan: list[tuple[str, str, str]] = []
+    layers: list[tuple[str, str]] = [("/", "ro")]  # (dest, op) applied so far
+    for dest, (_prio, op, src) in ordered:
+        if op in ("ro", "hide-file", "hide-dir") and _cover(dest, layers) == _effect(op):
+            continue  # already as it should be: e.g. a readable path outside every mask
+        layers.append((dest, op))
+        plan.append((op, src, dest))
+    return plan
+
+
+def _effect(op: str) -> str:
+    return {"ro": "ro", "rw": "rw", "tmpfs": "masked", "hide-file": "masked",
+            "hide-dir": "masked"}[op]
+
+
+def _cover(path: str, layers: Sequence[tuple[str, str]]) -> str:
+    """What the deepest layer holding `path` makes of it: "ro", "rw" or "masked"."""
+    best = ("/", "ro")
+    for dest, op in layers:
+        if _under(path, dest) and _depth(dest) >= _depth(best[0]):
+            best = (dest, op)
+    return _effect(best[1])
+
+
+def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd: int,
+               masks: Sequence[str]) -> list[str]:
+    """The bwrap command line that runs `argv` in `cwd` under `view`."""
+    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+           "--unshare-pid", "--unshare-ipc", "--as-pid-1", "--die-with-parent",
+           "--cap-drop", "ALL", "--json-status-fd", str(status_fd)]
+    if not view.network:
+        out.append("--unshare-net")
+    sealed: list[str] = []
+    for op, src, dest in mount_plan(view, masks):
+        if op == "tmpfs":
+            out += ["--tmpfs", dest]
+        elif op == "ro":
+            out += ["--ro-bind", src, dest]
+        elif op == "rw":
+            out += ["--bind", src, dest]
+        elif op == "hide-file":
+            out += ["--ro-bind", "/dev/null", dest]
+        else:  # hide-dir: an empty folder, made read-only once the paths inside it are bound
+            out += ["--tmpfs", dest]
+            sealed.append(dest)
+    for dest in sealed:
+        out += ["--remount-ro", dest]
+    out += ["--chdir", _real(cwd), "--", *argv]
+    return out
+
+
+class Bwrap:
+    """`sandbox = "bwrap"`: see the module docstring."""
+
+    name = "bwrap"
+
+    def __init__(self, program: str | None = None, *, home: str | None = None) -> None:
+        self.program = program if program is not None else shutil.which("bwrap")
+        self.masks = masked_roots(home)
+
+    def problem(self) -> str | None:
+        if self.program is None:
+            return ("bubblewrap (bwrap) is not installed or not on PATH; fix: install it "
+                    "(apt-get install bubblewrap, dnf install bubblewrap), or set "
+                    "sandbox = \"none\" in [graph]")
+        if self.program not in _PROBE:
+            _PROBE[self.program] = _probe(self.program)
+        return _PROBE[self.program]
+
+    @contextlib.contextmanager
+    def launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str],
+               view: View) -> Iterator[Launch]:
+        why = self.problem()
+        if why is not None:
+            from engine.system.sandbox.base import Unavailable
+            raise Unavailable(why)
+        assert self.program is not None
+        child_env = dict(env)
+        child_env["TMPDIR"] = PRIVATE_TMP
+        if view.private_home:
+            child_env["HOME"] = PRIVATE_TMP
+        r, w = os.pipe()
+        status: dict[str, object] = {}
+        launch = Launch(tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks)),
+                        child_env, Path(cwd), (w,), status)
+        try:
+            yield launch
+        finally:
+            os.close(w)
+            try:
+                _read_status(r, status)
+            finally:
+                os.close(r)
+
+
+def _read_status(fd: int, status: dict[str, object]) -> None:
+    """Parse bwrap's JSON lines (bwrap has exited, so a non-blocking read gets them all), then
+    wait until the sandbox's PID namespace is empty: a killed bwrap leaves its PID 1 to the
+    kernel's SIGKILL, which lands a moment later."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    status["started"] = False
+    for line in data.decode("utf-8", "replace").splitlines():
+        with contextlib.suppress(ValueError):
+            obj = json.loads(line)
+            if isinstance(obj, dict):
+                if "child-pid" in obj:
+                    status["child_pid"] = obj["child-pid"]
+                    status["pid_ns"] = obj.get("pid-namespace")
+                if "exit-code" in obj:
+                    status["started"] = True
+    pid, ns = status.get("child_pid"), status.get("pid_ns")
+    if isinstance(pid, int) and isinstance(ns, int):
+        _wait_gone(pid, ns)
+
+
+def _wait_gone(pid: int, ns: int) -> None:
+    """Wait (at most DRAIN_S) for the process `pid`, if it is still the PID 1 of namespace `ns`:
+    it exits only after the kernel has killed everything else in that namespace."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (ProcessLookupError, AttributeError, OSError):
+        return
+    try:
+        try:
+            if os.stat(f"/proc/{pid}/ns/pid").st_ino != ns:
+                return  # the pid was reused by an unrelated process
+        except OSError:
+            return
+        select.select([pidfd], [], [], DRAIN_S)
+    finally:
+        os.close(pidfd)
+
+
+def _probe(program: str) -> str | None:
+    """Run `true` under the same flags once: a kernel without unprivileged user namespaces, or a
+    container that forbids mounts, fails here with bwrap's own words."""
+    try:
+        st = os.stat(program)
+    except OSError as exc:
+        return f"{program}: cannot run bubblewrap ({exc.strerror}); fix: reinstall bubblewrap"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{program}: is not a program; fix: reinstall bubblewrap"
+    r, w = os.pipe()
+    try:
+        argv = bwrap_argv(program, ["true"], Path("/"), View(), w, masked_roots())
+        try:
+            res = subprocess.run(argv, pass_fds=(w,), capture_output=True, timeout=30,
+                                 env={"PATH": os.defpath})
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"{program}: cannot run bubblewrap ({exc}); fix: reinstall bubblewrap"
+    finally:
+        os.close(w)
+        os.close(r)
+    if res.returncode != 0:
+        words = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        return (f"bubblewrap cannot create a sandbox here ({words[-1] if words else 'exit '}"
+                f"{'' if words else res.returncode}); fix: allow unprivileged user namespaces "
+                f"(sysctl kernel.unprivileged_userns_clone=1) or run as root, or set "
+                f"sandbox = \"none\" in [graph]")
+    return None

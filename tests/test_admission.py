@@ -175,8 +175,10 @@ def test_revision_kind_loads_from_the_spec() -> None:
     spec = load_spec(EXAMPLE / "graph.toml")
     node = spec.nodes["caesar"]
     assert node.kind == "revision"
-    assert {p.name for p in node.pinned_files()} == {"check_visible.py", "check_challenge.py",
-                                                      "check_hidden.py"}
+    # the checks' scripts and their interpreter, resolved to one file at load
+    python3 = Path(spec.programs["python3"])
+    assert set(node.pinned_files()) == {EXAMPLE.resolve() / f for f in (
+        "check_visible.py", "check_challenge.py", "check_hidden.py")} | {python3}
 
 
 # ---- stateful: G4 and G5 hold on the running broker under adversarial replies -----------------

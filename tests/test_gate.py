@@ -101,16 +101,24 @@ def test_tree_digest_sees_content_names_and_modes(workspace: Path) -> None:
 
 # ---- pinned gate files ------------------------------------------------------------------------
 
-def tamper_graph(tmp_path: Path) -> tuple[Path, Path]:
-    """Node `a`'s worker appends to the gate script it is judged by (its path is in its argv)."""
+def tamper_graph(tmp_path: Path, sandbox: str = "none") -> tuple[Path, Path]:
+    """Node `a`'s worker appends to the gate script it is judged by (its path is in its argv).
+    Without a sandbox it can: the pin check is what catches it."""
     gate = tmp_path / "check.sh"
     gate.write_text("test -f out.txt\n")
     spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 10.0\n[node.a]\n'
+    spec.write_text(f'[graph]\nspend_budget = 10.0\nsandbox = "{sandbox}"\n[node.a]\n'
                     'worker = ["sh", "-c", "touch out.txt; echo \'exit 0\' >> \\"$0\\"", '
                     '"check.sh"]\n'
                     'gate = ["sh", "check.sh"]\nattempts = 2\nspend_ceiling = 2.0\n')
     return spec, gate
+
+
+def test_a_sandboxed_worker_cannot_change_its_gate_file(tmp_path: Path) -> None:
+    spec, gate = tamper_graph(tmp_path, "bwrap")
+    original = gate.read_text()
+    assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 0
+    assert gate.read_text() == original
 
 
 def test_changed_gate_file_stops_the_run_with_exit_5(tmp_path: Path, capsys) -> None:

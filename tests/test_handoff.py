@@ -21,9 +21,12 @@ REPO = Path(__file__).resolve().parent.parent
 # a's worker writes "good", then leaves a process in its own session that rewrites out.txt to
 # "bad" as soon as a's gate has judged (the gate waits until it has), so the live workspace is
 # "bad" before b is prepared, deterministically.
+# No sandbox: the escaped process must live on to show what the accepted copy protects against
+# (under the sandbox it dies with its attempt: tests/adversarial/test_escaped_processes.py).
 GRAPH = """
 [graph]
 spend_budget = 100.0
+sandbox = "none"
 
 [node.a]
 worker = ["sh", "-c", "echo good > out.txt; {escape}"]

@@ -42,6 +42,8 @@ def g3_every_prefix(recs: list[dict]) -> None:
 
 # `a` writes its activation number; `b` passes only on a's second activation, so b is exhausted
 # in activation 0 and repairs a (its ancestor): one repair, then DONE. Shell workers keep it fast.
+# (`cp -f`: inputs/ is read-only, so `got` is too; a sandboxed worker has no capabilities, so
+# even as root it replaces the file rather than writing through its mode.)
 REPAIR_GRAPH = """
 [graph]
 repair_budget = {k}
@@ -55,7 +57,7 @@ spend_ceiling = 5.0
 timeout_s = 5
 
 [node.b]
-worker = ["sh", "-c", "cp inputs/a/v got; echo attempt $LOOPPROOF_ATTEMPT >> log"]
+worker = ["sh", "-c", "cp -f inputs/a/v got; echo attempt $LOOPPROOF_ATTEMPT >> log"]
 gate = ["sh", "-c", "test \\"$(cat got)\\" = 1"]
 needs = ["a"]
 repairs = ["a", "b"]
@@ -246,18 +248,27 @@ repairs = 1
 """
 
 
-def policy_graph(tmp_path: Path, spend: float, worker: str) -> Path:
+def policy_graph(tmp_path: Path, spend: float, worker: str, sandbox: str = "bwrap") -> Path:
     (tmp_path / "check.sh").write_text("test -f out.txt\n")
     (tmp_path / "policy.toml").write_text(POLICY.format(spend=spend))
     spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 10.0\npolicy = "policy.toml"\n[node.a]\n'
+    spec.write_text('[graph]\nspend_budget = 10.0\npolicy = "policy.toml"\n'
+                    f'sandbox = "{sandbox}"\n[node.a]\n'
                     f'worker = ["sh", "-c", {json.dumps(worker)}, "policy.toml"]\n'
                     'gate = ["sh", "check.sh"]\nattempts = 2\nspend_ceiling = 1.0\n')
     return spec
 
 
-def test_policy_change_during_the_run_stops_it(tmp_path: Path, capsys) -> None:
+def test_a_sandboxed_worker_cannot_change_the_policy(tmp_path: Path) -> None:
     spec = policy_graph(tmp_path, 60.0, "touch out.txt; echo '# edited' >> \"$0\"")
+    before = (tmp_path / "policy.toml").read_bytes()
+    assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 0
+    assert (tmp_path / "policy.toml").read_bytes() == before
+
+
+def test_policy_change_during_the_run_stops_it(tmp_path: Path, capsys) -> None:
+    # without a sandbox the worker can edit the policy: the policy pin catches it
+    spec = policy_graph(tmp_path, 60.0, "touch out.txt; echo '# edited' >> \"$0\"", "none")
     ledger = tmp_path / "L.jsonl"
     assert cli.main(["run", str(spec), "--ledger", str(ledger)]) == 5
     recs = records(ledger)
@@ -303,11 +314,27 @@ def test_progress_only_on_a_terminal_and_never_with_json(tmp_path: Path) -> None
     assert "DONE" in text and "spend" in text and "b" in text and "repairs 1/1" in text
 
 
-def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path) -> None:
+def in_folder(folder: str) -> list[int]:
+    """Processes whose working directory lies in `folder`."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd").startswith(folder):
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path,
+                                                              sandbox: str) -> None:
     """The engine dies mid-attempt; its worker (own session) would go on writing into the
-    workspace while the re-run attempt works there. Resume kills it first."""
+    workspace while the re-run attempt works there. In the sandbox it dies with the engine
+    (bwrap --die-with-parent); without one, resume kills it first."""
     spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 50.0\n[node.a]\n'
+    spec.write_text(f'[graph]\nspend_budget = 50.0\nsandbox = "{sandbox}"\n[node.a]\n'
                     'worker = ["sh", "-c", "echo start-$LOOPPROOF_ATTEMPT >> log; sleep 2; '
                     'echo end-$LOOPPROOF_ATTEMPT >> log"]\n'
                     'gate = ["sh", "-c", "grep -q end log"]\nattempts = 2\nspend_ceiling = 10.0\n')
@@ -318,13 +345,20 @@ def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path) -
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (log.exists() and "start-1" in log.read_text()):
         time.sleep(0.02)
-    child.kill()  # SIGKILL: the engine dies, its worker does not
+    child.kill()  # SIGKILL: the engine dies; without a sandbox its worker does not
     child.wait()
+    if sandbox == "bwrap":  # nobody kills it: it dies on its own, at once
+        ws = str(log.parent)
+        for _ in range(200):
+            if not in_folder(ws):
+                break
+            time.sleep(0.01)
+        assert not in_folder(ws)
     runner = Runner.resume(ledger)
     assert runner.continue_run() == 0
     runner.close()
     resumed = next(r for r in records(ledger) if r["type"] == "resumed")
-    assert resumed["orphans_killed"] == 1
+    assert resumed["orphans_killed"] == (1 if sandbox == "none" else 0)
     time.sleep(0.5)
     # the interrupted attempt 1 never ended; it was given back (model.Abandon) and ran again as
     # attempt 1, whose worker wrote the only `end`

@@ -12,6 +12,7 @@ import pytest
 
 from engine import cli
 from engine.run import spec as spec_mod
+from engine.system import programs
 
 OK_NODE = """
 [node.{name}]
@@ -135,7 +136,9 @@ def test_good_spec_resolves_argv_against_spec_folder(tmp_path: Path) -> None:
                                             '["python3", "w.py", "-c"]\ngate')))
     loaded = spec_mod.load(spec)
     argv = loaded.nodes["a"].worker.argv
-    assert argv == ("python3", str((tmp_path / "w.py").resolve()), "-c")
+    python3 = programs.resolve("python3", tmp_path)  # the program: one absolute file
+    assert argv == (python3, str((tmp_path / "w.py").resolve()), "-c")
+    assert Path(python3).is_absolute() and loaded.programs == {"python3": python3}
     assert loaded.graph.node("a").attempts == 2
     assert loaded.bounds() == {"attempts": 2, "spend": 2.0, "budget": 10.0, "fits": True}
 
@@ -148,7 +151,8 @@ def test_gate_argv_files_are_pinned(tmp_path: Path) -> None:
         'gate = ["python3", "-c", "pass"]', 'gate = ["python3", "check.py"]')))
     pinned = spec_mod.load(spec).nodes["a"].pinned_files()
     assert pinned == tuple(sorted([(tmp_path / "check.py").resolve(),
-                                   (tmp_path / "data.txt").resolve()]))
+                                   (tmp_path / "data.txt").resolve(),
+                                   Path(programs.resolve("python3", tmp_path))]))
 
 
 def test_registered_kind_is_used(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from engine.system.canonical import digest
 from engine.system.process import ProcessError, gate_environment, run_command
 from engine.system.sandbox import UNSANDBOXED, Confinement
+from engine.system.secrets import redact_text, secret_values
 from engine.system.trees import (
     copy_tree,
     file_sha256,
@@ -126,7 +127,8 @@ def _file_identity(paths: Sequence[str]) -> dict[str, str]:
 
 
 def _tail(data: bytes) -> str:
-    return data[-TAIL_BYTES:].decode("utf-8", errors="replace")
+    """The last TAIL_BYTES of a check's output, with the engine's secrets redacted."""
+    return redact_text(data[-TAIL_BYTES:].decode("utf-8", errors="replace"), secret_values())
 
 
 def working_dir_violation(candidate: Path, cwd: str) -> str | None:

@@ -2,7 +2,9 @@
 
 Why this order: the hand-off is checked before `Begin`, so a bad predecessor snapshot stops the
 run with no attempt open. The worker runs under a meter that reserves before and settles after
-every metered operation. Its claims are recorded and never trusted: the gate judges a copy of
+every metered operation, in the node's sandbox (engine/run/confine.py): it sees its workspace,
+never the ledger, the run's other folders or the gate's files, and every process it starts dies
+with it. Its claims are recorded and never trusted: the gate judges a copy of
 the workspace staged outside the workers' folder (engine/run/handoff.py), paid for from the same
 ceiling, and the copy must hash the same after the gate. Pins and policy are re-checked just
 before the verdict, so no verdict is recorded against a changed gate. Each crash site named in
@@ -15,6 +17,7 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
+from engine.run.confine import RunSandbox
 from engine.run.gate import ERROR, CommandGate, Gate, GateResult
 from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
 from engine.run.integrity import Integrity, PinChanged
@@ -25,21 +28,23 @@ from engine.run.proxy.access import model_access
 from engine.run.spec import NodeConfig, Spec
 from engine.run.worker import AttemptContext, CommandWorker
 from engine.system import faults
+from engine.system.sandbox import Confinement
 from engine.system.trees import remove_tree
 from model import Begin, Claim, Verdict
 
 
-def judge_within(gate: Gate, workspace: Path, limit_s: float) -> GateResult:
+def judge_within(gate: Gate, workspace: Path, limit_s: float,
+                 confine: Confinement | None = None) -> GateResult:
     """Run the gate with at most `limit_s` seconds of wall clock (its evaluation reservation at
-    the current price). A command gate is killed there (a timeout: an `error` verdict); a
-    Python gate cannot be killed and is charged at most its reservation."""
+    the current price), its commands in `confine`. A command gate is killed there (a timeout: an
+    `error` verdict); a Python gate cannot be killed and is charged at most its reservation."""
     if isinstance(gate, CommandGate) and limit_s < gate.timeout_s:
         gate = dataclasses.replace(gate, timeout_s=limit_s)
-    return gate.judge(workspace)
+    return gate.judge(workspace, confine)
 
 
 def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity,
-                handoff: HandOff, planner: RunPlanner) -> None:
+                handoff: HandOff, planner: RunPlanner, sandbox: RunSandbox) -> None:
     """Run the next attempt of `node` to its end (a verdict, or an Overrun inside it)."""
     g = journal.graph
     cfg = spec.nodes[node]
@@ -48,6 +53,7 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
     e = journal.state.activation_of(g, node)
     i = journal.state.attempts_of(g, node) + 1
     ws = handoff.prepare_workspace(node)  # before Begin: a bad hand-off stops with no attempt open
+    box = sandbox.node(node, ws)
     journal.commit(Begin(node), {"activation": e, "attempt": i})
     meter = Meter(g, node, journal.commit, lambda: journal.state, sync=journal.sync,
                   price=journal.replayed.price, eval_reserve=cfg.eval_reserve, note=journal.note)
@@ -63,7 +69,8 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
             worker = dataclasses.replace(worker, argv=llm.wrap(worker.argv))
             env |= llm.env
             sockets = (llm.socket,)
-        ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets)
+        ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets,
+                             worker_sandbox=box.worker, gate_sandbox=box.gate)
         faults.crashpoint("runner.before_worker")
         try:
             claims = worker.run(ctx)
@@ -89,12 +96,12 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
         raise
     integrity.check_policy()
     faults.crashpoint("runner.before_verdict")
-    judge(node, ws, cfg, meter, where, journal=journal, handoff=handoff)
+    judge(node, ws, cfg, meter, where, journal=journal, handoff=handoff, confine=box.gate)
     faults.crashpoint("runner.after_verdict")
 
 
 def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, int], *,
-          journal: Journal, handoff: HandOff) -> None:
+          journal: Journal, handoff: HandOff, confine: Confinement | None = None) -> None:
     """Stage the workspace, run the gate on the staged copy within its evaluation reservation,
     and commit the verdict. An accepted copy is kept for the successors (its hash recorded as
     `accepted_tree`); a refused one is removed."""
@@ -109,7 +116,7 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
         result = GateResult(ERROR, f"cannot copy the workspace to judge it: {stage_error}",
                             0.0)
     else:
-        result = judge_within(cfg.gate, judged, limit)
+        result = judge_within(cfg.gate, judged, limit, confine)
         after = digest_or_why(judged)
         if result.accepted and after != staged:
             result = GateResult(ERROR, "the judged copy changed while the gate judged it "

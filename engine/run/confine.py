@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.run.spec import Spec
-from engine.system.sandbox import Confinement, Sandbox, View
+from engine.system.errors import BadInput
+from engine.system.sandbox import Confinement, Sandbox, View, backend
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,57 @@ def _argv_of(obj: object) -> tuple[str, ...]:
     return tuple(argv) if isinstance(argv, tuple | list) else ()
 
 
+def sandbox_backend(spec: Spec) -> Sandbox:
+    """The backend `sandbox = "..."` names; BadInput (exit 2, nothing written) if it cannot
+    run on this machine, with the fix (install bubblewrap, or set sandbox = "none")."""
+    box = backend(spec.sandbox)
+    why = box.problem()
+    if why is not None:
+        problem, _, fix = why.partition("; fix: ")
+        raise BadInput(str(spec.path), "[graph] sandbox", problem,
+                       fix or 'install bubblewrap, or set sandbox = "none"')
+    return box
+
+
+def policy_secrets(pin: object) -> list[Path]:
+    """The policy file and its signing keys: hidden from every command of the run."""
+    if pin is None:
+        return []
+    path = Path(pin.path)  # type: ignore[attr-defined]
+    out = [path]
+    policy = getattr(pin, "policy", None)
+    if policy is None:
+        try:
+            from engine.policy.pin import parse_policy
+            policy = parse_policy(path.read_bytes(), path)
+        except Exception:  # a changed or unreadable policy is integrity's to report
+            return out
+    out += [p for p in policy.key_paths() if p is not None]
+    return out
+
+
+def refuse_unsafe_writable(spec: Spec, ledger: Path, stop_file: Path,
+                           secret_files: Iterable[Path]) -> None:
+    """BadInput (exit 2) if a node's `writable` path holds something of the run (the ledger, its
+    side folders, the stop file, the policy, a key, a gate's file) or lies inside the run's
+    folders: a worker could then change what it is judged by."""
+    ledger = Path(ledger).absolute()
+    guarded = [ledger, Path(stop_file), *map(Path, secret_files),
+               *(p for cfg in spec.nodes.values() for p in cfg.pinned_files()
+                 if str(p) not in spec.programs.values())]
+    side = Path(f"{ledger}.")
+    for name, cfg in spec.nodes.items():
+        for w in cfg.writable:
+            real = Path(os.path.realpath(w))
+            inside_run = str(real).startswith(str(side))
+            held = [g for g in guarded if Path(os.path.realpath(g)).is_relative_to(real)]
+            if inside_run or held:
+                what = "lies inside the run's folders" if inside_run else f"holds {held[0]}"
+                raise BadInput(str(spec.path), f"node {name!r}, field 'writable'",
+                               f"{w} {what}", "give a folder of its own, outside the run's "
+                               "folders and away from the ledger, gates and keys")
+
+
 class RunSandbox:
     """Builds the `NodeSandbox` of every node of one run."""
 
@@ -66,12 +119,17 @@ class RunSandbox:
         self.sockets = tuple(Path(p) for p in sockets)  # bound into every worker's sandbox
         programs = set(spec.programs.values())
         readable: list[Path] = [spec.dir]
-        for prog in sorted(programs):
+        for prog in sorted(programs | {sys.executable}):  # the engine's own: the proxy bridge
             readable += installation(prog)
         self.readable = tuple(dict.fromkeys(readable))
         worker_named = {p for cfg in spec.nodes.values() for p in argv_paths(_argv_of(cfg.worker))}
         gate_files = {Path(p) for cfg in spec.nodes.values() for p in cfg.pinned_files()}
         self.gate_files = tuple(sorted(gate_files - worker_named - {Path(p) for p in programs}))
+
+    def bind_socket(self, path: Path) -> None:
+        """Make a Unix socket reachable from every later worker sandbox of the run (the hook a
+        metered model proxy uses: with the network off, a socket bound in is the way out)."""
+        self.sockets = (*self.sockets, Path(path))
 
     def run_paths(self) -> tuple[Path, ...]:
         """The ledger, its side folders as they exist now, the stop file, the policy's keys."""
@@ -81,7 +139,7 @@ class RunSandbox:
     def node(self, name: str, workspace: Path) -> NodeSandbox:
         cfg = self.spec.nodes[name]
         hidden = self.run_paths()
-        worker = View(writable=(Path(workspace),),
+        worker = View(writable=(Path(workspace), *cfg.writable),
                       readable=(*self.readable, *argv_paths(_argv_of(cfg.worker))),
                       hidden=(*hidden, *self.gate_files), sockets=self.sockets,
                       network=cfg.network)

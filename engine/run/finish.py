@@ -54,4 +54,6 @@ def report(journal: Journal, *, error: str | None, stopped: bool) -> dict[str, A
     out["exit"] = exit_code(journal, error=error, stopped=stopped)
     out["error"] = error
     out["torn"] = journal.ledger.torn
+    # the sandbox every command ran in; a ledger from before sandboxes ran without one
+    out["sandbox"] = journal.replayed.first.get("sandbox", "none")
     return out

@@ -5,6 +5,8 @@ Why one unit: the runner holds no state of its own. Its state is `Replayed`
 an event against the model *before* appending it, appends it (the commit point), then folds it
 in. So the state after a crash is exactly `replay(ledger)`, and `resume` continues from there.
 Every other unit of engine/run changes the run through a `Journal`, never through the ledger.
+Every record it appends passes through `engine.system.secrets.redact` first: no value of a
+secret of the engine's environment is ever written (a worker's or a gate's output included).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from engine.record.ledger import Ledger
 from engine.record.replay import Replayed, event_record
 from engine.run.progress import Progress
+from engine.system.secrets import redact, secret_values
 from model import LoopGraph, RunState
 from model.transitions import Event
 
@@ -26,6 +29,7 @@ class Journal:
                  ) -> None:
         self.ledger, self.replayed, self.progress = ledger, replayed, progress
         self._batch: contextlib.ExitStack | None = None
+        self._secrets = secret_values()  # the engine's environment at run start (or resume)
 
     @property
     def graph(self) -> LoopGraph:
@@ -52,7 +56,7 @@ class Journal:
         if self._batch is None:  # group commit until the next point that needs durability
             self._batch = contextlib.ExitStack()
             self._batch.enter_context(self.ledger.group())
-        stored = self.ledger.append(record)
+        stored = self.ledger.append(redact(record, self._secrets))
         self.replayed.apply(stored)
         if self.progress is not None:
             self.progress(self.replayed, stored)

@@ -10,7 +10,8 @@ Why this shape: the runner is the thin orchestrator of units that can each be re
 - engine/run/integrity.py: pins, policy and release conditions;
 - engine/run/planner.py: the optional `[planner]` rounds between attempts;
 - engine/run/recovery.py: what `resume` records before the run goes on;
-- engine/run/finish.py: the release check, the exit code and the report.
+- engine/run/finish.py: the release check, the exit code and the report;
+- engine/run/confine.py: what each worker and gate command may see in its sandbox.
 
 So the state after a crash is exactly `replay(ledger)`, and `resume` continues from there.
 
@@ -34,6 +35,12 @@ from engine.record.ledger import Ledger
 from engine.record.replay import RUN_FORMAT, Replayed, graph_record, replay
 from engine.run import finish, schedule
 from engine.run.attempt import judge_within, run_attempt
+from engine.run.confine import (
+    RunSandbox,
+    policy_secrets,
+    refuse_unsafe_writable,
+    sandbox_backend,
+)
 from engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
 from engine.run.handoff import INPUTS, HandOff, accepted_root, stage_snapshot, workspace_root
 from engine.run.integrity import (
@@ -93,6 +100,9 @@ class Runner:
                                    spec.policy)
         self.handoff = HandOff(ledger.path, self.journal)
         self.planner = RunPlanner(spec, self.journal)
+        # every worker and gate command of the run runs in this sandbox (engine/run/confine.py)
+        self.sandbox = RunSandbox(spec, sandbox_backend(spec), ledger=ledger.path,
+                                  stop_file=stop_file, secret_files=policy_secrets(policy))
         self.stop_signal: str | None = None
         self.stopped = False
         self.error: str | None = None  # why the run stopped with exit 5
@@ -125,9 +135,11 @@ class Runner:
         if stop.exists():
             raise BadInput(str(stop), "--stop-file", "the stop file already exists",
                            "remove it, or give another --stop-file")
+        sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
         policy = load_policy(spec, workspace_root(ledger_path))
+        refuse_unsafe_writable(spec, ledger_path, stop, policy_secrets(policy))
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
-                 "spec": spec.record(), "pins": pin_files(spec),
+                 "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,
                  "stop_file": str(stop), "attempt_bound": attempt_bound(spec.graph),
                  "bounds": spec.bounds(), "price": spec.price}
@@ -255,7 +267,8 @@ class Runner:
         elif move.kind == "attempt":
             assert move.node is not None
             run_attempt(move.node, spec=self.spec, journal=self.journal,
-                        integrity=self.integrity, handoff=self.handoff, planner=self.planner)
+                        integrity=self.integrity, handoff=self.handoff, planner=self.planner,
+                        sandbox=self.sandbox)
         elif move.kind == "finish":
             return finish.finish(self.journal, self.integrity, move.facts, self.approved_by)
         else:  # repair, fail, refuse: one model event

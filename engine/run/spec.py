@@ -64,6 +64,9 @@ NODE_FIELDS: dict[str, str] = {
            "max_tokens, timeout_s; docs/proxy.md)",
     "network": "true: the node's worker shares the host's network (default false: none; see "
                "docs/threat-model.md for what it opens)",
+    "writable": "existing files or folders (relative to the spec) the worker may write besides "
+                "its workspace, e.g. a cache or a counter: outside every judged tree, and not "
+                "confined (see docs/threat-model.md); default []",
 }
 COMMAND_FIELDS: dict[str, str] = {
     "worker": "argv list; runs with the node's workspace as working directory",
@@ -176,6 +179,7 @@ class NodeConfig:
     eval_reserve: float = 0.0  # spend units of c_v held back for the gate run
     llm: LlmConfig | None = None  # model access through the attempt's proxy (docs/proxy.md)
     network: bool = False  # the worker shares the host's network
+    writable: tuple[Path, ...] = ()  # paths the worker may write besides its workspace
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -314,6 +318,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
         timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
         gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
         gate_files = _files(node, spec_dir)
+        writable = _files(node, spec_dir, "writable", folders=True)
         eval_reserve = _eval_reserve(node)
         network = nt.get("network", False)
         if not isinstance(network, bool):
@@ -322,7 +327,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
         worker, gate = kind.factory(node, spec_dir)
         llm = _llm(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
-                                        gate_files, worker, gate, eval_reserve, llm, network)
+                                        gate_files, worker, gate, eval_reserve, llm, network,
+                                        writable)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])
@@ -414,17 +420,20 @@ def _names(node: NodeTable, key: str) -> tuple[str, ...]:
     return tuple(v)
 
 
-def _files(node: NodeTable, spec_dir: Path) -> tuple[Path, ...]:
-    v = node.get("gate_files", [])
+def _files(node: NodeTable, spec_dir: Path, key: str = "gate_files", *,
+           folders: bool = False) -> tuple[Path, ...]:
+    v = node.get(key, [])
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
-        raise node.error("gate_files", f"must be a list of paths, got {v!r}",
-                         'write gate_files = ["path/relative/to/spec"]')
+        raise node.error(key, f"must be a list of paths, got {v!r}",
+                         f'write {key} = ["path/relative/to/spec"]')
     out = []
     for f in v:
         p = (spec_dir / f).resolve()
-        if not p.is_file():
-            raise node.error("gate_files", f"{f!r} is not a file under {spec_dir}",
-                             "list existing files, relative to the spec's folder")
+        if not (p.is_file() or (folders and p.is_dir())):
+            kind = "a file or folder" if folders else "a file"
+            raise node.error(key, f"{f!r} is not {kind} under {spec_dir}",
+                             f"list existing {'paths' if folders else 'files'}, relative to "
+                             "the spec's folder")
         out.append(p)
     return tuple(out)
 

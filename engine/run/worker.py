@@ -9,6 +9,7 @@ gate's verdict can make a node DONE.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,11 +61,19 @@ class CommandWorker:
     argv: tuple[str, ...]
     timeout_s: float = 60.0
 
+    def _sandbox(self, ctx: AttemptContext) -> Confinement | None:
+        """The node's worker sandbox, plus the attempt's sockets and the absolute files of this
+        argv (a wrapper the attempt put in front, such as the model-call bridge)."""
+        if ctx.worker_sandbox is None:
+            return None
+        named = [Path(a) for a in self.argv if os.path.isabs(a) and os.path.exists(a)]
+        return ctx.worker_sandbox.seeing(readable=named, sockets=ctx.sockets)
+
     def run(self, ctx: AttemptContext) -> dict[str, Any]:
         env = safe_environment(extra=dict(ctx.env), home=ctx.workspace)
         try:
             m = ctx.meter.run_command(self.argv, ctx.workspace, self.timeout_s, env=env,
-                                      confine=ctx.worker_sandbox)
+                                      confine=self._sandbox(ctx))
         except ProcessError as exc:
             return {"argv": list(self.argv), "started": False, "error": str(exc)}
         r = m.result

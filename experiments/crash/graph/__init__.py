@@ -11,7 +11,9 @@ interrupted attempt its open reservation and gives it back (model.Abandon), so t
 same attempt number again and the run ends as the uncrashed one did.
 
 Workers and gates are small standard-library scripts (worker.py, gate.py). The worker appends
-one line per call to a calls file outside every workspace, so repeated execution is counted.
+one line per call to a calls file outside every workspace, so repeated execution is counted; it
+runs in the default sandbox, and the calls file is the one path besides its workspace it may
+write (the node field `writable`).
 Spend is a command worker's wall clock, which differs between runs; the experiment therefore
 sets B well above the pre-run spend bound (so admission never depends on timing) and normalises
 wall-clock amounts out of the trace (docs/crash.md).
@@ -78,6 +80,7 @@ def write_graph(folder: Path, seed: int, calls_file: Path) -> Path:
             f"timeout_s = {TIMEOUT!r}",
             f"needs = {_toml_list(n.needs)}",
             f"repairs = {_toml_list(n.repairs)}",
+            f"writable = {_toml_list([str(calls_file)])}",
             "",
         ]
     path = folder / "graph.toml"

@@ -3,11 +3,16 @@
 Why threads: each job is a child process (engine.system.process.run_command), so threads only wait;
 the cores go to the gates. Why a cache: probes and corpus mutants often build the same workspace,
 and a gate's verdict on a given workspace is asked once.
+
+Why a sandbox: a mutant is code, and the gate runs it. Each run is a gate run of the engine's
+own kind (engine/system/sandbox/, bwrap by default): it sees its scratch copy and the gate's
+folder read-only, a fresh HOME, the gate environment, no network, and nothing outlives it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
@@ -16,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.audit.catalogue import Command, Loop
-from engine.system.process import ProcessError, run_command, safe_environment
+from engine.system.errors import BadInput
+from engine.system.process import ProcessError, gate_environment, run_command
+from engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
 from engine.system.trees import remove_tree
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
@@ -55,7 +62,15 @@ def _verdict(result) -> Verdict:
     return Verdict(ERROR, f"exit {code}", result.seconds)
 
 
-def judge_one(job: Job, scratch_root: Path) -> Verdict:
+def gate_view(job: Job, scratch: Path) -> View:
+    """What one audit run sees: its scratch copy and the gate's folder (read-only), and the
+    interpreter the `{python}` placeholder names."""
+    exe = Path(sys.executable)
+    return View(readable=(scratch, job.loop.gate_dir, exe.parent.parent,
+                          Path(os.path.realpath(exe)).parent.parent), private_home=True)
+
+
+def judge_one(job: Job, scratch_root: Path, sandbox: Sandbox | None = None) -> Verdict:
     """Write the job's workspace into a fresh scratch folder and run the command there."""
     scratch = Path(tempfile.mkdtemp(prefix="ws-", dir=scratch_root))
     try:
@@ -65,8 +80,9 @@ def judge_one(job: Job, scratch_root: Path) -> Verdict:
             target.write_bytes(content)
         argv = job.command.render(job.loop.gate_dir, scratch)
         try:
-            result = run_command(argv, scratch, job.command.timeout_s,
-                                 env=safe_environment(home=scratch))
+            box = Confinement(sandbox or backend(DEFAULT), gate_view(job, scratch))
+            result = run_command(argv, scratch, job.command.timeout_s, env=gate_environment(),
+                                 confine=box)
         except ProcessError as exc:
             return Verdict(ERROR, f"cannot start: {exc}", 0.0)
         return _verdict(result)
@@ -77,8 +93,13 @@ def judge_one(job: Job, scratch_root: Path) -> Verdict:
 class Judge:
     """Judges jobs with `jobs` parallel workers, caching by (loop, gate folder, role, workspace)."""
 
-    def __init__(self, jobs: int | None = None) -> None:
+    def __init__(self, jobs: int | None = None, sandbox: str = DEFAULT) -> None:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.sandbox = backend(sandbox)
+        why = self.sandbox.problem()
+        if why is not None:
+            problem, _, fix = why.partition("; fix: ")
+            raise BadInput("--sandbox", "sandbox", problem, fix or "pass --sandbox none")
         self.cache: dict[tuple[str, str, str, str], Verdict] = {}
         self.runs = 0
         self.busy_s = 0.0
@@ -105,7 +126,7 @@ class Judge:
         return [self.cache[self._cache_key(job)] for job in jobs]
 
     def _timed(self, job: Job, root: Path, on_done) -> Verdict:
-        verdict = judge_one(job, root)
+        verdict = judge_one(job, root, self.sandbox)
         with self._lock:
             self.runs += 1
             self.busy_s += verdict.seconds

@@ -22,6 +22,17 @@ def runner_progress(json_output: bool) -> Iterator[Any]:
         yield live
 
 
+UNSANDBOXED_WARNING = ("loopproof: warning: sandbox = \"none\": workers and gates run without a "
+                       "sandbox; a worker can read the engine's environment and files, write "
+                       "outside its workspace and leave processes behind (docs/threat-model.md)")
+
+
+def warn_unsandboxed(sandbox: str) -> None:
+    """Printed when a run (or a resume) starts with `sandbox = "none"`."""
+    if sandbox == "none":
+        print(UNSANDBOXED_WARNING, file=sys.stderr)
+
+
 def finish(runner: Runner, code: int, json_output: bool) -> int:
     report = runner.report()
     report["exit"] = code
@@ -53,4 +64,7 @@ def finish(runner: Runner, code: int, json_output: bool) -> int:
                   f"were charged and re-run")
         print(f"  ledger {report['ledger']} ({report['records']} records, head "
               f"{report['head'][:16]})")
+        print(f"  sandbox {report['sandbox']}"
+              + (" (none: workers and gates were not confined)"
+                 if report["sandbox"] == "none" else ""))
     return code

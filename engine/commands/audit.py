@@ -15,7 +15,9 @@ from pathlib import Path
 
 from engine.audit.catalogue import GATE_DIR, load_catalogue
 from engine.audit.instrument import audit
+from engine.audit.judge import Judge
 from engine.system.errors import BadInput
+from engine.system.sandbox import BACKENDS, DEFAULT
 
 DEFAULT_TIER2_CAP = 15
 
@@ -27,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tier", choices=("1", "2", "all"), default="all",
                         help="which mutant tier to run (vacuity and self-attestation always run)")
     parser.add_argument("--seed", type=int, default=0, help="seed for sampling tier-2 mutants")
+    parser.add_argument("--sandbox", choices=sorted(BACKENDS), default=DEFAULT,
+                        help="where each gate run runs (default bwrap; none: unconfined, "
+                             "the mutants' code runs with your rights)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="gates run in parallel (default: the number of cores)")
     parser.add_argument("--max-tier2", type=int, default=DEFAULT_TIER2_CAP, metavar="N",
@@ -85,7 +90,8 @@ def main(args: argparse.Namespace) -> int:
         progress = (_progress_factory(stack) if sys.stderr.isatty() and not args.json
                     else (lambda phase, total: (lambda: None)))
         result = audit(loops, tiers=tiers, seed=args.seed, jobs=args.jobs,
-                       cap={2: args.max_tier2 or None}, progress=progress).as_json()
+                       cap={2: args.max_tier2 or None}, progress=progress,
+                       judge=Judge(args.jobs, args.sandbox)).as_json()
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.commands._report import finish, runner_progress
+from engine.commands._report import finish, runner_progress, warn_unsandboxed
 from engine.run.runner import Runner
 
 
@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     runner = Runner.resume(args.ledger, stop_file=args.stop_file, price=args.price)
+    warn_unsandboxed(runner.spec.sandbox)
     try:
         with runner_progress(args.json) as progress:
             runner.progress = progress

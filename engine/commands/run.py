@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.commands._report import finish, runner_progress
+from engine.commands._report import finish, runner_progress, warn_unsandboxed
 from engine.run import spec as spec_mod
 from engine.run.runner import Runner
 
@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     spec = spec_mod.load(args.graph)
+    warn_unsandboxed(spec.sandbox)
     with runner_progress(args.json) as progress:
         runner = Runner.start(spec, args.ledger, stop_file=args.stop_file, progress=progress)
         try:

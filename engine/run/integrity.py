@@ -7,11 +7,17 @@ before every attempt and before every verdict; a change is recorded (a `pin_chan
 and raises `PinChanged`, which stops the run with exit 5 and leaves it resumable once restored.
 With a policy, its release conditions decide whether a run whose nodes are all DONE may end DONE.
 
+Interpreters are pinned too (each gate's argv[0], resolved to one file at run start), and an
+interpreter is megabytes: a pin is re-hashed only when its file's identity changed (device,
+inode, size, modification and change times). A write, a rename over it or a chmod changes the
+change time, which no unprivileged process can set back (docs/threat-model.md).
+
 The policy module (engine.policy.pin) is imported only when a run names a policy.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +83,27 @@ class Integrity:
     def __init__(self, journal: Journal, pins: dict[str, str], policy: Any,
                  policy_file: Path | None) -> None:
         self.journal, self.pins, self.policy, self.policy_file = journal, pins, policy, policy_file
+        self._seen: dict[str, tuple[tuple[int, ...], str]] = {}  # path -> (identity, digest)
+
+    def digest(self, path: str) -> str:
+        """The file's sha256, re-read only when its identity changed since the last read."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return file_digest(Path(path))  # "missing" / "unreadable:..."
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        seen = self._seen.get(path)
+        if seen is not None and seen[0] == key:
+            return seen[1]
+        found = file_digest(Path(path))
+        self._seen[path] = (key, found)
+        return found
 
     def check_pins(self, node: str | None = None) -> None:
-        """Re-hash every file pinned at run start (all gates' files: cheap, and a gate file
+        """Re-hash every file pinned at run start (all gates' files and interpreters, so a file
         that moved or vanished is caught too); a change is recorded and stops the run."""
         for path, expected in self.pins.items():
-            found = file_digest(Path(path))
+            found = self.digest(path)
             if found != expected:
                 self.journal.note({"type": "pin_changed", "node": node, "file": path,
                                    "expected": expected, "found": found})

@@ -177,7 +177,13 @@ class Runner:
                     or default_stop_file(Path(ledger_path)))
         # re-pinned from the record; checked (and recorded) by recover
         policy = recorded_policy(replayed.first.get("policy"), ledger_path)
-        runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress, policy=policy)
+        try:
+            runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress,
+                         policy=policy)
+        except BadInput:  # e.g. bwrap is missing here: exit 2, nothing appended
+            ledger.close()
+            os.close(lock)
+            raise
         runner._lock_fd = lock
         runner.new_price = None if price is None else float(price)
         return runner

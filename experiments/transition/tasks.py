@@ -12,13 +12,15 @@ so every assertion is data (a `Case`) and no test code is executed from the data
 Candidate code never runs in this process: `run_cases` sends a batch of candidates and cases to
 one `python -I` subprocess through `engine.system.process.run_command`, which enforces a per-call CPU
 alarm (SIGPROF, so a loaded machine does not turn a slow call into a timeout),
-a memory limit and a wall-clock limit on the whole batch.
+a memory limit and a wall-clock limit on the whole batch, inside the engine's default sandbox
+(engine/system/sandbox/: read-only system, no network, a private HOME and temp folder).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import random
 import sys
 from dataclasses import dataclass, field
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.system.canonical import digest
-from engine.system.process import run_command, safe_environment
+from engine.system.process import gate_environment, run_command
+from engine.system.sandbox import DEFAULT, Confinement, View, backend
 from experiments.transition.edits import enumerate_edits, normalize
 
 CALL_TIMEOUT_S = 0.5      # CPU seconds per call of a candidate on one input (load-independent)
@@ -160,8 +163,12 @@ def run_cases(entry: str, candidates: list[str], cases: list[Case], *, first: bo
     job = {"entry": entry, "candidates": candidates, "cases": [c.to_json() for c in cases],
            "call_timeout": call_timeout, "first": first}
     cwd = Path(__file__).resolve().parent
+    exe = Path(sys.executable)
+    box = Confinement(backend(DEFAULT), View(
+        readable=(cwd, exe.parent.parent, Path(os.path.realpath(exe)).parent.parent),
+        private_home=True))
     res = run_command([sys.executable, "-I", "-S", "-c", RUNNER], cwd, BATCH_TIMEOUT_S,
-                      env=safe_environment(), stdin=json.dumps(job).encode())
+                      env=gate_environment(), stdin=json.dumps(job).encode(), confine=box)
     if res.returncode != 0:
         if len(candidates) > 1:  # one candidate took the whole process down: isolate it
             rows: list[list[tuple[bool, str, float]]] = []

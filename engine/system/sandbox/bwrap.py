@@ -164,8 +164,8 @@ class Bwrap:
     def problem(self) -> str | None:
         if self.program is None:
             return ("bubblewrap (bwrap) is not installed or not on PATH; fix: install it "
-                    "(apt-get install bubblewrap, dnf install bubblewrap), or set "
-                    "sandbox = \"none\" in [graph]")
+                    "(apt-get install bubblewrap, dnf install bubblewrap), or run unsandboxed "
+                    "(sandbox = \"none\" in [graph]; audit: --sandbox none)")
         if self.program not in _PROBE:
             _PROBE[self.program] = _probe(self.program)
         return _PROBE[self.program]
@@ -262,6 +262,6 @@ def _probe(program: str) -> str | None:
         words = res.stderr.decode("utf-8", "replace").strip().splitlines()
         return (f"bubblewrap cannot create a sandbox here ({words[-1] if words else 'exit '}"
                 f"{'' if words else res.returncode}); fix: allow unprivileged user namespaces "
-                f"(sysctl kernel.unprivileged_userns_clone=1) or run as root, or set "
-                f"sandbox = \"none\" in [graph]")
+                f"(sysctl kernel.unprivileged_userns_clone=1) or run as root, or run "
+                f"unsandboxed (sandbox = \"none\" in [graph]; audit: --sandbox none)")
     return None

@@ -87,10 +87,11 @@ def mount_plan(view: View, masks: Sequence[str]) -> list[tuple[str, str, str]]:
             return
         want[dest] = (prio, op, src)
 
+    temps = {_real(t) for t in MASKED if os.path.isdir(t)}
     for m in masks:
         put(m, 0, "tmpfs")
     for p in view.readable:
-        if os.path.exists(p):
+        if os.path.exists(p) and _real(p) not in temps:  # the private temp folder stays private
             put(_real(p), 1, "ro", _real(p))
     for p in (*view.writable, *view.sockets):
         if os.path.exists(p):
@@ -157,8 +158,9 @@ class Bwrap:
 
     name = "bwrap"
 
-    def __init__(self, program: str | None = None, *, home: str | None = None) -> None:
-        self.program = program if program is not None else shutil.which("bwrap")
+    def __init__(self, program: str = "bwrap", *, home: str | None = None) -> None:
+        # the bwrap found on the engine's PATH (None: not installed)
+        self.program = program if os.path.isabs(program) else shutil.which(program)
         self.masks = masked_roots(home)
 
     def problem(self) -> str | None:

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv proofs explore check lint test reproduce reproduce-llm figures bench clean
+.PHONY: all venv sandbox proofs explore check lint test reproduce reproduce-llm figures bench clean
 
 all: check
 
@@ -25,6 +25,20 @@ $(LLM_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,llm]'
 	touch $(LLM_STAMP)
 
+# Every worker and gate runs in a bubblewrap sandbox (docs/threat-model.md), and the sandbox tests
+# run for real: install it when it is missing and we can (root with apt), else say how.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing bubblewrap (the sandbox of every worker and gate)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap \
+	      >/dev/null || exit 1; \
+	  else \
+	    echo "make: bubblewrap is missing; run: sudo apt-get install bubblewrap"; exit 1; \
+	  fi; }
+	@bwrap --ro-bind / / --unshare-pid --unshare-net --die-with-parent -- true || { \
+	  echo "make: bubblewrap cannot create a sandbox here; run: sudo sysctl -w kernel.unprivileged_userns_clone=1 (or run as root)"; exit 1; }
+
 proofs: venv
 	$(BIN)/python -m proofs
 
@@ -35,16 +49,16 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-test: venv
+test: venv sandbox
 	$(BIN)/python -m pytest -n 2
 
-check: venv lint proofs test
+check: venv sandbox lint proofs test
 	@echo "make check: proofs and tests passed"
 
 bench: venv
 	$(BIN)/python -m bench --json
 
-reproduce: venv
+reproduce: venv sandbox
 	$(BIN)/python -m proofs --json --out results/proofs/proofs.json
 	$(BIN)/python -m experiments.bounds --scale $(SCALE) --seed $(SEED) --json
 	rm -rf results/examples && mkdir -p results/examples

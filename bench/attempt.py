@@ -32,7 +32,7 @@ GATE = ["sh", "-c", "cat f*.txt > /dev/null; exit 1"]
 def _graph(folder: Path) -> Path:
     spec = folder / "graph.toml"
     spec.write_text(
-        "[graph]\nspend_budget = 1000000.0\n[node.bench]\n"
+        "[graph]\nspend_budget = 1000000.0\nsandbox = \"none\"\n[node.bench]\n"
         f"worker = {WORKER!r}\ngate = {GATE!r}\n".replace("'", '"')
         + f"attempts = {ATTEMPTS}\nspend_ceiling = 10.0\ntimeout_s = 10\ngate_timeout_s = 10\n")
     return spec

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.registry import BENCHMARKS
 
-MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy")
+MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox")
 
 
 def _load_modules() -> None:

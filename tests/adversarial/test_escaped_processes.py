@@ -74,11 +74,11 @@ def engine_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_daemon_dies_with_the_attempt_that_started_it(tmp_path: Path) -> None:
     path = write_graph(tmp_path, node("a", "echo ok > out.txt; " + daemon(
-        "sleep 1.5; echo alive > late.txt"), "test -f out.txt"))
+        "sleep 0.5; echo alive > late.txt"), "test -f out.txt"))
     ledger = tmp_path / "L.jsonl"
     code, _ = run(path, ledger)
     ws = Path(f"{ledger}.work") / "a"
-    time.sleep(2.5)  # past the daemon's sleep
+    time.sleep(1.2)  # past the daemon's sleep
     assert code == 0
     assert not (ws / "late.txt").exists(), "a process of the attempt outlived it"
     assert survivors(ws) == []
@@ -105,15 +105,15 @@ def test_a_daemon_cannot_swap_the_gate_script_while_the_gate_starts(
     check = tmp_path / "check.sh"
     check.write_text('test "$(cat answer.txt)" = 42\n')
     original = check.read_text()
-    # The daemon waits for the engine's snapshot of the workspace (made after the pin check,
-    # before the gate starts), swaps the gate script for one that accepts, and restores it once
-    # the gate has run: every later pin check finds the original bytes. The workspace holds
-    # many files so that copying it leaves the daemon time.
-    swap = (f"i=0; while ! ls -d $TMPDIR/loopproof-snapshot-* >/dev/null 2>&1 && [ $i -lt 2000 ]; "
-            f"do sleep 0.005; i=$((i+1)); done; cp {check} {tmp_path}/saved; "
-            f"echo \"exit 0\" > {check}; sleep 1.5; cp {tmp_path}/saved {check}")
-    worker = ("echo 41 > answer.txt; mkdir bulk; i=0; while [ $i -lt 1500 ]; do "
-              "echo $i > bulk/f$i; i=$((i+1)); done; " + daemon(swap))
+    # The daemon saves the script, then spins (shell builtins only, so it reacts at once) until
+    # the engine's snapshot of the workspace appears (made after the pin check, before the gate
+    # starts), swaps the gate script for one that accepts, and restores it once the gate has run:
+    # every later pin check finds the original bytes. The workspace holds a large file so that
+    # copying and hashing it leaves the daemon time.
+    swap = (f"cp {check} {tmp_path}/saved; i=0; while [ $i -lt 3000000 ]; do "
+            f"for f in $TMPDIR/loopproof-snapshot-*; do [ -e \"$f\" ] && i=3000000; done; "
+            f"i=$((i+1)); done; echo \"exit 0\" > {check}; sleep 1.5; cp {tmp_path}/saved {check}")
+    worker = ("echo 41 > answer.txt; head -c 30000000 /dev/zero > blob; " + daemon(swap))
     path = write_graph(tmp_path, f"[node.a]\nworker = {json.dumps(['sh', '-c', worker])}\n"
                        f'gate = ["sh", "{check}"]\nspend_ceiling = 30.0\ntimeout_s = 20\n'
                        "gate_timeout_s = 20\n")

@@ -60,7 +60,7 @@ def attempt(name, fn):
         out[name] = fn()
     except OSError as exc:
         out[name] = "denied:" + type(exc).__name__
-ledger, spec_dir, home_secret, engine_tmp = sys.argv[1:5]
+ledger, spec_dir, home_secret, engine_tmp, mark = sys.argv[1:6]
 gate_file = os.path.join(spec_dir, "check.py")
 home_secret = home_secret.removeprefix("at:")  # not a path in argv: argv paths are readable
 engine_tmp = engine_tmp.removeprefix("at:")
@@ -76,7 +76,7 @@ attempt("write_tmp", lambda: open(os.path.join(os.environ["TMPDIR"], "t"), "w").
 attempt("processes", lambda: sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
 attempt("write_ws", lambda: open("out.txt", "w").write("ok"))
 attempt("caps", lambda: [x.split()[1] for x in open("/proc/self/status") if x.startswith("CapEff")])
-attempt("remount", lambda: os.system("mount -o remount,rw / 2>/dev/null; touch /loopproof-x "
+attempt("remount", lambda: os.system(f"mount -o remount,rw / 2>/dev/null; touch /{mark} "
                                      "2>/dev/null"))
 print(json.dumps(out))
 """
@@ -87,11 +87,12 @@ def test_a_worker_sees_its_workspace_and_nothing_of_the_run(tmp_path: Path) -> N
     (tmp_path / "check.py").write_text("import sys; sys.exit(0)  # the gate's secret\n")
     ledger = tmp_path / "L.jsonl"
     secret = Path.home() / f".loopproof-test-{secrets.token_hex(8)}"
+    mark = f"loopproof-remounted-{secrets.token_hex(8)}"  # what a remount would let it create
     secret.write_text("operator secret\n")
     engine_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     try:
         worker = [sys.executable, "probe.py", str(ledger), str(tmp_path),
-                  f"at:{secret}", f"at:{engine_tmp}"]
+                  f"at:{secret}", f"at:{engine_tmp}", mark]
         nodes = (node("first", ["sh", "-c", "echo hi > first.txt"], ["true"])
                  + node("a", worker, [sys.executable, "check.py"], 'needs = ["first"]'))
         code, records = run(graph(tmp_path, nodes), ledger)
@@ -112,7 +113,7 @@ def test_a_worker_sees_its_workspace_and_nothing_of_the_run(tmp_path: Path) -> N
     assert len(seen["processes"]) <= 3  # its own PID namespace: the engine is not there
     assert seen["write_ws"] == 2
     assert seen["caps"] == ["0000000000000000"]  # no capability, even run as root
-    assert not Path("/loopproof-x").exists()  # so the read-only view cannot be remounted
+    assert not Path("/", mark).exists()  # so the read-only view cannot be remounted
     assert (Path(f"{ledger}.work") / "a" / "out.txt").read_text() == "ok"
     assert not (tmp_path / "x").exists() and not Path("/etc/loopproof-x").exists()
 

@@ -7,6 +7,10 @@ the sandbox adds: two bubblewrap launches per attempt (the worker's and the gate
 its mount, PID, IPC and network namespaces, and the wait for its PID namespace to empty. It is
 measured per attempt (both commands together), against `TARGET_MS`. The worker and gate are
 the ones of bench/attempt.py. Registered in bench.registry as "sandbox_overhead".
+
+A second figure is less sensitive to a loaded machine: the fastest of `LAUNCHES` runs of
+`true` through `run_command` in a worker's sandbox, against the fastest without one (a minimum
+sheds the time a busy machine adds); twice the difference estimates an attempt's cost.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from bench.registry import register
 
 ATTEMPTS = 40
 ROUNDS = 3
+LAUNCHES = 30
 TARGET_MS = 15.0
 
 
@@ -48,6 +53,23 @@ def _run(folder: Path, sandbox: str, i: int) -> float:
     return seconds
 
 
+def _fastest_launch(folder: Path) -> tuple[float, float]:
+    """(fastest seconds with the sandbox, fastest without) of `true` in a workspace."""
+    from engine.system.process import run_command, safe_environment
+    from engine.system.sandbox import Confinement, View, backend
+
+    ws = folder / "launch-ws"
+    ws.mkdir()
+    box = Confinement(backend("bwrap"), View(writable=(ws,), readable=(folder,)))
+    best = [float("inf"), float("inf")]
+    for _ in range(LAUNCHES):
+        for k, confine in enumerate((box, None)):
+            t = time.perf_counter()
+            run_command(["true"], ws, 10, env=safe_environment(), confine=confine)
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best[0], best[1]
+
+
 def bench_sandbox(args: argparse.Namespace) -> dict:
     from engine.system.sandbox import backend
 
@@ -62,6 +84,7 @@ def bench_sandbox(args: argparse.Namespace) -> dict:
         for i in range(ROUNDS):
             for sandbox in ("none", "bwrap") if i % 2 == 0 else ("bwrap", "none"):
                 best[sandbox] = min(best[sandbox], _run(folder, sandbox, i))
+        launch_with, launch_without = _fastest_launch(folder)
     with_ms, without_ms = (1000 * best[s] / ATTEMPTS for s in ("bwrap", "none"))
     cost = with_ms - without_ms
     return {
@@ -71,6 +94,9 @@ def bench_sandbox(args: argparse.Namespace) -> dict:
         "without_sandbox_ms_per_attempt": round(without_ms, 2),
         "sandbox_ms_per_attempt": round(cost, 2),
         "ratio_with_to_without": round(with_ms / without_ms, 2) if without_ms > 0 else None,
+        "fastest_launch_with_ms": round(1000 * launch_with, 2),
+        "fastest_launch_without_ms": round(1000 * launch_without, 2),
+        "estimated_ms_per_attempt_from_fastest": round(2000 * (launch_with - launch_without), 2),
         "target_ms": TARGET_MS,
         "target_met": cost < TARGET_MS,
         "note": "same graph, same process, alternating order, best of rounds; the difference "

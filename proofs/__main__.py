@@ -1,5 +1,7 @@
 """`python -m proofs`: discharge every obligation, print a table (or `--json`), exit 0 iff every
-result equals its expectation. `--out PATH` also writes the JSON array to PATH."""
+result equals its expectation. `--out PATH` also writes the JSON array to PATH. A bounded search
+that finds no counterexample is reported "not refuted within depth d", never "proved";
+`--max-depth N` lets every bounded search go on to depth N (it stops at the shortest run)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from proofs import family
+from proofs import checks, family
 from proofs.obligations import Result, discharge, select
 
 
@@ -26,11 +28,13 @@ def table(results: list[Result]) -> str:
 def report(results: list[Result]) -> str:
     out = [table(results), ""]
     for r in results:
-        if r.counterexample is not None or r.error:
+        if r.counterexample is not None or r.error or r.hint:
             statement = r.to_json()["statement"]
             out.append(f"== {r.obligation.id} ({r.result}, expected {r.obligation.expect}): "
                        f"{statement}")
-            out.append(r.error or r.counterexample.render())
+            if r.counterexample is not None:
+                out.append(r.counterexample.render())
+            out += [x for x in (r.error, r.hint and f"hint: {r.hint}") if x]
             out.append("")
     bad = [r.obligation.id for r in results if not r.ok]
     total = sum(r.seconds for r in results)
@@ -49,8 +53,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="only obligations whose id starts with ID, or guarantee equals ID")
     ap.add_argument("--max-nodes", type=int, default=family.MAX_NODES, choices=(1, 2, 3, 4, 5),
                     help="the per-shape proofs cover every DAG up to this many nodes (default 3)")
+    ap.add_argument("--max-depth", type=int, default=0, metavar="N",
+                    help="bounded searches (BMC, lassos) try every depth up to at least N "
+                         "(default: each obligation's own depth); the shortest run is printed")
     args = ap.parse_args(argv)
+    if args.max_depth < 0:
+        print(f"python -m proofs: --max-depth {args.max_depth} is negative; fix: give a depth "
+              ">= 0 (the number of steps of the longest run to search)", file=sys.stderr)
+        return 2
     family.MAX_NODES = args.max_nodes
+    checks.DEPTH_LIMIT = args.max_depth
     obligations = select(args.only)
     if not obligations:
         print(f"python -m proofs: --only {' '.join(args.only)} matches no obligation; "

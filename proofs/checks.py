@@ -3,11 +3,16 @@ counterexample `Trace` when it fails. `Unknown` (timeout, incompleteness) is rai
 
 They work on any `System`: an encoding with fresh states, Init, declared events and a transition
 relation (proofs/encoding.py for runs, proofs/unbounded.py, proofs/g4_evidence.py, ...).
+
+A bounded search (`bmc`, `find_lasso`) that finds nothing returns `NotRefuted`, never None: no
+run of at most `depth` steps breaks the property, which proves nothing about longer runs. Only
+the induction checks return None ("proved").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import z3
@@ -26,6 +31,32 @@ class System(Protocol):
 
 
 Invariant = Callable[[Any], z3.BoolRef]
+
+DEPTH_LIMIT = 0  # bounded searches go at least this deep (`python -m proofs --max-depth N`)
+
+
+@dataclass(frozen=True)
+class NotRefuted:
+    """A bounded search found no counterexample within `depth` steps: not a proof.
+
+    Why a type of its own: a None would read as "proved", and a search that was too shallow
+    would then pass as a proof of the property it failed to refute."""
+
+    depth: int
+    what: str
+
+    @property
+    def result(self) -> str:
+        return f"not refuted within depth {self.depth}"
+
+    def hint(self) -> str:
+        return (f"no run of at most {self.depth} steps from Init breaks {self.what}; a bounded "
+                "search proves nothing. If a bad run exists, it is longer: raise the depth to "
+                "the length of the shortest bad run, or let the search go deeper with "
+                "`python -m proofs --only ID --max-depth N` (it stops at the shortest one)")
+
+
+Found = Trace | NotRefuted | None  # what a check returns: refuted, not refuted, proved
 
 
 class _Session:
@@ -123,12 +154,16 @@ def check_unchanged(sys: System, keep: Callable[[Any, Any], z3.BoolRef],
     return None
 
 
-def first(checks: Iterable[Trace | None]) -> Trace | None:
-    """The first counterexample of a family of checks (one per graph), None if all pass."""
+def first(checks: Iterable[Found]) -> Found:
+    """The first counterexample of a family of checks (one per graph); else the first
+    `NotRefuted` among them (a bounded search is not a proof); None if every one is proved."""
+    bounded: NotRefuted | None = None
     for cex in checks:
-        if cex is not None:
+        if isinstance(cex, Trace):
             return cex
-    return None
+        if isinstance(cex, NotRefuted) and bounded is None:
+            bounded = cex
+    return bounded
 
 
 # ---- ranking ------------------------------------------------------------------------------------
@@ -212,8 +247,10 @@ class _Unrolling:
         return _trace(self.sys, kind, note, steps, m)
 
 
-def bmc(sys: System, bad: Invariant, depth: int, what: str) -> Trace | None:
-    """The shortest run from Init, of at most `depth` steps, that ends in a `bad` state."""
+def bmc(sys: System, bad: Invariant, depth: int, what: str) -> Trace | NotRefuted:
+    """The shortest run from Init, of at most `depth` steps (at least `DEPTH_LIMIT`), that ends
+    in a `bad` state; `NotRefuted` when there is none that short."""
+    depth = max(depth, DEPTH_LIMIT)
     u = _Unrolling(sys, f"BMC for {what}")
     for k in range(depth + 1):
         m = u.session.sat(bad(u.states[k]))
@@ -221,13 +258,15 @@ def bmc(sys: System, bad: Invariant, depth: int, what: str) -> Trace | None:
             return u.trace(m, k, "trace", f"a run from Init reaches a state that breaks {what}")
         if k < depth:
             u.extend()
-    return None
+    return NotRefuted(depth, what)
 
 
 def find_lasso(sys: System, project: Callable[[Any], Sequence[z3.ExprRef]], depth: int,
-               what: str) -> Trace | None:
+               what: str) -> Trace | NotRefuted:
     """The shortest run from Init whose last state repeats an earlier one on `project`
-    (the fields every guard and every update of them read), i.e. a loop that runs forever."""
+    (the fields every guard and every update of them read), i.e. a loop that runs forever;
+    `NotRefuted` when none of at most `depth` steps (at least `DEPTH_LIMIT`) does."""
+    depth = max(depth, DEPTH_LIMIT)
     u = _Unrolling(sys, f"lasso search for {what}")
     for k in range(1, depth + 1):
         u.extend()
@@ -239,4 +278,4 @@ def find_lasso(sys: System, project: Callable[[Any], Sequence[z3.ExprRef]], dept
                 tr = u.trace(m, k, "lasso", f"{what}: a reachable state repeats")
                 tr.loop_start = i
                 return tr
-    return None
+    return NotRefuted(depth, f"{what} (no reachable state repeats)")

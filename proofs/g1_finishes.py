@@ -36,6 +36,7 @@ import z3
 from model.bounds import attempt_bound, rerun_set
 from model.graph import LoopGraph, NodeSpec
 from proofs.checks import (
+    NotRefuted,
     bmc,
     check_enabled,
     check_inductive,
@@ -402,6 +403,6 @@ def bound_attained(depth: int = 14) -> Trace | None:
     enc = ControlRuns(TIGHT_GRAPH, Params.of(TIGHT_GRAPH))
     w = attempt_bound(TIGHT_GRAPH)
     found = bmc(enc, lambda s: s["attempts_total"] == w, depth, f"attempts_total = W = {w}")
-    if found is None:
-        return Trace("vacuous", f"no run of {depth} control steps reaches W = {w}")
-    return None
+    if isinstance(found, NotRefuted):  # no witness: the bound is not shown to be reached
+        return Trace("vacuous", f"no run of {found.depth} control steps reaches W = {w}")
+    return None  # a run reaching W exists: proved by its witness

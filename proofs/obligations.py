@@ -1,9 +1,11 @@
 """Every proof obligation, tagged with its guarantee id (docs/design.md) and the result it must give.
 
-An obligation's `check` returns None (no counterexample: "proved") or a `Trace` ("refuted").
-For a sanity obligation, "proved" means every satisfiability question was answered sat.
-A broken variant expects "refuted"; if Z3 ever proves it, the proof machinery is not able to
-fail and `python -m proofs` exits non-zero. `unknown` never matches an expectation.
+An obligation's `check` returns None (no counterexample: "proved"), a `Trace` ("refuted"), or
+`NotRefuted` (a bounded search found no counterexample: "not refuted within depth d", which is
+never "proved"). For a sanity obligation, "proved" means every satisfiability question was
+answered sat. A broken variant expects "refuted"; if Z3 ever proves it, or a bounded search
+does not refute it, the proof machinery did not show it can fail and `python -m proofs` exits
+non-zero. `unknown` and "not refuted" never match an expectation.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
 from proofs import g6_policy as g6
+from proofs.checks import Found, NotRefuted
 from proofs.solver import Unknown
 from proofs.trace import Trace
 
-Expect = Literal["proved", "refuted"]
+Expect = Literal["proved", "refuted"]  # nothing may expect "not refuted": it proves nothing
 
 FAMILY = "{family}"  # filled in with proofs.family.describe() when reported
 
@@ -34,7 +37,7 @@ class Obligation:
     guarantee: str
     expect: Expect
     statement: str
-    check: Callable[[], Trace | None]
+    check: Callable[[], Found]
 
     @property
     def broken(self) -> bool:
@@ -174,6 +177,8 @@ class Result:
     seconds: float
     counterexample: Trace | None = None
     error: str = ""
+    depth: int | None = None  # the depth a bounded search reached without a counterexample
+    hint: str = ""  # what to do about a result that is not the expected one
 
     @property
     def ok(self) -> bool:
@@ -186,20 +191,30 @@ class Result:
                                "statement": ob.statement.replace(FAMILY, family.describe())}
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample.to_json()
+        if self.depth is not None:
+            out["depth"] = self.depth
+        if self.hint:
+            out["hint"] = self.hint
         if self.error:
             out["error"] = self.error
         return out
 
 
 def discharge(ob: Obligation) -> Result:
-    """Run one obligation; a Z3 `unknown` (timeout included) is the result "unknown"."""
+    """Run one obligation; a Z3 `unknown` (timeout included) is the result "unknown", a bounded
+    search without a counterexample "not refuted within depth d" (with a hint to go deeper)."""
     start = time.perf_counter()
+    depth, hint = None, ""
     try:
-        cex = ob.check()
-        result, error = ("proved" if cex is None else "refuted"), ""
+        found = ob.check()
+        if isinstance(found, NotRefuted):
+            cex, result, error, depth = None, found.result, "", found.depth
+            hint = found.hint().replace("--only ID", f"--only {ob.id}")
+        else:
+            cex, result, error = found, ("proved" if found is None else "refuted"), ""
     except Unknown as e:
         cex, result, error = None, "unknown", str(e)
-    return Result(ob, result, round(time.perf_counter() - start, 3), cex, error)
+    return Result(ob, result, round(time.perf_counter() - start, 3), cex, error, depth, hint)
 
 
 def select(only: list[str] | None) -> list[Obligation]:

@@ -15,14 +15,14 @@ from model.graph import LoopGraph, NodeSpec
 from model.state import RunState, Status, initial_state
 from model.transitions import Claim, Disabled, Repair, Reserve, Settle, step
 from proofs import __main__ as cli
+from proofs import checks, g2_order, obligations
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
-from proofs import g2_order, obligations
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
 from proofs import g6_policy as g6
-from proofs.checks import bmc, check_inductive, check_transitions, check_unchanged
+from proofs.checks import NotRefuted, bmc, check_inductive, check_transitions, check_unchanged
 from proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
 from proofs.family import dags, shapes
 from proofs.obligations import OBLIGATIONS, Obligation, discharge
@@ -51,11 +51,22 @@ def test_registry_meets_the_card():
 
 
 @pytest.mark.parametrize("ob", OBLIGATIONS, ids=lambda ob: ob.id)
-def test_obligation_gives_its_expected_result(ob: Obligation):
+def test_obligation_gives_its_expected_result(ob: Obligation, monkeypatch):
+    empty: list[NotRefuted] = []  # every bounded search that came back without a run
+
+    class Spy(NotRefuted):
+        def __init__(self, depth: int, what: str) -> None:
+            super().__init__(depth, what)
+            empty.append(self)
+
+    monkeypatch.setattr(checks, "NotRefuted", Spy)
     r = discharge(ob)
-    assert r.result == ob.expect, (r.error or (r.counterexample and r.counterexample.render()))
+    assert r.result == ob.expect, (r.error or r.hint
+                                   or (r.counterexample and r.counterexample.render()))
     assert (r.counterexample is not None) == (ob.expect == "refuted")
     assert r.seconds < 30
+    # a proof never rests on a bounded search that found nothing (that proves nothing)
+    assert not empty, f"{ob.id} is 'proved' but a bounded search found no run: {empty}"
 
 
 def test_family_is_every_dag_up_to_three_nodes():
@@ -183,9 +194,9 @@ def test_bound_attained_finds_w_and_nothing_beyond_it():
     enc = g1.ControlRuns(g, Params.of(g))
     w = attempt_bound(g)
     beyond = bmc(enc, lambda s: s["attempts_total"] > w, 14, "more than W attempts")
-    assert beyond is None
+    assert beyond == NotRefuted(14, "more than W attempts")
     reached = bmc(enc, lambda s: s["attempts_total"] == w, 14, "W attempts")
-    assert reached is not None
+    assert isinstance(reached, Trace)
     assert replay(reached)[-1].attempts_total == w
 
 
@@ -285,7 +296,8 @@ def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refu
     assert stages and stages[-1] == (events[-1], False, True)
     assert all(same and not refused for _, same, refused in stages[:-1])
     # and the real model has no such run (within a longer bound than the counterexample)
-    assert bmc(g6.PolicyLoop(), lambda s: z3.Not(g6.pinned_stages(s)), 6, "G6") is None
+    assert isinstance(bmc(g6.PolicyLoop(), lambda s: z3.Not(g6.pinned_stages(s)), 6, "G6"),
+                      NotRefuted)
 
 
 def test_worker_writing_the_policy_changes_it_and_the_engine_refuses_that_setup(tmp_path):
@@ -337,14 +349,14 @@ def test_a_change_stops_the_run_and_only_the_restored_policy_resumes_it():
     """The real model reaches: pin, change, Halt, restore, Resume, a stage -- under the pin;
     and it cannot resume while the policy still differs."""
     run = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 6, "a stage after a resume")
-    assert run is not None
+    assert isinstance(run, Trace)
     events = [st.event for st in run.steps]
     assert events.index("Halt") < events.index("Resume") < len(events) - 1
     assert all(g6.stages_pinned(st.state) for st in run.steps)
     halted = run.steps[events.index("Halt")].state
     assert halted["stopped"] and halted["current"] != halted["pinned"]
     early = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 5, "a stage after a resume")
-    assert early is None  # no shorter way: the policy must be restored before Resume
+    assert isinstance(early, NotRefuted)  # no shorter way: the policy must be restored before Resume
 
 
 def test_stage_record_without_the_unstarted_clause_is_not_inductive():

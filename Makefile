@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox proofs explore check lint test reproduce reproduce-llm figures bench clean
+.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures bench clean
 
 all: check
 
@@ -39,6 +39,18 @@ sandbox:
 	@bwrap --ro-bind / / --unshare-pid --unshare-net --die-with-parent -- true || { \
 	  echo "make: bubblewrap cannot create a sandbox here; run: sudo sysctl -w kernel.unprivileged_userns_clone=1 (or run as root)"; exit 1; }
 
+# `loopproof show --html` is checked in a real browser (tests/test_show_page.py): install headless
+# Chromium when it is missing and we can (root with apt), else say how.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing chromium (tests/test_show_page.py renders a run's page in it)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	      >/dev/null || exit 1; \
+	  else \
+	    echo "make: chromium is missing; run: sudo apt-get install chromium"; exit 1; \
+	  fi; }
+
 proofs: venv
 	$(BIN)/python -m proofs
 
@@ -49,10 +61,10 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-test: venv sandbox
+test: venv sandbox browser
 	$(BIN)/python -m pytest -n 2
 
-check: venv sandbox lint proofs test
+check: venv sandbox browser lint proofs test
 	@echo "make check: proofs and tests passed"
 
 bench: venv

@@ -1,5 +1,9 @@
 """`loopproof verify LEDGER`: check a ledger's hash chain (and, given a public key, its signed head)
-without changing the file. Exit 0 verified or torn-tail, 5 broken, 2 bad input."""
+without changing the file. Exit 0 verified or torn-tail, 5 broken, 2 bad input.
+
+For a run's ledger it also says how the run stands (`run`: its outcome, or why it has not ended,
+e.g. "unfinished: attempt open" after a kill inside an attempt): a chain that verifies says
+nothing about whether the run is over."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import json
 from pathlib import Path
 
 from engine.record.ledger import Verification, verify
+from engine.record.timeline import run_status
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 
@@ -30,13 +35,19 @@ def check(ledger: Path, public_key: Path | None = None) -> Verification:
 
 def main(args: argparse.Namespace) -> int:
     result = check(args.ledger, args.public_key)
+    run = None if result.status == "broken" else run_status(args.ledger, result)
     if args.json:
-        print(json.dumps(result.as_dict(), sort_keys=True))
+        out = result.as_dict()
+        if run is not None:
+            out["run"] = run
+        print(json.dumps(out, sort_keys=True))
     else:
         line = f"{args.ledger}: {result.status}, {result.records} records"
         if result.head:
             line += f", head {result.head[:16]}"
         if result.error:
             line += f" — {result.error}"
+        if run is not None:
+            line += f"; {run['unfinished'] or run['error'] or 'run ended ' + run['outcome']}"
         print(line)
     return EXIT_CORRUPT if result.status == "broken" else EXIT_OK

@@ -1,0 +1,327 @@
+"""A run's ledger as a timeline: per attempt what it reserved and settled against c_v and B, how
+its worker ended, what its gate said, and the run's repairs, refusals, stops and outcome.
+
+Why a fold of the verified records through `Replayed`: the numbers `loopproof show` prints must
+be the ones the engine acted on, so the spend after each record is the model state's, not a
+second sum kept here. Only the verified prefix is read (a broken ledger is shown up to its
+break); nothing is written.
+
+The attempt records this reads are described in docs/engine.md ("Ledger records the engine
+writes"); a record type this module does not know is kept as a run event with its type, so a
+newer ledger is shown, not refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.record.ledger import Verification, verify
+from engine.record.replay import RUN_FORMAT, Replayed, replay
+from engine.system.errors import BadInput, LedgerCorrupt
+
+# Run events shown on the timeline between attempts (type -> how it reads).
+RUN_EVENTS = ("repair", "fail", "finish", "refuse", "stopped", "resumed", "pin_changed",
+              "release_unmet", "resources", "stage_done", "evolution_rejected")
+
+
+@dataclass
+class Attempt:
+    """One attempt, from its `begin` to the record that ended it (or still open)."""
+
+    node: str
+    activation: int
+    attempt: int
+    begin_seq: int
+    spend_ceiling: float
+    end_seq: int | None = None
+    outcome: str = "open"  # accept | reject | error | overrun | abandoned | open
+    reserved: float = 0.0  # every reservation of the worker, added up
+    gate_reserved: float = 0.0  # the gate run's reservation (what = "evaluation")
+    worker_spend: float = 0.0  # settled for the worker (wall clock, its own charges)
+    gate_spend: float = 0.0  # settled for the gate run (what = "evaluation")
+    settled_before: float = 0.0  # the run's settled spend when the attempt began
+    settled_after: float | None = None
+    worker: dict[str, Any] = field(default_factory=dict)
+    gate: dict[str, Any] | None = None
+    killed: str | None = None  # timeout | ceiling (the meter's kill of the worker's command)
+    overrun: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # facts recorded inside the attempt
+    other: dict[str, int] = field(default_factory=dict)  # other record types inside it, counted
+
+    @property
+    def spend(self) -> float:
+        return round(self.worker_spend + self.gate_spend, 6)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"node": self.node, "activation": self.activation, "attempt": self.attempt,
+                "begin_seq": self.begin_seq, "end_seq": self.end_seq, "outcome": self.outcome,
+                "reserved": round(self.reserved, 6),
+                "gate_reserved": round(self.gate_reserved, 6), "spend": self.spend,
+                "worker_spend": round(self.worker_spend, 6),
+                "gate_spend": round(self.gate_spend, 6),
+                "spend_ceiling": self.spend_ceiling, "settled_before": self.settled_before,
+                "settled_after": self.settled_after, "worker": self.worker,
+                "worker_end": worker_end(self), "gate": self.gate, "killed": self.killed,
+                "overrun": self.overrun, "notes": self.notes, "other": self.other}
+
+
+def worker_end(a: Attempt) -> str:
+    """How the worker's part of the attempt ended, in a few words."""
+    w = a.worker
+    if a.overrun is not None and a.overrun.get("what") != "evaluation":
+        return f"stopped by the meter: overrun ({a.overrun['why']})"
+    if a.killed == "timeout":
+        return f"killed: timeout after {num(w.get('seconds'))} s (timeout_s)"
+    if a.killed == "ceiling":
+        return (f"killed: spend ceiling reached after {num(w.get('seconds'))} s "
+                f"(c_v - eval_reserve)")
+    if not w:
+        return "no claim recorded"
+    if w.get("started") is False:
+        return f"did not start: {w.get('error', '')}"
+    if "returncode" in w:
+        return f"exit {w['returncode']}" + (f" in {num(w['seconds'])} s" if "seconds" in w
+                                            else "")
+    if "error" in w:
+        return f"raised {w['error']}"
+    if "overrun" in w:
+        return f"stopped by the meter: {w['overrun']}"
+    if "returned" in w:
+        return "returned"
+    return "ended"
+
+
+def num(v: Any) -> str:
+    """A spend, a price or a time in words: to the thousandth, no exponent."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return str(v)
+    r = round(float(v), 3)
+    return str(int(r)) if r == int(r) else str(r)
+
+
+@dataclass
+class Timeline:
+    """What `loopproof show` prints: the ledger's status, the graph and its bounds, every attempt
+    in ledger order, the run events between them, the spend curve and the outcome."""
+
+    ledger: str
+    check: Verification
+    first: dict[str, Any]
+    replayed: Replayed
+    attempts: list[Attempt]
+    events: list[dict[str, Any]]
+    curve: list[tuple[int, float, float]]  # (seq, settled, settled + reserved) where they change
+
+    @property
+    def open_attempt(self) -> Attempt | None:
+        return next((a for a in reversed(self.attempts) if a.outcome == "open"), None)
+
+    def unfinished(self) -> str | None:
+        """Why the run has not ended, in words (None when it has)."""
+        return unfinished(self.replayed, self.open_attempt)
+
+    def as_json(self) -> dict[str, Any]:
+        r, g = self.replayed, self.replayed.graph
+        bounds = self.first.get("bounds") or {}
+        return {
+            "ledger": self.ledger, "status": self.check.status, "records": self.check.records,
+            "head": self.check.head, "error": self.check.error,
+            "graph": {"repair_budget": g.repair_budget, "spend_budget": g.spend_budget,
+                      "nodes": [{"name": n.name, "attempts": n.attempts,
+                                 "spend_ceiling": n.spend_ceiling, "needs": list(n.needs),
+                                 "repairs": list(n.repairs)} for n in g.nodes]},
+            "bounds": {"W": bounds.get("attempts", self.first.get("attempt_bound")),
+                       "W_c": bounds.get("spend"), "B": g.spend_budget,
+                       "fits": bounds.get("fits")},
+            "outcome": r.state.outcome.value, "unfinished": self.unfinished(),
+            "summary": r.summary(),
+            "attempts": [a.as_json() for a in self.attempts], "events": self.events,
+            "curve": [{"seq": s, "settled": round(x, 6), "committed": round(y, 6)}
+                      for s, x, y in self.curve],
+        }
+
+
+def unfinished(r: Replayed, open_attempt: Attempt | None = None) -> str | None:
+    """None for a run that ended; else why not: an attempt open (the engine stopped inside it:
+    a crash or a kill), a stop, a changed pin, an unmet release condition, or between attempts."""
+    s, g = r.state, r.graph
+    if s.ended:
+        return None
+    node = s.running(g)
+    if node is not None:
+        where = (f" since record {open_attempt.begin_seq}" if open_attempt is not None
+                 and open_attempt.node == node else "")
+        return (f"unfinished: attempt open ({node}, activation {s.activation_of(g, node)}, "
+                f"attempt {s.attempts_of(g, node)}{where}; {num(s.reserved)} reserved): the engine "
+                f"stopped inside it; `loopproof resume` charges the reservation and runs it again")
+    if r.pin_changed is not None:
+        return (f"unfinished: stopped, a pinned file changed ({r.pin_changed.get('file')}); "
+                f"restore it, then `loopproof resume`")
+    if r.release_unmet is not None:
+        return (f"unfinished: every node DONE but the policy's release conditions do not hold "
+                f"({', '.join(r.release_unmet.get('unmet', []))})")
+    if r.stopped is not None:
+        return f"unfinished: stopped ({r.stopped.get('reason')}); `loopproof resume` continues"
+    return ("unfinished: no attempt open (the engine stopped between attempts); "
+            "`loopproof resume` continues")
+
+
+def read_records(path: Path) -> tuple[Verification, list[dict[str, Any]]]:
+    """The chain check and the verified prefix's records (a broken ledger: up to the break).
+    Reads only; a torn tail is left where it is."""
+    if not path.is_file():
+        raise BadInput(str(path), "LEDGER", "no such file", "give the ledger `loopproof run` wrote")
+    check = verify(path)
+    records: list[dict[str, Any]] = []
+    with open(path, "rb") as fh:
+        for _ in range(check.records):
+            records.append(json.loads(fh.readline()))
+    return check, records
+
+
+def build(path: Path) -> Timeline:
+    """Read, verify and fold a run ledger into its timeline. A ledger that is not a run's (its
+    record 0 is not `loopproof-run/1`) is bad input."""
+    check, records = read_records(path)
+    if not records:
+        raise LedgerCorrupt(f"{path}: no verified record ({check.error}); fix: give the "
+                            f"ledger `loopproof run` wrote")
+    if records[0].get("type") != "run" or records[0].get("format") != RUN_FORMAT:
+        raise BadInput(str(path), "record 0", "is not the start of a loopproof run",
+                       "give a ledger written by `loopproof run` (a guard ledger is read with "
+                       "`loopproof receipt`)")
+    r = replay(records[:1])
+    attempts: list[Attempt] = []
+    events: list[dict[str, Any]] = []
+    curve = [(0, 0.0, 0.0)]
+    current: Attempt | None = None
+    for rec in records[1:]:
+        before = r.state
+        r.apply(rec)  # the model's numbers; a record it refuses is LedgerCorrupt (exit 5)
+        s, t = r.state, rec["type"]
+        seq = rec["seq"]
+        if (s.settled, s.settled + s.reserved) != curve[-1][1:]:
+            curve.append((seq, s.settled, s.settled + s.reserved))
+        if t == "begin":
+            current = Attempt(rec["node"], rec.get("activation", 0), rec.get("attempt", 0), seq,
+                              r.graph.node(rec["node"]).spend_ceiling,
+                              settled_before=round(before.settled, 6))
+            attempts.append(current)
+            continue
+        if current is not None and current.outcome == "open" and _inside(current, rec):
+            _fold(current, rec, before, r)
+            if current.outcome != "open":
+                current.end_seq, current.settled_after = seq, round(s.settled, 6)
+            continue
+        events.append(_event(rec))
+    return Timeline(str(path), check, records[0], r, attempts, events, curve)
+
+
+def _inside(a: Attempt, rec: dict[str, Any]) -> bool:
+    """A record of the open attempt: any record of its node (or of no node) that is not a run
+    event; a pinned file found changed before the verdict is the attempt's too."""
+    if rec["type"] in RUN_EVENTS and rec["type"] != "pin_changed":
+        return False
+    return rec.get("node") in (None, a.node)
+
+
+def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
+    t = rec["type"]
+    g = r.graph
+    if t == "reserve":
+        if rec.get("what") == "evaluation":
+            a.gate_reserved += float(rec.get("amount", 0.0))
+        else:
+            a.reserved += float(rec.get("amount", 0.0))
+    elif t == "settle":
+        amount = float(rec.get("amount", 0.0))
+        if rec.get("what") == "evaluation":
+            a.gate_spend += amount
+        else:
+            a.worker_spend += amount
+        if rec.get("killed"):
+            a.killed = rec["killed"]
+        if "claimed" in rec:
+            a.notes.append(f"claimed {rec['claimed']!r} against a reservation of "
+                           f"{num(rec.get('reserved'))}: charged the reservation")
+    elif t == "overrun":
+        amount = float(rec.get("amount", 0.0))
+        c_v = g.node(a.node).spend_ceiling
+        over_c = before.attempt_spend + amount > c_v + 1e-9
+        bound = (f"c_v = {num(c_v)}" if over_c else f"B = {num(g.spend_budget)}")
+        what = rec.get("what", "")
+        if what == "evaluation":  # asked for the gate's full price: nothing was left for it
+            why = (f"nothing left of {bound} for the gate run after the worker spent "
+                   f"{num(before.attempt_spend)} (eval_reserve holds part of c_v back for it)")
+        else:
+            why = (f"reserving {num(amount)} for {what or 'the worker'} would exceed {bound} "
+                   f"(attempt spend {num(before.attempt_spend)}, run settled "
+                   f"{num(before.settled)})")
+        a.overrun = {"what": what, "amount": amount, "bound": "c_v" if over_c else "B",
+                     "why": why}
+        a.outcome = "overrun"
+    elif t in ("claim", "worker_output"):  # worker_output: the claims of an overrun worker
+        a.worker = dict(rec.get("claims") or {})
+    elif t == "verdict":
+        a.gate = {k: rec.get(k) for k in ("verdict", "detail", "seconds", "error", "output",
+                                          "snapshot", "accepted_tree") if k in rec}
+        a.outcome = rec.get("verdict") or ("accept" if rec.get("passed") else "reject")
+    elif t == "abandon":
+        a.outcome = "abandoned"
+        a.notes.append(f"outcome unknown (a crash or a stop inside the attempt): charged its "
+                       f"open reservation {num(rec.get('charged'))} and given back")
+    elif t == "worker_ceiling":
+        a.notes.append(f"the worker asked for {num(rec.get('amount'))} past c_v - eval_reserve "
+                       f"= {num(rec.get('worker_ceiling'))}: refused, the gate still ran")
+    elif t == "overspend_claimed":
+        pass  # the settle record carries the claim (noted above)
+    elif t == "pin_changed":
+        a.notes.append(f"pin change: {rec.get('file')} ({rec.get('what') or 'gate file'})")
+    else:  # e.g. a model call of the attempt (llm_call): counted
+        a.other[t] = a.other.get(t, 0) + 1
+
+
+def _event(rec: dict[str, Any]) -> dict[str, Any]:
+    """A run event as {seq, type, text}, the text in words."""
+    t = rec["type"]
+    text = {
+        "repair": lambda: (f"repair: {rec.get('node')} exhausted its attempts; repairs "
+                           f"{rec.get('target')}, rerun {', '.join(rec.get('rerun', []))}; "
+                           f"{rec.get('repairs_left')} repair(s) of K left"),
+        "fail": lambda: f"fail: {rec.get('node')} exhausted its attempts and {rec.get('why')}",
+        "finish": lambda: f"finish: every node DONE, settled {num(rec.get('settled'))}",
+        "refuse": lambda: (f"refuse: {rec.get('node')} not begun: settled "
+                           f"{num(rec.get('settled'))} + c_v {num(rec.get('ceiling'))} > B "
+                           f"{num(rec.get('budget'))}"),
+        "stopped": lambda: f"stopped: {rec.get('reason')}",
+        "resumed": lambda: (f"resumed (resume {rec.get('resume')}, orphans killed "
+                            f"{rec.get('orphans_killed', 0)})"),
+        "pin_changed": lambda: (f"pin changed: {rec.get('file')} "
+                                f"({rec.get('what') or 'gate file'}); the run stopped"),
+        "release_unmet": lambda: f"release unmet: {', '.join(rec.get('unmet', []))}",
+        "resources": lambda: (f"price {num(rec.get('old_price'))} -> "
+                              f"{num(rec.get('new_price'))} spend units per second"),
+        "stage_done": lambda: f"planner round {rec.get('round')}: applied {rec.get('applied')}",
+        "evolution_rejected": lambda: f"planner request refused: {rec.get('reason')}",
+    }.get(t, lambda: t)()
+    return {"seq": rec["seq"], "type": t, "node": rec.get("node"), "text": text}
+
+
+def run_status(path: Path, check: Verification) -> dict[str, Any] | None:
+    """For a run's ledger, how the run stands after its verified prefix: {"outcome",
+    "unfinished"} (`loopproof verify` prints it; an open attempt is not visible in the chain).
+    None for any other ledger (a guard ledger). A prefix the model refuses says so in "error"."""
+    with open(path, "rb") as fh:
+        first = json.loads(fh.readline() or b"{}") if check.records else {}
+        if first.get("type") != "run" or first.get("format") != RUN_FORMAT:
+            return None
+        try:
+            r = replay([first])
+            for _ in range(check.records - 1):
+                r.apply(json.loads(fh.readline()))
+        except LedgerCorrupt as exc:
+            return {"outcome": None, "unfinished": None, "error": str(exc)}
+    return {"outcome": r.state.outcome.value, "unfinished": unfinished(r), "error": None}

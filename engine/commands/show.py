@@ -67,7 +67,7 @@ def _worker_words(a: Attempt) -> list[str]:
         s = stream_text(w.get(name))
         if s.strip():
             size = w[name].get("bytes") if isinstance(w.get(name), dict) else None
-            lines = excerpt(s, 1)
+            lines = excerpt(s, 1, 50)
             out.append(f"{name}" + (f" ({size:,} bytes)" if isinstance(size, int) else "")
                        + ": " + " | ".join(lines))
     return out

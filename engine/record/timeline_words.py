@@ -12,6 +12,7 @@ from typing import Any
 from engine.record.timeline import Attempt, Timeline, num
 
 EXCERPT_LINES = 3  # lines of the head and of the tail of an output shown in text
+LINE_WIDTH = 150  # characters of one output line shown (its start and its end)
 GLOSS = ("W: the most attempts any schedule of this graph can take; W_c: the most it can "
          "spend; both computed from the graph before it runs")
 
@@ -28,12 +29,20 @@ def stream_text(d: Any) -> str:
     return head + tail
 
 
-def excerpt(words: str, n: int = EXCERPT_LINES) -> list[str]:
-    """The first and last `n` non-empty lines of `words` (all of them when few)."""
-    lines = [ln.rstrip() for ln in words.splitlines() if ln.strip()]
+def excerpt(words: str, n: int = EXCERPT_LINES, width: int = LINE_WIDTH) -> list[str]:
+    """The first and last `n` non-empty lines of `words` (all of them when few), each at most
+    `width` characters (a longer one keeps its start and its end)."""
+    lines = [clip(ln.rstrip(), width) for ln in words.splitlines() if ln.strip()]
     if len(lines) <= 2 * n + 1:
         return lines
     return [*lines[:n], f"[... {len(lines) - 2 * n} lines ...]", *lines[-n:]]
+
+
+def clip(line: str, width: int = LINE_WIDTH) -> str:
+    if len(line) <= width:
+        return line
+    half = (width - 5) // 2
+    return f"{line[:half]} ... {line[-half:]}"
 
 
 def gate_words(gate: dict[str, Any]) -> str:
@@ -51,7 +60,8 @@ def gate_line(gate: dict[str, Any] | None, a: Attempt) -> str:
         if a.overrun is not None and a.overrun.get("what") == "evaluation":
             return f"not run: {a.overrun['why']}"
         return "not run" if a.outcome != "open" else "not run yet"
-    how = gate.get("error") or str(gate.get("detail") or "").split(";", 1)[0]
+    how = gate.get("error") or (f"exit {gate['exit']}" if isinstance(gate.get("exit"), int)
+                                else clip(str(gate.get("detail") or "").split(";", 1)[0], 80))
     secs = gate.get("seconds")
     return (f"{gate.get('verdict')}" + (f" ({how})" if how else "")
             + (f" in {num(secs)} s" if isinstance(secs, int | float) and secs else ""))

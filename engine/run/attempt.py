@@ -125,7 +125,7 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
     if not result.accepted:
         remove_tree(judged)
     meter.settle_evaluation(result.seconds)
-    facts = {**where, "verdict": result.verdict, "detail": result.detail,
+    facts = {**result.facts, **where, "verdict": result.verdict, "detail": result.detail,
              "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
     if result.accepted:  # the tree successors receive (`hand_off` checks it)
         facts["accepted_tree"] = staged

@@ -21,9 +21,9 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.system.process import ProcessError, gate_environment, run_command
 from engine.system.sandbox import UNSANDBOXED, Confinement
@@ -42,6 +42,7 @@ class GateResult:
     detail: str
     seconds: float
     snapshot: str = ""  # content hash of the snapshot the gate judged
+    facts: dict[str, Any] = field(default_factory=dict)  # e.g. `output`: its recorded streams
 
     @property
     def accepted(self) -> bool:
@@ -59,7 +60,8 @@ class Gate(Protocol):
 
 # ---- the snapshot judge, shared by both adapters -------------------------------------------------
 
-Judge = Callable[[Path, float], tuple[str, str]]
+# (verdict, detail) or (verdict, detail, facts for the verdict record)
+Judge = Callable[[Path, float], tuple[str, str] | tuple[str, str, dict[str, Any]]]
 
 
 def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResult:
@@ -76,8 +78,10 @@ def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResul
         except (OSError, shutil.Error) as exc:  # e.g. a file the worker made unreadable
             return GateResult(ERROR, f"cannot snapshot the workspace: {exc}"[:DETAIL_LIMIT],
                               time.monotonic() - start)
+        facts: dict[str, Any] = {}
         try:
-            verdict, detail = inner(snap, timeout_s)
+            verdict, detail, *more = inner(snap, timeout_s)
+            facts = dict(more[0]) if more else {}
         except Exception as exc:  # a gate that crashes gives no verdict
             verdict, detail = ERROR, f"gate raised {type(exc).__name__}: {exc}"
         after = tree_digest(snap)
@@ -85,9 +89,18 @@ def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResul
             verdict, detail = ERROR, f"the gate's snapshot changed while it judged; {detail}"
         elif verdict not in VERDICTS:
             verdict, detail = ERROR, f"not a verdict: {verdict!r}; {detail}"
-        return GateResult(verdict, detail[-DETAIL_LIMIT:], time.monotonic() - start, before)
+        return GateResult(verdict, cut_detail(detail), time.monotonic() - start, before, facts)
     finally:
         remove_tree(snap_parent)
+
+
+def cut_detail(detail: str) -> str:
+    """At most DETAIL_LIMIT characters: the first clause (how the gate ended: "exit 1", a
+    timeout) and the end of what it said."""
+    if len(detail) <= DETAIL_LIMIT:
+        return detail
+    head = detail.split("; ", 1)[0][:200]
+    return f"{head}; ...{detail[-(DETAIL_LIMIT - len(head) - 5):]}"
 
 
 # ---- adapters ---------------------------------------------------------------------------------
@@ -107,19 +120,24 @@ class CommandGate:
         return judge_snapshot(workspace, self.timeout_s,
                               lambda snap, t: self._run(snap, t, box.seeing(readable=[snap])))
 
-    def _run(self, snapshot: Path, timeout_s: float, box: Confinement) -> tuple[str, str]:
+    def _run(self, snapshot: Path, timeout_s: float, box: Confinement
+             ) -> tuple[str, str, dict[str, Any]]:
         try:
             res = run_command(self.argv, snapshot, timeout_s, env=gate_environment(),
                               confine=box)
         except ProcessError as exc:
-            return ERROR, str(exc)
-        words = (res.stdout + res.stderr).decode("utf-8", "replace").strip()
+            return ERROR, str(exc), {}
+        out, err = res.stream("stdout"), res.stream("stderr")
+        # the detail ends with the real end of what the gate printed (detail keeps its tail)
+        words = "\n".join(t for t in (out.text().strip(), err.text().strip()) if t)
+        facts = {"output": {"stdout": out.record(), "stderr": err.record()},
+                 "exit": res.returncode}
         if res.timed_out:
-            return ERROR, f"gate timed out after {timeout_s:g} s; {words}"
+            return ERROR, f"gate timed out after {timeout_s:g} s; {words}", facts
         if res.killed:
-            return ERROR, f"gate killed ({res.killed}); {words}"
+            return ERROR, f"gate killed ({res.killed}); {words}", facts
         verdict = {0: ACCEPT, 1: REJECT}.get(res.returncode, ERROR)
-        return verdict, f"exit {res.returncode}; {words}"
+        return verdict, f"exit {res.returncode}; {words}", facts
 
 
 @dataclass(frozen=True)

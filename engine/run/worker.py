@@ -8,7 +8,6 @@ gate's verdict can make a node DONE.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,8 +17,6 @@ from typing import Any, Protocol
 from engine.run.meter import BudgetOverrun, Meter
 from engine.system.process import ProcessError, safe_environment
 from engine.system.sandbox import Confinement
-
-OUTPUT_LIMIT = 4000  # characters of stdout / stderr kept in the ledger (the tail; digest of all)
 
 
 @dataclass
@@ -46,10 +43,6 @@ class Worker(Protocol):
     def run(self, ctx: AttemptContext) -> dict[str, Any]: ...
 
 
-def _text(data: bytes) -> dict[str, Any]:
-    text = data.decode("utf-8", "replace")
-    return {"tail": text[-OUTPUT_LIMIT:], "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest()}
 
 
 @dataclass(frozen=True)
@@ -79,7 +72,7 @@ class CommandWorker:
         r = m.result
         return {"argv": list(self.argv), "started": True, "returncode": r.returncode,
                 "killed": m.killed, "seconds": round(r.seconds, 6),
-                "stdout": _text(r.stdout), "stderr": _text(r.stderr),
+                "stdout": r.stream("stdout").record(), "stderr": r.stream("stderr").record(),
                 "output_truncated": r.output_truncated}
 
 

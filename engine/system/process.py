@@ -19,6 +19,7 @@ off `sys.path` for `python -m` and `-c`, and writes no bytecode into the judged 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import select
 import signal
@@ -55,6 +56,66 @@ class ProcessError(OSError):
     """The command could not be started (missing executable, bad working directory)."""
 
 
+HEAD_BYTES, TAIL_BYTES = 2048, 4096  # what an output record keeps of a stream: its start and end
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What a command wrote to one pipe: the true byte count and SHA-256 of the whole stream,
+    its first bytes (up to `max_output`) and its last `TAIL_BYTES`, whatever its length.
+
+    Why both ends: a record of a stream cut at a limit would say the cut's size and show the end
+    of the cut, not of the output (a worker that wrote 150 MB looked like one that wrote 1 MiB)."""
+
+    size: int
+    sha256: str
+    head: bytes
+    tail: bytes
+
+    def record(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> dict[str, object]:
+        """The ledger's form: `bytes` and `sha256` of the whole stream, `tail` (its real last
+        `tail` bytes: all of a short stream) and `head` (its first bytes, up to `head`, that the
+        tail does not cover) as text, and `omitted`, the bytes between them not kept."""
+        last = self.tail[len(self.tail) - min(tail, self.size, len(self.tail)):]
+        rest = self.size - len(last)
+        first = self.head[:min(head, rest)]
+        return {"bytes": self.size, "sha256": self.sha256, "head": _decode(first, cut="end"),
+                "tail": _decode(last, cut="start" if rest else "none"),
+                "omitted": rest - len(first)}
+
+    def text(self) -> str:
+        """The whole stream when it was all kept, else its head, a note and its tail."""
+        if len(self.head) >= self.size:
+            return self.head.decode("utf-8", "replace")
+        omitted = self.size - len(self.head) - len(self.tail)
+        if omitted <= 0:  # head and tail overlap: the stream was all seen
+            return (self.head + self.tail[len(self.tail) - (self.size - len(self.head)):]
+                    ).decode("utf-8", "replace")
+        return (f"{_decode(self.head, cut='end')}\n[... {omitted:,} bytes not kept ...]\n"
+                f"{_decode(self.tail, cut='start')}")
+
+
+def _decode(data: bytes, *, cut: str) -> str:
+    """UTF-8 text of a slice of a stream, without the replacement character a multi-byte
+    character cut at the slice's edge would give (`cut`: which edge was cut)."""
+    if cut == "none":
+        pass
+    elif cut == "start":
+        i = 0
+        while i < min(3, len(data)) and data[i] & 0xC0 == 0x80:
+            i += 1
+        data = data[i:]
+    else:
+        for i in range(1, min(4, len(data)) + 1):
+            b = data[-i]
+            if b & 0xC0 != 0x80:  # the last lead byte: drop it if its character is incomplete
+                need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
+                if need > i:
+                    data = data[:-i]
+                break
+    return data.decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     """What happened to one command. `returncode` is None when we killed it (`killed` says why)."""
@@ -64,9 +125,20 @@ class ProcessResult:
     timed_out: bool
     killed: str | None  # "timeout" | "ceiling" | None
     seconds: float
-    stdout: bytes
+    stdout: bytes  # the first max_output bytes (all of it, unless output_truncated)
     stderr: bytes
     output_truncated: bool = False  # stdout or stderr exceeded max_output; the rest was dropped
+    # the whole streams: true size, SHA-256, head and tail (`Stream.record()` for the ledger)
+    stdout_stream: Stream | None = None
+    stderr_stream: Stream | None = None
+
+    def stream(self, name: str) -> Stream:
+        """"stdout" or "stderr" as a `Stream` (from the kept bytes for a result built without)."""
+        found = getattr(self, f"{name}_stream")
+        if found is not None:
+            return found
+        kept: bytes = getattr(self, name)
+        return Stream(len(kept), hashlib.sha256(kept).hexdigest(), kept, kept[-TAIL_BYTES:])
 
 
 def safe_environment(extra: Mapping[str, str] | None = None, *, home: Path | str | None = None
@@ -97,13 +169,18 @@ def gate_environment(extra: Mapping[str, str] | None = None, *, path: str = GATE
 
 
 class _Drain:
-    """Read a pipe to EOF in a thread, keeping at most `limit` bytes (so the child never blocks)."""
+    """Read a pipe to EOF in a thread (so the child never blocks), counting and hashing every
+    byte, keeping the first `limit` bytes and a rolling window of the last `TAIL_BYTES`."""
 
     def __init__(self, pipe, limit: int) -> None:
         self.pipe, self.limit = pipe, limit
         self.chunks: list[bytes] = []
         self.kept = 0
+        self.size = 0
+        self.sha = hashlib.sha256()
+        self.tail = bytearray()
         self.truncated = False
+        self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -113,16 +190,25 @@ class _Drain:
                 chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
                 if not chunk:
                     break
-                room = self.limit - self.kept
-                if room > 0:
-                    self.chunks.append(chunk[:room])
-                    self.kept += min(room, len(chunk))
-                if len(chunk) > max(room, 0):
-                    self.truncated = True
+                with self.lock:
+                    self.size += len(chunk)
+                    self.sha.update(chunk)
+                    self.tail += chunk[-TAIL_BYTES:]
+                    del self.tail[:-TAIL_BYTES]
+                    room = self.limit - self.kept
+                    if room > 0:
+                        self.chunks.append(chunk[:room])
+                        self.kept += min(room, len(chunk))
+                    if len(chunk) > max(room, 0):
+                        self.truncated = True
 
-    def result(self, wait_s: float) -> bytes:
+    def result(self, wait_s: float) -> Stream:
+        """What was read so far (all of it, unless a process that escaped the group still
+        holds the pipe after `wait_s`)."""
         self.thread.join(wait_s)
-        return b"".join(self.chunks)
+        with self.lock:
+            return Stream(self.size, self.sha.copy().hexdigest(), b"".join(self.chunks),
+                          bytes(self.tail))
 
 
 def _feed(pipe, data: bytes) -> None:
@@ -228,12 +314,13 @@ def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
             _kill_group(proc.pid)
             proc.wait()
     seconds = time.monotonic() - start
-    stdout, stderr = out.result(1.0), err.result(1.0)
+    stdout_stream, stderr_stream = out.result(1.0), err.result(1.0)
     for drain in (out, err):
         if not drain.thread.is_alive():  # a child that escaped the group may still hold it open
             with contextlib.suppress(OSError):
                 drain.pipe.close()
     return ProcessResult(
         argv=argv, returncode=None if killed else returncode, timed_out=killed == "timeout",
-        killed=killed, seconds=seconds, stdout=stdout, stderr=stderr,
-        output_truncated=out.truncated or err.truncated)
+        killed=killed, seconds=seconds, stdout=stdout_stream.head, stderr=stderr_stream.head,
+        output_truncated=out.truncated or err.truncated, stdout_stream=stdout_stream,
+        stderr_stream=stderr_stream)

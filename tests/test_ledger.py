@@ -22,8 +22,8 @@ from engine.system.errors import BadInput, LedgerCorrupt
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def make(path: Path, n: int = 6) -> Ledger:
-    led = Ledger.create(path, {"type": "run_start", "graph": "g.toml", "policy": "abc"})
+def make(path: Path, n: int = 6, graph: str = "g.toml") -> Ledger:
+    led = Ledger.create(path, {"type": "run_start", "graph": graph, "policy": "abc"})
     for i in range(1, n):
         led.append({"type": "attempt", "node": f"n{i % 3}", "attempt": i, "spend": i * 0.5,
                     "note": "é ✓"})
@@ -176,10 +176,10 @@ def test_unreadable_ledger_is_bad_input(tmp_path, monkeypatch):
     path = tmp_path / "l.jsonl"
     make(path, 2).close()
 
-    def denied(self):
+    def denied(self, *args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", denied)  # root can read anything, so simulate it
+    monkeypatch.setattr(Path, "open", denied)  # root can read anything, so simulate it
     with pytest.raises(BadInput, match="permission denied"):
         verify(path)
 
@@ -316,11 +316,7 @@ def test_record_from_another_ledger_does_not_chain(tmp_path):
 def test_splice_of_two_ledgers_is_caught(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     make(a, 8).close()
-    led = Ledger.create(b, {"type": "run_start", "graph": "other.toml", "policy": "abc"})
-    for i in range(1, 8):
-        led.append({"type": "attempt", "node": f"n{i % 3}", "attempt": i, "spend": i * 0.5,
-                    "note": "é ✓"})
-    led.close()
+    make(b, 8, graph="other.toml").close()
     write(a, lines(a)[:4] + lines(b)[4:])  # every record is genuine, the seams do not chain
     result = verify(a)
     assert result.status == "broken" and "line 5 (seq 4): prev does not equal" in result.error

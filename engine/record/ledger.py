@@ -15,9 +15,19 @@ its hash themselves — a rewrite of the chain, which only signing catches; see 
 Appends never re-read the file: the ledger keeps the head hash and next seq in memory, writes one
 line with a single `write`, and fsyncs it (once per `group()` under group commit). A SIGKILL
 after `write` returns cannot lose the line (it is in the kernel); fsync guards against power loss.
+An append encodes the record once: the keys below "hash" and those above it are encoded apart,
+hashed joined, and the `"hash":"…"` member is spliced between them (the same bytes as encoding
+the whole record with its hash, which a test checks).
+
+Reading streams: verification reads the file in blocks of `BLOCK` bytes and keeps no record
+unless asked (`Ledger.open(keep=...)`, or `fold`, which sees each verified record once), so its
+memory does not grow with the ledger. A large ledger is verified by `VERIFY_JOBS` processes, each
+checking the hashes and links inside one byte range, and the ranges' ends are linked after; any
+problem sends the file through the serial scan, which names the first bad line.
 
 One module over 400 lines on purpose: the writer and the verifier are one byte format; `Ledger.open`
-runs the same `_scan` that `verify` does, so they change together and are read together.
+runs the same `_scan` that `verify` does (and the parallel ranges check the same equation), so they
+change together and are read together.
 """
 
 from __future__ import annotations
@@ -27,9 +37,10 @@ import gc
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from engine.system import faults
 from engine.system.canonical import canonical
@@ -47,6 +58,10 @@ CHAIN_FIELDS = ("seq", "prev", "hash")
 _HEX = frozenset("0123456789abcdef")
 _UNPARSEABLE = object()
 _FIX = "fix: restore the ledger from a trusted copy; a broken chain is never repaired in place"
+BLOCK = 1 << 20                 # bytes read at a time while verifying
+VERIFY_JOBS = 2                 # processes that verify a large ledger
+PARALLEL_BYTES = 64 << 20       # a ledger at least this large is verified by VERIFY_JOBS processes
+Fold = Callable[[dict], None]
 
 
 def record_hash(record: dict) -> str:
@@ -102,72 +117,97 @@ def _body_without_hash(line: bytes, h: str) -> bytes | None:
     return line[:i] + line[j:]
 
 
-def _scan(data: bytes, name: str, keep: bool = True) -> _Scan:
+def _blocks(f: BinaryIO, stop: int | None = None) -> Iterator[tuple[list[bytes], bytes, bool]]:
+    """(complete lines, bytes after the last newline so far, whether the file ends there), one
+    block at a time; `stop` ends the read at that offset (a range of a parallel verify)."""
+    pending = b""
+    left = stop
+    while True:
+        size = BLOCK if left is None else min(BLOCK, left)
+        block = f.read(size) if size > 0 else b""
+        if left is not None:
+            left -= len(block)
+        if not block:
+            yield [], pending, True
+            return
+        data = pending + block if pending else block
+        end = data.rfind(b"\n") + 1
+        lines = data[:end].split(b"\n") if end else [b""]
+        lines.pop()
+        pending = data[end:]
+        yield lines, pending, False
+
+
+def _scan(f: BinaryIO, name: str, keep: bool = True, fold: Fold | None = None) -> _Scan:
     """`_verify_lines` with the cyclic GC paused: building 100,000 record dicts would otherwise
     trigger dozens of full collections that find nothing to free."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _verify_lines(data, name, keep)
+        return _verify_lines(f, name, keep, fold)
     finally:
         if enabled:
             gc.enable()
 
 
-def _verify_lines(data: bytes, name: str, keep: bool) -> _Scan:
-    """Verify `data` line by line; stop at the first inconsistency. (The hot loop does only the
-    checks; messages are built on the failure path.)"""
+def _verify_lines(f: BinaryIO, name: str, keep: bool, fold: Fold | None) -> _Scan:
+    """Verify the file line by line, block by block; stop at the first inconsistency. (The hot
+    loop does only the checks; messages are built on the failure path.)"""
     records: list[dict] = []
     head = GENESIS
-    end = data.rfind(b"\n") + 1          # bytes after `end` have no newline: a torn write
-    lines = data[:end].split(b"\n")
-    lines.pop()
     good = 0
+    seq = 0
     sha256, fast = hashlib.sha256, _fast_loads
-    for seq, line in enumerate(lines):
-        try:
-            rec = fast(line)
-        except ValueError:
+    pending = b""
+    for lines, pending, _ended in _blocks(f):
+        for k, line in enumerate(lines):
             try:
-                rec = json.loads(line)  # what orjson refuses, e.g. 1e400 or a lone surrogate
+                rec = fast(line)
             except ValueError:
-                rec = _UNPARSEABLE
-        if rec.__class__ is dict:
-            h = rec.get("hash")
-            if h.__class__ is str:  # a hexdigest never equals a value that is not 64 hex
-                member = b'"hash":"' + h.encode() + b'"'
-                i = line.find(member)
-                if i > 0 and line[i - 1] == 44:  # b","
-                    body = line[:i - 1] + line[i + 73:]
-                else:
-                    body = _body_without_hash(line, h)
-                if (body is not None and sha256(body).hexdigest() == h
-                        and rec.get("seq") == seq and rec["seq"].__class__ is int
-                        and rec.get("prev") == head and rec.get("type").__class__ is str):
-                    head = h
-                    good += len(line) + 1
-                    if keep:
-                        records.append(rec)
-                    continue
-        return _failure(data, end, lines, seq, rec, records, head, good, name)
+                try:
+                    rec = json.loads(line)  # what orjson refuses, e.g. 1e400 or a lone surrogate
+                except ValueError:
+                    rec = _UNPARSEABLE
+            if rec.__class__ is dict:
+                h = rec.get("hash")
+                if h.__class__ is str:  # a hexdigest never equals a value that is not 64 hex
+                    member = b'"hash":"' + h.encode() + b'"'
+                    i = line.find(member)
+                    if i > 0 and line[i - 1] == 44:  # b","
+                        body = line[:i - 1] + line[i + 73:]
+                    else:
+                        body = _body_without_hash(line, h)
+                    if (body is not None and sha256(body).hexdigest() == h
+                            and rec.get("seq") == seq and rec["seq"].__class__ is int
+                            and rec.get("prev") == head and rec.get("type").__class__ is str):
+                        head = h
+                        good += len(line) + 1
+                        seq += 1
+                        if keep:
+                            records.append(rec)
+                        if fold is not None:
+                            fold(rec)
+                        continue
+            final = k == len(lines) - 1 and not pending and not f.read(1)
+            return _failure(line, seq, rec, final, records, head, good, name)
     torn = None
-    if end < len(data):
-        torn = (f"{name}: line {len(lines) + 1}: final line has no newline "
-                f"({len(data) - end} bytes of a write cut short)")
-    return _Scan(records, head, len(lines), good, torn, None)
+    if pending:
+        torn = (f"{name}: line {seq + 1}: final line has no newline "
+                f"({len(pending)} bytes of a write cut short)")
+    return _Scan(records, head, seq, good, torn, None)
 
 
-def _failure(data: bytes, end: int, lines: list[bytes], seq: int, rec: object,
-             records: list[dict], head: str, good: int, name: str) -> _Scan:
-    """Line `seq + 1` failed a check: say which, or recognise a torn final line."""
-    line = lines[seq]
+def _failure(line: bytes, seq: int, rec: object, final: bool, records: list[dict], head: str,
+             good: int, name: str) -> _Scan:
+    """Line `seq + 1` failed a check (`final`: it is the file's last line, newline-terminated):
+    say which, or recognise a torn final line."""
     where = f"{name}: line {seq + 1}"
 
     def broken(problem: str) -> _Scan:
         return _Scan(records, head, seq, good, None, f"{where}{problem}; {_FIX}")
 
     if not isinstance(rec, dict):
-        if seq == len(lines) - 1 and end == len(data) and _looks_cut_short(line):
+        if final and _looks_cut_short(line):
             torn = f"{where}: final line is cut short ({len(line) + 1} bytes, not a record)"
             return _Scan(records, head, seq, good, torn, None)
         what = "not valid JSON" if rec is _UNPARSEABLE else "not a JSON object"
@@ -191,9 +231,10 @@ def _failure(data: bytes, end: int, lines: list[bytes], seq: int, rec: object,
     return broken(f" (seq {seq}): field 'type' is missing or not a string")
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path) -> BinaryIO:
+    """The ledger opened for reading, or BadInput naming why it cannot be."""
     try:
-        return path.read_bytes()
+        return path.open("rb")
     except FileNotFoundError:
         raise BadInput(str(path), "ledger", "file not found",
                        "give the path of an existing ledger file") from None
@@ -205,10 +246,95 @@ def _read(path: Path) -> bytes:
                        "run as a user who can read it, or copy it somewhere readable") from None
 
 
-def verify(path: Path | str) -> Verification:
-    """Check the whole chain without modifying the file (a torn tail is reported, not cut)."""
+# ---- parallel verification of a large ledger ---------------------------------------------------
+
+@dataclass(frozen=True)
+class _Range:
+    """What one process found in its byte range: None if any line in it failed a check."""
+
+    first_seq: int
+    first_prev: str
+    last_hash: str
+    count: int
+
+
+def _check_range(args: tuple[str, int, int]) -> _Range | None:
+    """Check every line of [start, stop) (both at line starts) on its own and linked to the line
+    before it in the range; the range's first seq and prev are linked by the caller."""
+    path, start, stop = args
+    sha256, fast = hashlib.sha256, _fast_loads
+    first_seq, first_prev, head, count = -1, "", "", 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        for lines, pending, ended in _blocks(f, stop - start):
+            if pending and ended:
+                return None  # a line without newline: the serial scan says what it is
+            for line in lines:
+                try:
+                    rec = fast(line)
+                except ValueError:
+                    return None
+                if rec.__class__ is not dict:
+                    return None
+                h, seq = rec.get("hash"), rec.get("seq")
+                if h.__class__ is not str or seq.__class__ is not int:
+                    return None
+                member = b'"hash":"' + h.encode() + b'"'
+                i = line.find(member)
+                if not (i > 0 and line[i - 1] == 44):
+                    return None
+                if sha256(line[:i - 1] + line[i + 73:]).hexdigest() != h:
+                    return None
+                if rec.get("type").__class__ is not str:
+                    return None
+                prev = rec.get("prev")
+                if count == 0:
+                    first_seq, first_prev = seq, prev
+                elif seq != first_seq + count or prev != head:
+                    return None
+                head = h
+                count += 1
+    return _Range(first_seq, first_prev, head, count)
+
+
+def _parallel_verify(path: Path, size: int, jobs: int) -> Verification | None:
+    """A verified ledger's Verification from `jobs` processes, or None (then scan serially)."""
+    import multiprocessing
+
+    cuts = [0]
+    with open(path, "rb") as f:
+        for k in range(1, jobs):
+            f.seek(size * k // jobs)
+            f.readline()
+            cuts.append(max(f.tell(), cuts[-1]))
+    cuts.append(size)
+    ranges = [(str(path), a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    try:
+        with multiprocessing.get_context("fork").Pool(len(ranges)) as pool:
+            found = pool.map(_check_range, ranges)
+    except (OSError, ValueError):
+        return None
+    head, seq = GENESIS, 0
+    for r in found:
+        if r is None or r.first_seq != seq or r.first_prev != head:
+            return None
+        head, seq = r.last_hash, seq + r.count
+    return Verification("verified", seq, head, None)
+
+
+def verify(path: Path | str, jobs: int | None = None) -> Verification:
+    """Check the whole chain without modifying the file (a torn tail is reported, not cut), in
+    constant memory. A ledger of PARALLEL_BYTES or more is checked by `jobs` processes (default
+    VERIFY_JOBS); the result is the same as the serial scan's."""
     path = Path(path)
-    scan = _scan(_read(path), str(path), keep=False)
+    with _read(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        jobs = VERIFY_JOBS if jobs is None else jobs
+        if jobs > 1 and size >= PARALLEL_BYTES:
+            found = _parallel_verify(path, size, jobs)
+            if found is not None:
+                return found
+        scan = _scan(f, str(path), keep=False)
     if scan.error:
         return Verification("broken", scan.count, scan.head, scan.error)
     if scan.torn:
@@ -237,9 +363,11 @@ def _exists(path: Path) -> BadInput:
 class Ledger:
     """An open, verified ledger that appends chained records. Create with `create` or `open`."""
 
-    def __init__(self, path: Path, records: list[dict], head: str, torn: str | None) -> None:
+    def __init__(self, path: Path, records: list[dict] | None, head: str, torn: str | None,
+                 count: int = 0) -> None:
         self.path = path
-        self._records = records
+        self._records = records  # None: opened with keep=False, records not held
+        self._count = len(records) if records is not None else count
         self.head = head
         self.torn = torn
         self._group_depth = 0
@@ -282,11 +410,14 @@ class Ledger:
         return ledger
 
     @classmethod
-    def open(cls, path: Path | str) -> Ledger:
-        """Verify the whole chain, truncate a torn final line, and open for appending."""
+    def open(cls, path: Path | str, *, keep: bool = True, fold: Fold | None = None) -> Ledger:
+        """Verify the whole chain, truncate a torn final line, and open for appending.
+
+        `keep=False` holds no record (`records` then raises): a caller that needs the records
+        once, such as replay, passes `fold`, called with each verified record in order."""
         path = Path(path)
-        data = _read(path)
-        scan = _scan(data, str(path))
+        with _read(path) as f:
+            scan = _scan(f, str(path), keep=keep, fold=fold)
         if scan.error:
             raise LedgerCorrupt(scan.error)
         if scan.torn:
@@ -296,15 +427,17 @@ class Ledger:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        return cls(path, scan.records, scan.head, scan.torn)
+        return cls(path, scan.records if keep else None, scan.head, scan.torn, scan.count)
 
     # ---- reading --------------------------------------------------------------------------
     @property
     def records(self) -> Sequence[dict]:
+        if self._records is None:
+            raise ValueError(f"{self.path}: opened with keep=False, its records are not held")
         return _Records(self._records)
 
     def __len__(self) -> int:
-        return len(self._records)
+        return self._count
 
     # ---- appending ------------------------------------------------------------------------
     def append(self, record: dict) -> dict:
@@ -316,11 +449,10 @@ class Ledger:
                                 f"fix: reopen the ledger, which verifies it and cuts a torn line")
         _check_record(record, str(self.path))
         stored = dict(record)
-        stored["seq"] = len(self._records)
+        stored["seq"] = self._count
         stored["prev"] = self.head
-        h = hashlib.sha256(canonical(stored)).hexdigest()
+        h, line = _encode(stored)
         stored["hash"] = h
-        line = canonical(stored) + b"\n"
         faults.crashpoint("ledger.before_append")
         try:
             if self._torn_armed:
@@ -338,7 +470,9 @@ class Ledger:
         except OSError as exc:  # fail closed: the file may now end in a torn line
             self._failed = str(exc)
             raise
-        self._records.append(stored)
+        if self._records is not None:
+            self._records.append(stored)
+        self._count += 1
         self.head = h
         faults.crashpoint("ledger.after_append")
         return stored
@@ -373,6 +507,17 @@ class Ledger:
         with contextlib.suppress(Exception):
             if self._fd >= 0:
                 os.close(self._fd)
+
+
+def _encode(stored: dict) -> tuple[str, bytes]:
+    """(hash, line) of a record without "hash": encoded once, the hash member spliced in where
+    sorted keys put it. Every record holds "prev", "seq" and "type", which sort after "hash"."""
+    low = {k: v for k, v in stored.items() if k < "hash"}
+    high = {k: v for k, v in stored.items() if k > "hash"}
+    head, tail = canonical(low)[:-1], canonical(high)[1:]
+    join = b"," if low else b""
+    h = hashlib.sha256(head + join + tail).hexdigest()
+    return h, b"".join((head, join, b'"hash":"', h.encode(), b'",', tail, b"\n"))
 
 
 def _check_record(record: object, name: str) -> None:

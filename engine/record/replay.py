@@ -9,6 +9,10 @@ content is impossible, and replay fails closed with `LedgerCorrupt`. Other recor
 `resumed`, `stopped`, `pin_changed`, `worker_output`, `worker_ceiling`) are facts for the reader
 and the report; `resources` (a new price, from `resume --price`) also sets the price at which
 later attempts are metered, so it is checked: its old price must be the current one.
+
+Replay is linear in the ledger and holds only what the report needs (per-node counts, verdicts,
+the last accepted tree), not the records: `open_replayed` folds each record as the ledger's
+streaming verification reads it, so resuming a long run never holds its records in memory.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.record.ledger import Ledger
 from engine.system.errors import LedgerCorrupt
 from model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
 from model.transitions import EVENT_TYPES, Event
@@ -93,13 +98,13 @@ class Replayed:
     pin_changed: dict[str, Any] | None = None
     verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # node -> its last accepting verdict (activation, attempt, accepted_tree): the tree its
-    # successors receive (engine/run/handoff.py `HandOff.hand_off`)
+    # successors receive (engine/run/runner.py `hand_off`)
     accepted: dict[str, dict[str, Any]] = field(default_factory=dict)
     accepts: int = 0  # accepting verdicts: round boundaries for a `[planner]`
     stage_done: list[dict[str, Any]] = field(default_factory=list)  # committed planner rounds
     repairs: list[dict[str, Any]] = field(default_factory=list)
     overruns: int = 0
-    events: list[Event] = field(default_factory=list)
+    begins: dict[str, int] = field(default_factory=dict)  # node -> Begin records, all activations
     price: float = 1.0  # spend units per wall-clock second now (record 0, then `resources`)
     prices: list[dict[str, Any]] = field(default_factory=list)
 
@@ -113,8 +118,9 @@ class Replayed:
                 raise LedgerCorrupt(f"record seq {rec.get('seq')}: the model refuses "
                                     f"{rec['type']}: {exc}; fix: restore the ledger from a "
                                     f"trusted copy") from exc
-            self.events.append(ev)
         t = rec["type"]
+        if t == "begin":
+            self.begins[rec["node"]] = self.begins.get(rec["node"], 0) + 1
         if t == "verdict":
             self.verdicts.setdefault(rec["node"], []).append(
                 {k: rec.get(k) for k in ("activation", "attempt", "verdict", "passed")})
@@ -160,8 +166,7 @@ class Replayed:
                 "status": s.status_of(g, name).value,
                 "activation": s.activation_of(g, name),
                 "attempts": s.attempts_of(g, name),
-                "attempts_all": sum(1 for e in self.events
-                                    if type(e).__name__ == "Begin" and e.node == name),
+                "attempts_all": self.begins.get(name, 0),
                 "verdicts": [v["verdict"] for v in vs],
             }
         return {
@@ -190,7 +195,32 @@ def replay(ledger: Any) -> Replayed:
     records: Sequence[dict[str, Any]] = getattr(ledger, "records", ledger)
     if not records:
         raise LedgerCorrupt("the ledger is empty; fix: start the run with `loopproof run`")
-    first = records[0]
+    r = _start(records[0])
+    for rec in records[1:]:
+        r.apply(rec)
+    return r
+
+
+def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
+    """`Ledger.open(path)` and `replay` in one streaming pass: each verified record is folded
+    in as it is read and none is kept (`ledger.records` is not available)."""
+    state: list[Replayed] = []
+
+    def fold(rec: dict[str, Any]) -> None:
+        if state:
+            state[0].apply(rec)
+        else:
+            state.append(_start(rec))
+
+    ledger = Ledger.open(path, keep=False, fold=fold)
+    if not state:
+        ledger.close()
+        raise LedgerCorrupt("the ledger is empty; fix: start the run with `loopproof run`")
+    return ledger, state[0]
+
+
+def _start(first: dict[str, Any]) -> Replayed:
+    """The replay of record 0 alone: the graph and price it stores, the initial state."""
     if first.get("type") != "run" or first.get("format") != RUN_FORMAT:
         raise LedgerCorrupt(f"record 0 is not the start of a loopproof run (type "
                             f"{first.get('type')!r}, format {first.get('format')!r}); fix: give "
@@ -202,8 +232,6 @@ def replay(ledger: Any) -> Replayed:
                             f"ledger from a trusted copy")
     r = Replayed(graph, initial_state(graph), first, price=float(price))
     r.records, r.head = 1, first.get("hash", "")
-    for rec in records[1:]:
-        r.apply(rec)
     return r
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.record.ledger import Ledger
-from engine.record.replay import RUN_FORMAT, Replayed, graph_record, replay
+from engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
 from engine.run import finish, schedule
 from engine.run.attempt import judge_within, run_attempt
 from engine.run.confine import (
@@ -164,8 +164,7 @@ class Runner:
         ledger_path = Path(ledger_path).absolute()  # as in start: other folders, same file
         lock = _lock(ledger_path)  # before open: opening may cut a torn tail
         try:
-            ledger = Ledger.open(ledger_path)
-            replayed = replay(ledger)
+            ledger, replayed = open_replayed(ledger_path)  # one streaming pass, no records held
         except BaseException:
             os.close(lock)
             raise

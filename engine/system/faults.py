@@ -3,7 +3,8 @@
 Code at a commit boundary calls `crashpoint("site")`. When the environment variable
 LOOPPROOF_CRASH_AT is "site:n", the n-th call (1-based) at that site kills this process with
 SIGKILL: no cleanup, no flush, exactly like a power cut from the process's point of view.
-Unset (the normal case), a crashpoint costs one dictionary lookup.
+Unset (the normal case), a crashpoint costs one comparison: the variable is read and parsed
+once, at the first crashpoint (it is set before the process starts; `reset` forgets it).
 """
 
 from __future__ import annotations
@@ -13,9 +14,18 @@ import signal
 
 ENV = "LOOPPROOF_CRASH_AT"
 _counts: dict[str, int] = {}
+_UNREAD = ("", 0)
+_target_cache: tuple[str, int] | None = _UNREAD
 
 
 def _target() -> tuple[str, int] | None:
+    global _target_cache
+    if _target_cache is _UNREAD:
+        _target_cache = _parse()
+    return _target_cache
+
+
+def _parse() -> tuple[str, int] | None:
     spec = os.environ.get(ENV)
     if not spec:
         return None
@@ -36,5 +46,8 @@ def crashpoint(site: str) -> None:
 
 
 def reset() -> None:
-    """Forget the per-site counts (for tests that crash a child, not this process)."""
+    """Forget the per-site counts and the parsed variable (for tests that crash a child, not
+    this process, or change the variable)."""
+    global _target_cache
     _counts.clear()
+    _target_cache = _UNREAD

@@ -29,8 +29,9 @@ COMMANDS: dict[str, str] = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with `only`, just that subcommand's module is imported (a fast start: audit
-    pulls in statsmodels, and `loopproof verify` should not pay for it)."""
+    """The parser; only the `only` subcommand's module is imported, and none for `--help` or a
+    missing or unknown command, which need just the list above (a fast start: a command's
+    module may pull in the whole engine, and `loopproof --help` should not pay for it)."""
     parser = argparse.ArgumentParser(
         prog="loopproof",
         description="Bounded loops for agent harnesses: run, resume, verify, bound, audit.",
@@ -40,7 +41,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        module = _module(name) if only in (None, name) else None
+        module = _module(name) if only == name else None
         if module is not None:
             module.add_arguments(p)
     return parser

@@ -6,7 +6,8 @@ Enumerates every DAG with 1..max-nodes nodes (one per isomorphism class), every 
 (every subset of the allowed pairs (d, u), u = d or u an ancestor of d), a_v in {1, 2} and K in
 {0, 1, 2}. For each case it computes the true worst-case attempt total over all schedules and all
 verdict sequences by exhaustive search of the model's own state space -- successors come from
-`model.transitions.control_events` and `step`, never from a copy of the rules -- and compares it
+`model.transitions.successors` (`control_events` and each event's `apply`), never from a copy of
+the rules -- and compares it
 with `model.bounds.attempt_bound` (W). A mismatch (W exceeded, W not reached, or a state that has
 not ended yet has no enabled event) exits 1 and prints the case and the schedule reaching the true
 worst case.
@@ -32,15 +33,16 @@ import argparse
 import itertools
 import json
 import multiprocessing
+import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from model.bounds import attempt_bound
 from model.graph import LoopGraph, NodeSpec
 from model.state import RunState, Status, initial_state
-from model.transitions import Begin, Event, control_events, step
+from model.transitions import Begin, Event, step, successors
 
 ATTEMPT_CHOICES: tuple[int, ...] = (1, 2)
 K_CHOICES: tuple[int, ...] = (0, 1, 2)
@@ -63,13 +65,25 @@ Key = tuple[object, ...]
 
 
 def _key(graph: LoopGraph, s: RunState) -> Key:
-    """The part of a state and of the graph the rest of the run depends on (module docstring)."""
-    attempts = s.attempts
-    if Status.DONE in s.status:
-        attempts = tuple(0 if st is Status.DONE else i for st, i in zip(s.status, attempts,
-                                                                        strict=True))
-    left = graph.repair_budget - s.repairs_used
-    return (s.outcome, s.status, attempts, left, readable_pairs(graph, s, left))
+    """The part of a state and of the graph the rest of the run depends on (module docstring).
+    Both abstractions are kept per graph shape, keyed by what they read."""
+    memo = graph.shape_memo
+    status, left = s.status, graph.repair_budget - s.repairs_used
+    counters = memo.setdefault("counters", {})
+    attempts = counters.get((status, s.attempts))
+    if attempts is None:
+        attempts = s.attempts
+        if Status.DONE in status:
+            attempts = tuple(0 if st is Status.DONE else i for st, i in zip(status, attempts,
+                                                                            strict=True))
+        counters[(status, s.attempts)] = attempts
+    if left <= 0 or s.ended or not graph.repair_pairs:
+        return (s.outcome, status, attempts, left, ())
+    readable = memo.setdefault("readable_pairs", {})
+    pairs = readable.get((status, left))
+    if pairs is None:
+        pairs = readable[(status, left)] = readable_pairs(graph, s, left)
+    return (s.outcome, status, attempts, left, pairs)
 
 
 def readable_pairs(graph: LoopGraph, s: RunState, left: int) -> tuple[tuple[str, str], ...]:
@@ -78,7 +92,9 @@ def readable_pairs(graph: LoopGraph, s: RunState, left: int) -> tuple[tuple[str,
     Only Repair(d, u) and Fail(d) read R, and only for an EXHAUSTED d, which is not DONE. A node
     that is DONE stays DONE until a repair (d', u') puts S_u' back; so with `left` repairs left the
     readable d are the not-DONE nodes, grown `left - 1` times by S_u of their pairs. With no
-    repair left nothing is read (Repair is disabled and Fail enabled whatever R is)."""
+    repair left nothing is read (Repair is disabled and Fail enabled whatever R is). Depends on
+    the state only through which nodes are DONE (and on the graph only through R), so `_key`
+    keeps it per graph shape."""
     if left <= 0 or s.ended or not graph.repair_pairs:
         return ()
     may = {n for n, st in zip(graph.names, s.status, strict=True) if st is not Status.DONE}
@@ -106,9 +122,8 @@ class WorstCase:
         if hit is not None:
             return hit[0]
         best, best_event = -1, None
-        for event in control_events(graph, s):
-            gain = 1 if isinstance(event, Begin) else 0
-            value = gain + self.remaining(graph, step(graph, s, event))
+        for event, after in successors(graph, s):
+            value = (event.__class__ is Begin) + self.remaining(graph, after)
             if value > best:
                 best, best_event = value, event
         if best_event is None:
@@ -206,6 +221,15 @@ class Task:
     attempts: tuple[int, ...]
 
 
+def work_units(max_nodes: int) -> list[Task]:
+    """The explorer's units, heaviest first (most repair relations), so that parallel workers
+    finish together."""
+    return sorted(tasks(max_nodes), key=lambda t: -len(allowed_pairs(t.n, t.edges)))
+
+
+Mapper = Callable[[Callable[[Task], "TaskResult"], Sequence[Task]], Iterable["TaskResult"]]
+
+
 @dataclass
 class TaskResult:
     cases: int = 0
@@ -281,15 +305,20 @@ def describe(graph: LoopGraph, w: int, worst: int | None, schedule: list[Event],
 
 # ---- the command --------------------------------------------------------------------------------
 
-def explore(max_nodes: int, workers: int = 2) -> dict[str, object]:
-    """Check every case up to `max_nodes` nodes; the summary and the first mismatch, if any."""
+def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None) -> dict[str, object]:
+    """Check every case up to `max_nodes` nodes; the summary and the first mismatch, if any.
+
+    `mapper(fn, units)` runs the work units and returns their results in the units' order (an
+    executor outside the model: processes, a cluster); without one, `workers` forked processes.
+    The summary is the same whatever runs the units, since they are combined in a fixed order."""
     start = time.perf_counter()
     graphs = sum(len(dags(n)) for n in range(1, max_nodes + 1))
     total = TaskResult()
     mismatches = 0
-    # heaviest first (most repair relations), so that two workers finish together
-    work = sorted(tasks(max_nodes), key=lambda t: -len(allowed_pairs(t.n, t.edges)))
-    if workers > 1:
+    work = work_units(max_nodes)
+    if mapper is not None:
+        results = list(mapper(run_task, work))
+    elif workers > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             results = list(pool.imap(run_task, work, chunksize=1))
     else:
@@ -317,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-nodes", type=int, default=4, choices=range(1, 5),
                         help="largest graph to enumerate, 1..4 (default 4; 3 takes about a "
                              "second, 4 about 225 CPU-seconds; 5 would take days)")
-    parser.add_argument("--workers", type=int, default=2, help="processes to use (default 2)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="processes to use (default: one per core; a cluster: "
+                             "python -m experiments.bounds --dask ADDRESS)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     summary = explore(args.max_nodes, max(1, args.workers))

@@ -70,8 +70,7 @@ class LoopGraph:
         _check_repair_budget(repair_budget)
         copy = replace(self, repair_budget=repair_budget)
         for key in _SHAPE_CACHES:
-            if key in self.__dict__:
-                copy.__dict__[key] = self.__dict__[key]
+            copy.__dict__[key] = getattr(self, key)
         return copy
 
     # ---- structure ----------------------------------------------------------------------
@@ -157,8 +156,9 @@ class LoopGraph:
         return self.node(name).needs
 
 
-# What `with_repair_budget` hands to its copy: everything that does not read K.
-_SHAPE_CACHES = ("names", "successors", "shape_memo", "_closures", "repair_pairs", "dag")
+# What `with_repair_budget` hands to its copy (built first if need be, so that every copy shares
+# one): everything that does not read K and is cheap to build.
+_SHAPE_CACHES = ("names", "successors", "shape_memo", "_closures", "repair_pairs")
 
 
 def _dag(nodes: tuple[NodeSpec, ...]) -> Any:

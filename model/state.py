@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from model.graph import LoopGraph
@@ -104,11 +104,38 @@ def initial_state(graph: LoopGraph) -> RunState:
     )
 
 
+def changed(s: RunState, *, status: tuple[Status, ...] | None = None,
+            activation: tuple[int, ...] | None = None, attempts: tuple[int, ...] | None = None,
+            passes: frozenset[tuple[str, int]] | None = None, repairs_used: int | None = None,
+            attempts_total: int | None = None, abandoned: int | None = None,
+            settled: float | None = None, reserved: float | None = None,
+            attempt_spend: float | None = None, outcome: Outcome | None = None) -> RunState:
+    """Copy of `s` with the given fields changed (None: kept). Used only by declared transitions.
+
+    Why not `dataclasses.replace`: it inspects the fields on every call, which made it the
+    single largest cost of the bound explorer; this is the same copy, three to four times faster."""
+    return RunState(
+        s.status if status is None else status,
+        s.activation if activation is None else activation,
+        s.attempts if attempts is None else attempts,
+        s.passes if passes is None else passes,
+        s.repairs_used if repairs_used is None else repairs_used,
+        s.attempts_total if attempts_total is None else attempts_total,
+        s.abandoned if abandoned is None else abandoned,
+        s.settled if settled is None else settled,
+        s.reserved if reserved is None else reserved,
+        s.attempt_spend if attempt_spend is None else attempt_spend,
+        s.outcome if outcome is None else outcome,
+    )
+
+
 def with_node(state: RunState, index: int, *, status: Status | None = None,
-              activation: int | None = None, attempts: int | None = None) -> RunState:
-    """Copy of `state` with one node's fields changed. Used only by declared transitions."""
-    def put(t: tuple, v: object) -> tuple:
-        return t if v is None else t[:index] + (v,) + t[index + 1:]
-    return replace(state, status=put(state.status, status),
+              activation: int | None = None, attempts: int | None = None, **fields: object
+              ) -> RunState:
+    """Copy of `state` with one node's fields changed (and any run-wide `fields`, as in
+    `changed`). Used only by declared transitions."""
+    def put(t: tuple, v: object) -> tuple | None:
+        return None if v is None else t[:index] + (v,) + t[index + 1:]
+    return changed(state, status=put(state.status, status),
                    activation=put(state.activation, activation),
-                   attempts=put(state.attempts, attempts))
+                   attempts=put(state.attempts, attempts), **fields)  # type: ignore[arg-type]

@@ -13,10 +13,10 @@ instead of being spent, and `Settle` releases one reservation and charges what w
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from model.graph import LoopGraph
-from model.state import Outcome, RunState, Status, with_node
+from model.state import Outcome, RunState, Status, changed, with_node
 
 EPS = 1e-9  # tolerance for float spend comparisons (units are seconds or currency)
 
@@ -54,19 +54,24 @@ def _live(s: RunState) -> str | None:
 
 
 def _ready(graph: LoopGraph, s: RunState, node: str) -> str | None:
-    """Guard shared by Begin and Refuse: `node` may start its next attempt now."""
-    if node not in graph.names:
+    """Guard shared by Begin and Refuse: `node` may start its next attempt now. (Reads the
+    status tuple by index: the explorer evaluates this guard millions of times.)"""
+    i = graph._index.get(node)
+    if i is None:
         return f"unknown node {node!r}"
     if (why := _live(s)) is not None:
         return why
-    if (r := s.running(graph)) is not None:
-        return f"{r!r} has an attempt in flight"
-    if (x := s.exhausted(graph)) is not None:
-        return f"{x!r} is exhausted and must be repaired or fail first"
-    if s.status_of(graph, node) is not Status.PENDING:
-        return f"{node!r} is {s.status_of(graph, node).value}, not PENDING"
-    for p in graph.predecessors(node):
-        if s.status_of(graph, p) is not Status.DONE:
+    status = s.status
+    if Status.RUNNING in status:
+        return f"{graph.names[status.index(Status.RUNNING)]!r} has an attempt in flight"
+    if Status.EXHAUSTED in status:
+        return (f"{graph.names[status.index(Status.EXHAUSTED)]!r} is exhausted and must be "
+                f"repaired or fail first")
+    if status[i] is not Status.PENDING:
+        return f"{node!r} is {status[i].value}, not PENDING"
+    index = graph._index
+    for p in graph.nodes[i].needs:
+        if status[index[p]] is not Status.DONE:
             return f"predecessor {p!r} is not DONE"
     return None
 
@@ -89,12 +94,11 @@ def _in_attempt(graph: LoopGraph, s: RunState, node: str | None = None) -> str |
 def _end_attempt(graph: LoopGraph, s: RunState, node: str, passed: bool) -> RunState:
     """An attempt ends: PASS -> DONE (recorded for this activation); else retry or EXHAUSTED."""
     i = graph.index(node)
-    s = replace(s, attempt_spend=0.0)
     if passed:
-        return replace(with_node(s, i, status=Status.DONE),
-                       passes=s.passes | {(node, s.activation[i])})
+        return with_node(s, i, status=Status.DONE, attempt_spend=0.0,
+                         passes=s.passes | {(node, s.activation[i])})
     left = s.attempts[i] < graph.node(node).attempts
-    return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED)
+    return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED, attempt_spend=0.0)
 
 
 # ---- the events ---------------------------------------------------------------------------------
@@ -112,8 +116,8 @@ class Begin:
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         i = graph.index(self.node)
-        s = with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1)
-        return replace(s, attempts_total=s.attempts_total + 1, attempt_spend=0.0)
+        return with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1,
+                         attempts_total=s.attempts_total + 1, attempt_spend=0.0)
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class Refuse:
         return "the attempt fits the budget" if _fits(graph, s, self.node) else None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return replace(s, outcome=Outcome.BUDGET_EXHAUSTED)
+        return changed(s, outcome=Outcome.BUDGET_EXHAUSTED)
 
 
 def _reservation_fits(graph: LoopGraph, s: RunState, amount: float) -> bool:
@@ -157,7 +161,7 @@ class Reserve:
         return None if _reservation_fits(graph, s, self.amount) else "the reservation does not fit"
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return replace(s, reserved=s.reserved + self.amount,
+        return changed(s, reserved=s.reserved + self.amount,
                        attempt_spend=s.attempt_spend + self.amount)
 
 
@@ -207,7 +211,7 @@ class Settle:
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         of = self.released(s)
-        return replace(s, settled=s.settled + self.amount, reserved=s.reserved - of,
+        return changed(s, settled=s.settled + self.amount, reserved=s.reserved - of,
                        attempt_spend=s.attempt_spend - of + self.amount)
 
 
@@ -245,9 +249,9 @@ class Abandon:
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         i = graph.index(self.node)
-        s = replace(s, settled=s.settled + s.reserved, reserved=0.0, attempt_spend=0.0,
-                    attempts_total=s.attempts_total - 1, abandoned=s.abandoned + 1)
-        return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1)
+        return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1,
+                         settled=s.settled + s.reserved, reserved=0.0, attempt_spend=0.0,
+                         attempts_total=s.attempts_total - 1, abandoned=s.abandoned + 1)
 
 
 @dataclass(frozen=True)
@@ -288,7 +292,7 @@ class Repair:
         for w in graph.subtree(self.target):
             i = graph.index(w)
             s = with_node(s, i, status=Status.PENDING, activation=s.activation[i] + 1, attempts=0)
-        return replace(s, repairs_used=s.repairs_used + 1)
+        return changed(s, repairs_used=s.repairs_used + 1)
 
 
 @dataclass(frozen=True)
@@ -308,7 +312,7 @@ class Fail:
         return None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return replace(s, outcome=Outcome.FAILED)
+        return changed(s, outcome=Outcome.FAILED)
 
 
 @dataclass(frozen=True)
@@ -318,12 +322,12 @@ class Finish:
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _live(s)) is not None:
             return why
-        if any(st is not Status.DONE for st in s.status):
+        if s.status.count(Status.DONE) != len(s.status):
             return "not every node is DONE"
         return None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return replace(s, outcome=Outcome.DONE)
+        return changed(s, outcome=Outcome.DONE)
 
 
 EVENT_TYPES: tuple[type, ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
@@ -335,26 +339,55 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
     rule may do next. The explorer searches these; spend events take amounts, so are left out.
 
     Order: Finish; then per node Begin, Refuse, Verdict PASS, Verdict FAIL, Fail; then repairs.
-    Candidates are first narrowed by a necessary condition of each guard (a PENDING node for
-    Begin/Refuse, the node in flight for Verdict, an EXHAUSTED node for Fail and Repair), then
-    every guard is checked in full, so the result equals filtering all candidates by `enabled`.
+    Candidates are first narrowed by a necessary condition of each guard (every node DONE for
+    Finish; a PENDING node, nothing in flight and nothing EXHAUSTED for Begin/Refuse; the node
+    in flight for Verdict; an EXHAUSTED node for Fail and Repair), then every guard is checked in
+    full, so the result equals filtering all candidates by `enabled` (a test checks it).
     """
-    if s.ended:
+    if s.outcome is not Outcome.RUNNING:
         return
-    running = s.running(graph)
-    exhausted = {n for n, st in zip(graph.names, s.status, strict=True) if st is Status.EXHAUSTED}
-    candidates: list[Event] = [Finish()]
-    for name, st in zip(graph.names, s.status, strict=True):
-        if st is Status.PENDING:
-            candidates += [Begin(name), Refuse(name)]
-        if name == running:
-            candidates += [Verdict(name, True), Verdict(name, False)]
-        if st is Status.EXHAUSTED:
-            candidates.append(Fail(name))
-    candidates += [Repair(d, u) for d, u in graph.repair_pairs if d in exhausted]
+    status, names = s.status, graph.names
+    begin, verdict = _node_events(graph)
+    candidates: list[Event] = []
+    if status.count(Status.DONE) == len(status):
+        candidates.append(Finish())
+    busy = Status.RUNNING in status
+    exhausted = Status.EXHAUSTED in status
+    if not busy and not exhausted:  # only Begin/Refuse can be enabled, for PENDING nodes
+        for i, st in enumerate(status):
+            if st is Status.PENDING:
+                candidates += begin[i]
+    else:
+        stuck = set()
+        for i, st in enumerate(status):
+            if st is Status.RUNNING:
+                candidates += verdict[i]
+            elif st is Status.EXHAUSTED:
+                candidates.append(Fail(names[i]))
+                stuck.add(names[i])
+        if stuck:
+            candidates += [Repair(d, u) for d, u in graph.repair_pairs if d in stuck]
     for e in candidates:
         if e.why_not(graph, s) is None:
             yield e
+
+
+def _node_events(graph: LoopGraph) -> tuple[list[tuple[Event, Event]], list[tuple[Event, Event]]]:
+    """Per node index, (Begin, Refuse) and (Verdict PASS, Verdict FAIL): immutable, so built
+    once per graph shape."""
+    memo = graph.shape_memo
+    got = memo.get("node_events")
+    if got is None:
+        got = memo["node_events"] = (
+            [(Begin(n), Refuse(n)) for n in graph.names],
+            [(Verdict(n, True), Verdict(n, False)) for n in graph.names])
+    return got
+
+
+def successors(graph: LoopGraph, s: RunState) -> list[tuple[Event, RunState]]:
+    """Every enabled control event with the state it leads to: `step` for each event of
+    `control_events`, whose guard that has just checked, so it is not checked twice."""
+    return [(e, e.apply(graph, s)) for e in control_events(graph, s)]
 
 
 def all_control_candidates(graph: LoopGraph) -> list[Event]:

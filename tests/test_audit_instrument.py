@@ -156,3 +156,15 @@ def test_wilson_bounds_match_the_papers_figure():
     low, high = wilson_interval(7, 30)
     assert low < 7 / 30 < high
     assert wilson_upper(0, 0) is None
+
+
+def test_the_closed_form_wilson_bounds_are_statsmodels_figures():
+    """The report's closed form gives statsmodels' Wilson interval, to the digits it writes."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    for n in range(1, 160):
+        for count in range(n + 1):
+            low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
+            assert wilson_interval(count, n) == [round(float(low), 4), round(float(high), 4)]
+            assert wilson_upper(count, n) == round(float(high), 4)
+    assert str(wilson_interval(0, 77)[0]) == "0.0"  # clipped: never "-0.0" in a report

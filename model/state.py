@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from model.graph import LoopGraph
@@ -49,6 +49,13 @@ class RunState:
     reserved: float = 0.0
     attempt_spend: float = 0.0
     outcome: Outcome = Outcome.RUNNING
+    # Derived from `status`, never compared: (RUNNING count, first RUNNING index, EXHAUSTED
+    # count, first EXHAUSTED index, DONE count); an index is -1 when none, UNKNOWN when it must
+    # be looked up. Kept up to date by `with_node`, so that on a graph of 10,000 nodes asking
+    # which node is in flight does not scan the status tuple at every event; None: not counted
+    # yet (counted on first use).
+    _census: tuple[int, int, int, int, int] | None = field(default=None, compare=False,
+                                                           repr=False)
 
     # ---- reads by name (the engine and tests never index tuples themselves) -----------------
     def status_of(self, graph: LoopGraph, name: str) -> Status:
@@ -60,16 +67,26 @@ class RunState:
     def attempts_of(self, graph: LoopGraph, name: str) -> int:
         return self.attempts[graph.index(name)]
 
+    def census(self) -> tuple[int, int, int, int, int]:
+        c = self._census
+        if c is None or c[1] == UNKNOWN or c[3] == UNKNOWN:
+            st = self.status
+            c = (st.count(Status.RUNNING), _first(st, Status.RUNNING),
+                 st.count(Status.EXHAUSTED), _first(st, Status.EXHAUSTED), st.count(Status.DONE))
+            object.__setattr__(self, "_census", c)
+        return c
+
     def running(self, graph: LoopGraph) -> str | None:
         """The node with an attempt in flight, if any (the model runs one attempt at a time)."""
-        if Status.RUNNING not in self.status:
-            return None
-        return graph.names[self.status.index(Status.RUNNING)]
+        i = self.census()[1]
+        return None if i < 0 else graph.names[i]
 
     def exhausted(self, graph: LoopGraph) -> str | None:
-        if Status.EXHAUSTED not in self.status:
-            return None
-        return graph.names[self.status.index(Status.EXHAUSTED)]
+        i = self.census()[3]
+        return None if i < 0 else graph.names[i]
+
+    def all_done(self) -> bool:
+        return self.census()[4] == len(self.status)
 
     @property
     def ended(self) -> bool:
@@ -93,6 +110,32 @@ class RunState:
         }
 
 
+UNKNOWN = -2
+
+
+def _first(status: tuple[Status, ...], kind: Status) -> int:
+    return status.index(kind) if kind in status else -1
+
+
+def _recount(c: tuple[int, int, int, int, int] | None, i: int, old: Status, new: Status
+             ) -> tuple[int, int, int, int, int] | None:
+    """The census after node `i` goes from `old` to `new` (None stays None)."""
+    if c is None or old is new:
+        return c
+    counts = list(c)
+    for slot, kind in ((0, Status.RUNNING), (2, Status.EXHAUSTED)):
+        n, first = counts[slot], counts[slot + 1]
+        if old is kind:
+            n -= 1
+            first = -1 if n == 0 else (UNKNOWN if first == i else first)
+        if new is kind:
+            n += 1
+            first = i if first == -1 else (min(first, i) if first >= 0 else first)
+        counts[slot], counts[slot + 1] = n, first
+    counts[4] += (new is Status.DONE) - (old is Status.DONE)
+    return tuple(counts)  # type: ignore[return-value]
+
+
 def initial_state(graph: LoopGraph) -> RunState:
     """Init: every node PENDING in activation 0 with no attempts; nothing spent or reserved."""
     n = len(graph.nodes)
@@ -101,6 +144,7 @@ def initial_state(graph: LoopGraph) -> RunState:
         activation=(0,) * n,
         attempts=(0,) * n,
         passes=frozenset(),
+        _census=(0, -1, 0, -1, 0),
     )
 
 
@@ -109,7 +153,8 @@ def changed(s: RunState, *, status: tuple[Status, ...] | None = None,
             passes: frozenset[tuple[str, int]] | None = None, repairs_used: int | None = None,
             attempts_total: int | None = None, abandoned: int | None = None,
             settled: float | None = None, reserved: float | None = None,
-            attempt_spend: float | None = None, outcome: Outcome | None = None) -> RunState:
+            attempt_spend: float | None = None, outcome: Outcome | None = None,
+            _census: tuple[int, int, int, int, int] | None = None) -> RunState:
     """Copy of `s` with the given fields changed (None: kept). Used only by declared transitions.
 
     Why not `dataclasses.replace`: it inspects the fields on every call, which made it the
@@ -126,6 +171,7 @@ def changed(s: RunState, *, status: tuple[Status, ...] | None = None,
         s.reserved if reserved is None else reserved,
         s.attempt_spend if attempt_spend is None else attempt_spend,
         s.outcome if outcome is None else outcome,
+        s._census if status is None else _census,  # a new status tuple: `_census` or recount
     )
 
 
@@ -135,7 +181,14 @@ def with_node(state: RunState, index: int, *, status: Status | None = None,
     """Copy of `state` with one node's fields changed (and any run-wide `fields`, as in
     `changed`). Used only by declared transitions."""
     def put(t: tuple, v: object) -> tuple | None:
-        return None if v is None else t[:index] + (v,) + t[index + 1:]
+        if v is None:
+            return None
+        items = list(t)  # two copies of the tuple, where slicing and joining make four
+        items[index] = v
+        return tuple(items)
+    census = None if status is None else _recount(state._census, index, state.status[index],
+                                                  status)
     return changed(state, status=put(state.status, status),
                    activation=put(state.activation, activation),
-                   attempts=put(state.attempts, attempts), **fields)  # type: ignore[arg-type]
+                   attempts=put(state.attempts, attempts), _census=census,
+                   **fields)  # type: ignore[arg-type]

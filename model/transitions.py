@@ -62,11 +62,10 @@ def _ready(graph: LoopGraph, s: RunState, node: str) -> str | None:
     if (why := _live(s)) is not None:
         return why
     status = s.status
-    if Status.RUNNING in status:
-        return f"{graph.names[status.index(Status.RUNNING)]!r} has an attempt in flight"
-    if Status.EXHAUSTED in status:
-        return (f"{graph.names[status.index(Status.EXHAUSTED)]!r} is exhausted and must be "
-                f"repaired or fail first")
+    if (r := s.running(graph)) is not None:
+        return f"{r!r} has an attempt in flight"
+    if (x := s.exhausted(graph)) is not None:
+        return f"{x!r} is exhausted and must be repaired or fail first"
     if status[i] is not Status.PENDING:
         return f"{node!r} is {status[i].value}, not PENDING"
     index = graph._index
@@ -289,10 +288,12 @@ class Repair:
         return None if _repair_budget_left(graph, s) else "the global repair budget K is spent"
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        for w in graph.subtree(self.target):
+        status, activation, attempts = list(s.status), list(s.activation), list(s.attempts)
+        for w in graph.subtree(self.target):  # one copy of each tuple, not one per node
             i = graph.index(w)
-            s = with_node(s, i, status=Status.PENDING, activation=s.activation[i] + 1, attempts=0)
-        return changed(s, repairs_used=s.repairs_used + 1)
+            status[i], activation[i], attempts[i] = Status.PENDING, activation[i] + 1, 0
+        return changed(s, status=tuple(status), activation=tuple(activation),
+                       attempts=tuple(attempts), repairs_used=s.repairs_used + 1)
 
 
 @dataclass(frozen=True)
@@ -322,7 +323,7 @@ class Finish:
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _live(s)) is not None:
             return why
-        if s.status.count(Status.DONE) != len(s.status):
+        if not s.all_done():
             return "not every node is DONE"
         return None
 
@@ -349,10 +350,10 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
     status, names = s.status, graph.names
     begin, verdict = _node_events(graph)
     candidates: list[Event] = []
-    if status.count(Status.DONE) == len(status):
+    if s.all_done():
         candidates.append(Finish())
-    busy = Status.RUNNING in status
-    exhausted = Status.EXHAUSTED in status
+    running, _, exhausted, _, _ = s.census()
+    busy = running > 0
     if not busy and not exhausted:  # only Begin/Refuse can be enabled, for PENDING nodes
         for i, st in enumerate(status):
             if st is Status.PENDING:

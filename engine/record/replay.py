@@ -41,6 +41,17 @@ def event_record(event: Event, **facts: Any) -> dict[str, Any]:
     return {"type": type(event).__name__.lower(), **args, **facts}
 
 
+_FIELDS: dict[type, tuple[Any, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[Any, ...]:
+    """`dataclasses.fields(cls)`, looked up once per event class (replay calls it per record)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        got = _FIELDS[cls] = dataclasses.fields(cls)
+    return got
+
+
 def event_of(rec: dict[str, Any]) -> Event | None:
     """The model event a record stands for, or None for a fact record. Raises LedgerCorrupt
     when an event record's arguments are missing or of the wrong type."""
@@ -48,7 +59,7 @@ def event_of(rec: dict[str, Any]) -> Event | None:
     if cls is None:
         return None
     args = {}
-    for f in dataclasses.fields(cls):
+    for f in _fields(cls):
         v = rec.get(f.name)
         if v is None and f.default is None:  # an optional argument (a Settle's `of`)
             continue

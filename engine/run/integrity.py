@@ -31,6 +31,11 @@ class PinChanged(LedgerCorrupt):
     """A file the gate depends on (or the policy) changed since the run started: exit 5."""
 
 
+def node_pin_files(spec: Spec) -> dict[str, tuple[str, ...]]:
+    """Each node's own pinned files (what its gate depends on)."""
+    return {name: tuple(str(p) for p in cfg.pinned_files()) for name, cfg in spec.nodes.items()}
+
+
 def pin_files(spec: Spec) -> dict[str, str]:
     """The hash of every file a gate depends on, in path order: recorded in record 0."""
     pins = {str(p): file_digest(p) for cfg in spec.nodes.values() for p in cfg.pinned_files()}
@@ -78,11 +83,18 @@ def sign(ledger_path: Path, pin: Any) -> None:
 
 
 class Integrity:
-    """The run's pins (path -> sha256 at run start) and its policy pin (or None)."""
+    """The run's pins (path -> sha256 at run start) and its policy pin (or None).
+
+    `digest` reads a file again only when its (device, inode, size, mtime_ns, ctime_ns) changed:
+    restoring mtime with `utime` does not hide a rewrite, since the kernel sets ctime on every
+    change and no call sets it back. `node_pins` names each node's own files: an attempt checks
+    those, a release check checks them all."""
 
     def __init__(self, journal: Journal, pins: dict[str, str], policy: Any,
-                 policy_file: Path | None) -> None:
+                 policy_file: Path | None,
+                 node_pins: dict[str, tuple[str, ...]] | None = None) -> None:
         self.journal, self.pins, self.policy, self.policy_file = journal, pins, policy, policy_file
+        self.node_pins = node_pins
         self._seen: dict[str, tuple[tuple[int, ...], str]] = {}  # path -> (identity, digest)
 
     def digest(self, path: str) -> str:
@@ -100,9 +112,14 @@ class Integrity:
         return found
 
     def check_pins(self, node: str | None = None) -> None:
-        """Re-hash every file pinned at run start (all gates' files and interpreters, so a file
-        that moved or vanished is caught too); a change is recorded and stops the run."""
-        for path, expected in self.pins.items():
+        """Check the node's own pinned files (every pinned file when `node` is None or its files
+        are not known: a release check, a resume); a file whose identity changed is re-hashed,
+        a changed hash is recorded and stops the run."""
+        paths: Any = self.pins
+        if node is not None and self.node_pins is not None and node in self.node_pins:
+            paths = [p for p in self.node_pins[node] if p in self.pins]
+        for path in paths:
+            expected = self.pins[path]
             found = self.digest(path)
             if found != expected:
                 self.journal.note({"type": "pin_changed", "node": node, "file": path,

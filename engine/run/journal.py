@@ -12,6 +12,7 @@ secret of the engine's environment is ever written (a worker's or a gate's outpu
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from engine.record.ledger import Ledger
@@ -30,6 +31,8 @@ class Journal:
         self.ledger, self.replayed, self.progress = ledger, replayed, progress
         self._batch: contextlib.ExitStack | None = None
         self._secrets = secret_values()  # the engine's environment at run start (or resume)
+        # told (event, state before it) after each commit: the scheduler's frontier
+        self.observers: list[Callable[[Event, RunState], None]] = []
 
     @property
     def graph(self) -> LoopGraph:
@@ -42,10 +45,13 @@ class Journal:
     def commit(self, event: Event, facts: dict[str, Any]) -> RunState:
         """The model must allow `event`; then its record is appended (the commit point) and
         folded into the replayed state."""
-        reason = event.why_not(self.graph, self.state)
+        before = self.state
+        reason = event.why_not(self.graph, before)
         if reason is not None:
             raise RuntimeError(f"engine bug: {event} is not enabled: {reason}")
         self._append(event_record(event, **facts))
+        for observe in self.observers:
+            observe(event, before)
         return self.state
 
     def note(self, record: dict[str, Any]) -> None:

@@ -47,6 +47,7 @@ from engine.run.integrity import (
     Integrity,
     PinChanged,
     load_policy,
+    node_pin_files,
     pin_files,
     recorded_policy,
     sign,
@@ -96,8 +97,10 @@ class Runner:
         self.graph = replayed.graph
         self.stop_file = stop_file
         self.journal = Journal(ledger, replayed, progress)
+        self.frontier = schedule.Frontier(self.graph)  # every node: it may be ready after replay
+        self.journal.observers.append(self.frontier.observe)
         self.integrity = Integrity(self.journal, dict(replayed.first.get("pins", {})), policy,
-                                   spec.policy)
+                                   spec.policy, node_pin_files(spec))
         self.handoff = HandOff(ledger.path, self.journal)
         self.planner = RunPlanner(spec, self.journal)
         # every worker and gate command of the run runs in this sandbox (engine/run/confine.py)
@@ -266,7 +269,8 @@ class Runner:
                                "settled": self.state.settled})
             self.stopped = True
             return False
-        move = schedule.next_move(self.graph, self.state, plan_due=self.planner.due)
+        move = schedule.next_move(self.graph, self.state, plan_due=self.planner.due,
+                                  frontier=self.frontier)
         if move.kind == "plan":
             self.planner.plan_round()
         elif move.kind == "attempt":

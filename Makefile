@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures bench clean
+.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures bench bench-peer clean
 
 all: check
 
@@ -70,20 +70,16 @@ check: venv sandbox browser lint proofs test
 bench: venv
 	$(BIN)/python -m bench --json
 
+# The peer engine (bounded-loops 0.7.6) in a venv of its own, never a dependency of this project;
+# the benchmark then measures it beside loopproof in the same run.
+PEER := .venv-peer
+bench-peer: venv
+	test -x $(PEER)/bin/python || $(PYTHON) -m venv $(PEER)
+	$(PEER)/bin/python -m pip install -q bounded-loops==0.7.6
+	$(BIN)/python -m bench --only peer --only ledger --only attempt_overhead --json
+
 reproduce: venv sandbox
-	$(BIN)/python -m proofs --json --out results/proofs/proofs.json
-	$(BIN)/python -m experiments.bounds --scale $(SCALE) --seed $(SEED) --json
-	rm -rf results/examples && mkdir -p results/examples
-	$(BIN)/loopproof run examples/pipeline/graph.toml --ledger results/examples/pipeline.jsonl --json
-	$(BIN)/loopproof run examples/repair/graph.toml --ledger results/examples/repair.jsonl --json
-	$(BIN)/loopproof run examples/budget/graph.toml --ledger results/examples/budget.jsonl --json || test $$? -eq 4
-	$(BIN)/loopproof run examples/regress-restore/graph.toml --ledger results/examples/regress-restore.jsonl --json
-	$(BIN)/python -m experiments.integrity --scale $(SCALE) --seed $(SEED) --json
-	$(BIN)/python -m experiments.crash --scale $(SCALE) --seed $(SEED) --json
-	$(BIN)/python -m experiments.transition --scale $(SCALE) --seed $(SEED) --json
-	$(BIN)/python -m experiments.mutants --scale $(SCALE) --seed $(SEED) --json
-	$(BIN)/python -m experiments.growth --scale $(SCALE) --seed $(SEED) --json
-	$(BIN)/python -m bench --json
+	$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
 	$(MAKE) figures
 	@echo "make reproduce: results and figures written to results/"
 
@@ -111,4 +107,4 @@ figures: venv
 	  LOOPPROOF_RESULTS=$(CURDIR)/results MPLBACKEND=Agg ../$(BIN)/jupyter-execute $$nb.ipynb || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-peer .pytest_cache .ruff_cache .hypothesis

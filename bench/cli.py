@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 
 from bench.registry import BENCHMARKS
+from bench.targets import figures, line
 
-MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox")
+MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
+           "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
+           "bench.prove", "bench.peer")
 
 
 def _load_modules() -> None:
@@ -26,7 +29,19 @@ def _load_modules() -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=int, default=100_000, help="ledger size (default 100,000)")
+    p.add_argument("--records", type=int, default=1_000_000,
+                   help="ledger size (default 1,000,000)")
+    p.add_argument("--bound-nodes", type=int, default=100_000,
+                   help="graph size for `loopproof bound` (default 100,000)")
+    p.add_argument("--chain-nodes", type=int, default=10_000,
+                   help="chain run for the per-attempt overhead (default 10,000)")
+    p.add_argument("--replay-nodes", type=int, default=10_000,
+                   help="run whose ledger is replayed (default 10,000 nodes)")
+    p.add_argument("--explore-nodes", type=int, default=4, help="explorer size (default 4)")
+    p.add_argument("--peer-records", type=int, default=500,
+                   help="records appended by the peer engine and by ours (default 500; the peer's append is O(n))")
+    p.add_argument("--peer-python", default=".venv-peer/bin/python",
+                   help="the peer engine's interpreter (made by `make bench-peer`)")
     p.add_argument("--fsync-records", type=int, default=2_000,
                    help="appends timed with an fsync each (default 2,000)")
     p.add_argument("--group-size", type=int, default=1_000, help="appends per group commit")
@@ -34,9 +49,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="results folder")
     p.add_argument("--only", action="append", default=None, metavar="NAME",
                    help="run only this benchmark (repeatable)")
+    p.add_argument("--skip", action="append", default=[], metavar="NAME",
+                   help="leave this benchmark out (repeatable)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     args = p.parse_args(argv)
-    for name, least in (("records", 2), ("fsync_records", 2), ("group_size", 1), ("repeat", 1)):
+    for name, least in (("records", 2), ("fsync_records", 2), ("group_size", 1), ("repeat", 1),
+                        ("bound_nodes", 3), ("chain_nodes", 1), ("replay_nodes", 1),
+                        ("explore_nodes", 1), ("peer_records", 2)):
         if getattr(args, name) < least:
             p.error(f"--{name.replace('_', '-')} must be at least {least}")
     return args
@@ -46,13 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _load_modules()
     registry = BENCHMARKS
-    unknown = sorted(set(args.only or ()) - set(registry))
+    unknown = sorted((set(args.only or ()) | set(args.skip)) - set(registry))
     if unknown:
         print(f"bench: unknown benchmark(s) {unknown}; fix: choose from {sorted(registry)}",
               file=sys.stderr)
         return 2
-    results = {name: fn(args) for name, fn in sorted(registry.items())
-               if not args.only or name in args.only}
+    results = {}
+    for name, fn in sorted(registry.items()):
+        if (not args.only or name in args.only) and name not in args.skip:
+            print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            results[name] = fn(args)
+            for label, f in figures(results[name], f"{name}."):
+                print(f"  {line(label, f)}", file=sys.stderr, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = args.out / "bench.json.tmp"
     tmp.write_text(json.dumps(results, sort_keys=True, indent=2) + "\n")
@@ -60,10 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, sort_keys=True))
     else:
-        for name, figures in results.items():
+        for name, result in results.items():
             print(f"{name}:")
-            for key, value in figures.items():
+            for key, value in result.items():
                 print(f"  {key}: {value}")
+    met = [f["verdict"] for r in results.values() for _, f in figures(r)]
+    print(f"bench: {met.count('met')} figures met their target, {met.count('missed')} missed "
+          f"(a shared machine disturbs every timing; ratios are measured side by side)",
+          file=sys.stderr)
     return 0
 
 

@@ -168,3 +168,22 @@ def test_the_closed_form_wilson_bounds_are_statsmodels_figures():
             assert wilson_interval(count, n) == [round(float(low), 4), round(float(high), 4)]
             assert wilson_upper(count, n) == round(float(high), 4)
     assert str(wilson_interval(0, 77)[0]) == "0.0"  # clipped: never "-0.0" in a report
+
+
+def test_gate_runs_handed_to_an_executor_give_the_same_audit(tmp_path):
+    """A Judge with a mapper (how a Dask cluster runs the gates) judges what the thread pool
+    judges; every unit is run once, in a scratch folder of its own."""
+    from engine.audit.judge import Judge
+
+    make_loop(tmp_path, "sound", SOUND)
+    units: list[object] = []
+
+    def mapper(fn, jobs):
+        units.extend(jobs)
+        return [fn(j) for j in reversed(jobs)][::-1]  # computed out of order, returned in order
+
+    loops = load_catalogue(tmp_path)
+    mapped = audit(loops, tiers=(1, 2), seed=0, cap={2: 5}, judge=Judge(1, mapper=mapper))
+    threads = audit(loops, tiers=(1, 2), seed=0, cap={2: 5}, jobs=2)
+    assert mapped.gates == threads.gates and mapped.summary == threads.summary
+    assert units and len(units) == len({id(u) for u in units})

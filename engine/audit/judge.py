@@ -11,6 +11,7 @@ folder read-only, a fresh HOME, the gate environment, no network, and nothing ou
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -90,11 +91,26 @@ def judge_one(job: Job, scratch_root: Path, sandbox: Sandbox | None = None) -> V
         remove_tree(scratch, best_effort=True)
 
 
-class Judge:
-    """Judges jobs with `jobs` parallel workers, caching by (loop, gate folder, role, workspace)."""
+def judge_detached(job: Job, sandbox: Sandbox | None = None) -> Verdict:
+    """`judge_one` in a scratch folder of its own: a unit an executor may run on another
+    machine (the gate folder must be at the same path there)."""
+    with tempfile.TemporaryDirectory(prefix="loopproof-audit-") as root:
+        return judge_one(job, Path(root), sandbox)
 
-    def __init__(self, jobs: int | None = None, sandbox: str = DEFAULT) -> None:
+
+Mapper = Callable[[Callable[[Job], Verdict], list[Job]], list[Verdict]]
+
+
+class Judge:
+    """Judges jobs with `jobs` parallel workers, caching by (loop, gate folder, role, workspace).
+    With a `mapper` (an executor outside the engine, e.g. a Dask cluster), the jobs not in the
+    cache are handed to it instead, as `judge_detached` units, and the verdicts come back in the
+    jobs' order."""
+
+    def __init__(self, jobs: int | None = None, sandbox: str = DEFAULT,
+                 mapper: Mapper | None = None) -> None:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.mapper = mapper
         self.sandbox = backend(sandbox)
         why = self.sandbox.problem()
         if why is not None:
@@ -116,7 +132,16 @@ class Judge:
             k = self._cache_key(job)
             if k not in self.cache and k not in todo:
                 todo[k] = job
-        if todo:
+        if todo and self.mapper is not None:
+            verdicts = self.mapper(functools.partial(judge_detached, sandbox=self.sandbox),
+                                   list(todo.values()))
+            for k, verdict in zip(todo, verdicts, strict=True):
+                self.cache[k] = verdict
+                self.runs += 1
+                self.busy_s += verdict.seconds
+                if on_done is not None:
+                    on_done()
+        elif todo:
             with tempfile.TemporaryDirectory(prefix="loopproof-audit-") as root, \
                     ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 futures = {k: pool.submit(self._timed, job, Path(root), on_done)

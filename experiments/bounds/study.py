@@ -10,11 +10,14 @@ Writes to DIR (default results/bounds):
 - summary.json   counts and ratios over the random graphs
 
 The same seed gives byte-identical files: rows are sorted, keys sorted, floats rounded, and the
-explorer's wall-clock time is printed but never written.
+explorer's wall-clock time is printed but never written. The explorer's work units and the random
+graphs run where `--jobs`/`--dask` say (experiments/executor.py: serially, on a local Dask
+cluster, or on a remote one) with the same bytes either way; docs/scale.md sizes a cluster.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import random
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments import results
+from experiments.executor import Executor, add_arguments, executor_from
 from experiments.results import write_csv, write_json
 from model.bounds import attempt_bound, peer_bound, worst_repair_pair
 from model.explore import explore, true_worst_case
@@ -91,7 +95,7 @@ def row(index: int, graph: LoopGraph) -> dict[str, object]:
     return {
         "id": index,
         "nodes": len(graph.nodes),
-        "edges": graph.dag.number_of_edges(),
+        "edges": sum(len(n.needs) for n in graph.nodes),
         "pairs": len(graph.repair_pairs),
         "K": graph.repair_budget,
         "sum_attempts": sum(n.attempts for n in graph.nodes),
@@ -108,9 +112,12 @@ def _row(args: tuple[int, LoopGraph]) -> dict[str, object]:
     return row(*args)
 
 
-def random_rows(scale: Scale, seed: int, workers: int = 2) -> list[dict[str, object]]:
+def random_rows(scale: Scale, seed: int, workers: int = 2,
+                executor: Executor | None = None) -> list[dict[str, object]]:
     rng = random.Random(seed)
     graphs = [(i, random_graph(rng, scale)) for i in range(scale.graphs)]
+    if executor is not None:
+        return executor.map(_row, graphs)
     if workers > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             return pool.map(_row, graphs, chunksize=1)
@@ -153,14 +160,17 @@ def plot_series(rows: list[dict[str, object]]) -> dict[str, list[int]]:
 
 
 def run(scale_name: str, seed: int, out: Path, workers: int = 2,
-        scale: Scale | None = None) -> tuple[dict[str, object], float]:
+        scale: Scale | None = None, executor: Executor | None = None
+        ) -> tuple[dict[str, object], float]:
     """Compute everything, then write the four files. Returns the summary and explorer seconds.
-    `scale` overrides the named scale's sizes (tests use a tiny one)."""
+    `scale` overrides the named scale's sizes (tests use a tiny one); `executor` runs the work
+    units (else `workers` forked processes)."""
     scale = scale or SCALES[scale_name]
-    figures = explore(scale.explore_nodes, workers)
+    figures = explore(scale.explore_nodes, workers,
+                      mapper=None if executor is None else executor.map)
     seconds = float(figures.pop("seconds"))
     explorer = {"max_nodes": scale.explore_nodes, **figures}
-    rows = random_rows(scale, seed, workers)
+    rows = random_rows(scale, seed, workers, executor)
     summary = {"scale": scale_name, "seed": seed, **summarise(rows),
                "explorer_cases": explorer["cases"], "explorer_mismatches": explorer["mismatches"]}
     out.mkdir(parents=True, exist_ok=True)
@@ -173,12 +183,20 @@ def run(scale_name: str, seed: int, out: Path, workers: int = 2,
 
 def main(argv: list[str] | None = None) -> int:
     parser = results.parser(NAME, "W against the peer bound and the true worst case", SCALES)
-    parser.add_argument("--workers", type=int, default=2, help="processes to use (default 2)")
+    add_arguments(parser)
+    parser.add_argument("--explore-nodes", type=int, default=None, choices=range(1, 6),
+                        help="explorer size instead of the scale's (5: a cluster's job, "
+                             "docs/scale.md)")
     args = results.parse(parser, argv)
     if args is None:
         return 2
     start = time.perf_counter()
-    summary, explorer_seconds = run(args.scale, args.seed, args.out, max(1, args.workers))
+    with executor_from(args) as executor:
+        scale = SCALES[args.scale]
+        if args.explore_nodes is not None:
+            scale = dataclasses.replace(scale, explore_nodes=args.explore_nodes)
+        summary, explorer_seconds = run(args.scale, args.seed, args.out, 1, scale=scale,
+                                        executor=executor)
     report = {**summary, "out": str(args.out), "explorer_seconds": explorer_seconds,
               "seconds": round(time.perf_counter() - start, 2)}
     if args.json:

@@ -22,6 +22,7 @@ node that was DONE in the baseline must be DONE after recovery (no lost verdict)
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
@@ -35,8 +36,9 @@ from typing import Any
 
 from engine.system.trees import remove_tree
 from experiments import results
-from experiments.crash.cases import Row, plan, run_baseline, run_case
+from experiments.crash.cases import Baseline, Case, Row, plan, run_baseline, run_case
 from experiments.crash.sites import SCALES, engine_sites
+from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
 
 RESULTS = Path("results") / "crash"
@@ -44,17 +46,34 @@ RESULTS = Path("results") / "crash"
 
 # ---- the experiment ---------------------------------------------------------------------------
 
+def _baseline_unit(args: tuple[int, Path]) -> Baseline:
+    return run_baseline(*args)
+
+
+def _case_unit(args: tuple[Case, Path, Baseline]) -> Row:
+    return run_case(*args)
+
+
 def run_experiment(scale: str, seed: int, out: Path, jobs: int = 2,
-                   work: Path | None = None) -> dict[str, Any]:
+                   work: Path | None = None, executor: Executor | None = None) -> dict[str, Any]:
+    """The crash matrix; its cases run on `jobs` threads (each case is child processes), or as
+    units of `executor` (a Dask cluster: `work` must then be a folder every worker sees)."""
     sc = SCALES[scale]
     sites = sc.sites or engine_sites()
     tmp = Path(tempfile.mkdtemp(prefix="loopproof-crash-")) if work is None else work
     try:
         seeds = [seed + i for i in range(sc.seeds)]
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            bases = dict(zip(seeds, pool.map(lambda s: run_baseline(s, tmp), seeds), strict=True))
+        if executor is not None and executor.client is not None:
+            bases = dict(zip(seeds, executor.map(_baseline_unit, [(s, tmp) for s in seeds]),
+                             strict=True))
             cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
-            rows = list(pool.map(lambda c: run_case(c, tmp, bases[c.seed]), cases))
+            rows = executor.map(_case_unit, [(c, tmp, bases[c.seed]) for c in cases])
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                bases = dict(zip(seeds, pool.map(lambda s: run_baseline(s, tmp), seeds),
+                                 strict=True))
+                cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
+                rows = list(pool.map(lambda c: run_case(c, tmp, bases[c.seed]), cases))
     finally:
         if work is None:
             remove_tree(tmp)
@@ -133,10 +152,16 @@ def write(out: Path, rows: Sequence[Row], summary: Mapping[str, Any], scale: str
 def main(argv: Sequence[str] | None = None) -> int:
     p = results.parser("crash", __doc__.splitlines()[0], SCALES)
     p.add_argument("--jobs", type=int, default=2, help="cases run in parallel (default 2)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run the cases on the Dask scheduler at ADDRESS (with --work, a folder "
+                        "every worker sees)")
+    p.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
     args = results.parse(p, argv)
     if args is None:
         return 2
-    summary = run_experiment(args.scale, args.seed, args.out, args.jobs)
+    with executor_from(argparse.Namespace(dask=args.dask, jobs=1)) as executor:
+        summary = run_experiment(args.scale, args.seed, args.out, args.jobs, args.work,
+                                 executor)
     results.print_summary(summary, args.json)
     ok = (summary["outcome_recovered"] == summary["cases"] and summary["budget_violations"] == 0
           and summary["lost_verdicts"] == 0)

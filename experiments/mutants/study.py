@@ -17,6 +17,7 @@ audit_after.json (deterministic for a seed) and timing.json (wall-clock; not det
 
 from __future__ import annotations
 
+import argparse
 import csv
 import hashlib
 import json
@@ -33,6 +34,7 @@ from engine.audit.instrument import Audit, audit
 from engine.audit.judge import Judge
 from engine.system.errors import BadInput
 from experiments import results
+from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
 
 NAME = "mutants"
@@ -109,13 +111,14 @@ def _merge(first: Audit, second: Audit) -> list[dict]:
 
 
 def run(scale_name: str, seed: int, out: Path, jobs: int | None = None,
-        catalog: Path = CATALOG) -> tuple[dict, dict]:
+        catalog: Path = CATALOG, executor: Executor | None = None) -> tuple[dict, dict]:
     scale = SCALES[scale_name]
     originals = load_catalogue(catalog)
     if scale.loops is not None:
         originals = [lp for lp in originals if lp.id in scale.loops]
     cap = {2: scale.tier2_cap}
-    judge = Judge(jobs)
+    judge = Judge(jobs, mapper=None if executor is None or executor.client is None
+                  else executor.map)
     clock = {}
 
     t0 = time.monotonic()
@@ -210,11 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = results.parser(NAME, "tier 1, repair, freeze, held-out tier 2", SCALES)
     parser.add_argument("--jobs", type=int, default=None, help="gates run in parallel (default: cores)")
     parser.add_argument("--catalog", type=Path, default=CATALOG, help="the gate catalogue")
+    parser.add_argument("--dask", default=None, metavar="ADDRESS",
+                        help="run the gates on the Dask scheduler at ADDRESS (the catalogue "
+                             "at the same path on every worker); same results as locally")
     args = results.parse(parser, argv)
     if args is None:
         return 2
     try:
-        summary, timing = run(args.scale, args.seed, args.out, args.jobs, args.catalog)
+        with executor_from(argparse.Namespace(dask=args.dask, jobs=1)) as executor:
+            summary, timing = run(args.scale, args.seed, args.out, args.jobs, args.catalog,
+                                  executor)
     except BadInput as exc:
         print(f"experiments.mutants: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,93 @@
+"""`loopproof bound` on large graphs (`--bound-nodes`, default 100,000): a chain, a fan and a
+random DAG, each with a dense repair relation; seconds and peak memory of the whole command.
+
+Why TOML parsing is measured beside it: `loopproof bound` reads graph.toml, and the standard
+library's parser is pure Python; the same file parsed alone, side by side, says how much of the
+command's time is the parser's and how much the engine's (validation and W, W_c).
+
+Shapes (seeded, so the same files every run): chain n0 -> n1 -> ... (each node repairs the node
+five before it); fan: one source, n - 2 middle nodes needing it, one sink needing them all (every
+node repairs the source); random: each node needs 1..3 of the 64 nodes before it and repairs
+itself and one of its needs. Registered as "bound".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.child import best
+from bench.registry import register
+from bench.targets import figure
+
+TARGET_S = 5.0
+TARGET_MIB = 500.0
+HEAD = '[graph]\nspend_budget = 1e12\nrepair_budget = 3\n'
+BODY = 'worker = ["true"]\ngate = ["true"]\n'
+
+
+def _node(name: str, attempts: int, ceiling: float, needs: list[str], repairs: list[str]) -> str:
+    return (f"[node.{name}]\n{BODY}spend_ceiling = {ceiling}\nattempts = {attempts}\n"
+            f"needs = {json.dumps(needs)}\nrepairs = {json.dumps(repairs)}\n")
+
+
+def chain(n: int) -> str:
+    return HEAD + "".join(
+        _node(f"n{i}", 1 + i % 3, 1.5, [f"n{i - 1}"] if i else [], [f"n{max(0, i - 5)}"])
+        for i in range(n))
+
+
+def fan(n: int) -> str:
+    middle = [f"m{i}" for i in range(n - 2)]
+    return HEAD + _node("src", 2, 1.0, [], ["src"]) + "".join(
+        _node(m, 1 + i % 3, 0.5, ["src"], ["src", m]) for i, m in enumerate(middle)
+    ) + _node("sink", 1, 2.0, middle, ["src"])
+
+
+def random_dag(n: int, seed: int = 0, window: int = 64) -> str:
+    rng = random.Random(seed)
+    parts = [HEAD]
+    for i in range(n):
+        needs = sorted(rng.sample(range(max(0, i - window), i), min(i, rng.randint(1, 3))))
+        names = [f"r{p}" for p in needs]
+        repairs = [f"r{i}"] + ([rng.choice(names)] if names else [])
+        parts.append(_node(f"r{i}", rng.randint(1, 3), rng.choice([0.5, 1.0, 2.0]), names,
+                           repairs))
+    return "".join(parts)
+
+
+SHAPES = {"chain": chain, "fan": fan, "random": random_dag}
+
+
+def bench_bound(args: argparse.Namespace) -> dict:
+    n = args.bound_nodes
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict[str, object] = {"nodes": n}
+    with tempfile.TemporaryDirectory(dir=out, prefix="bound-") as tmp:
+        for name, make in SHAPES.items():
+            spec = Path(tmp) / f"{name}.toml"
+            spec.write_text(make(n))
+            cmd = best([sys.executable, "-m", "engine.cli", "bound", str(spec), "--json"],
+                       args.repeat)
+            if cmd.returncode != 0:
+                raise RuntimeError(f"loopproof bound {spec.name} exited {cmd.returncode}")
+            toml = best([sys.executable, "-c", "import sys, tomllib; "
+                         "tomllib.load(open(sys.argv[1], 'rb'))", str(spec)], args.repeat)
+            result[name] = {
+                "seconds": figure(cmd.wall_s, TARGET_S, "s"),
+                "peak_memory": figure(cmd.peak_mib, TARGET_MIB, "MiB"),
+                "cpu_s": round(cmd.cpu_s, 3),
+                "toml_parse_s": round(toml.wall_s, 3),
+                "toml_share": round(toml.wall_s / cmd.wall_s, 3) if cmd.wall_s else None,
+                "bounds": json.loads(cmd.stdout),
+                "spec_bytes": spec.stat().st_size,
+            }
+    return result
+
+
+register("bound", bench_bound)

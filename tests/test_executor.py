@@ -1,0 +1,38 @@
+"""Work units on a Dask LocalCluster of 2 workers give the same bytes as the serial run."""
+
+from __future__ import annotations
+
+import argparse
+
+from experiments.bounds.study import Scale
+from experiments.bounds.study import run as run_bounds
+from experiments.executor import Executor, add_arguments, executor_from
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_the_bounds_study_on_two_dask_workers_is_byte_identical_to_serial(tmp_path):
+    tiny = Scale(explore_nodes=3, graphs=12, min_nodes=3, max_nodes=5)
+    run_bounds("smoke", 5, tmp_path / "serial", workers=1, scale=tiny, executor=Executor())
+    with Executor("dask", None, 2) as cluster:
+        assert cluster.workers == 2
+        run_bounds("smoke", 5, tmp_path / "dask", workers=1, scale=tiny, executor=cluster)
+        # the order of results is the units' order, whichever worker finished first
+        assert cluster.map(_square, range(40)) == [i * i for i in range(40)]
+    assert _files(tmp_path / "serial") == _files(tmp_path / "dask")
+    assert len(_files(tmp_path / "dask")) == 4
+
+
+def _square(i: int) -> int:
+    return i * i
+
+
+def test_the_arguments_choose_the_executor():
+    p = argparse.ArgumentParser()
+    add_arguments(p, default_jobs=1)
+    assert executor_from(p.parse_args([])).kind == "serial"
+    assert executor_from(p.parse_args(["--jobs", "3"])).kind == "dask"
+    remote = executor_from(p.parse_args(["--dask", "tcp://10.0.0.5:8786"]))
+    assert remote.kind == "dask" and remote.address == "tcp://10.0.0.5:8786"

@@ -184,6 +184,7 @@ def run(scale_name: str, seed: int, out: Path, workers: int = 2,
 def main(argv: list[str] | None = None) -> int:
     parser = results.parser(NAME, "W against the peer bound and the true worst case", SCALES)
     add_arguments(parser)
+    parser.add_argument("--workers", dest="jobs", type=int, help="the same as --jobs")
     parser.add_argument("--explore-nodes", type=int, default=None, choices=range(1, 6),
                         help="explorer size instead of the scale's (5: a cluster's job, "
                              "docs/scale.md)")

@@ -8,8 +8,9 @@ instead of faster. Each round starts the loopback model server of experiments.tr
 same path the experiment uses) with 1 and then 2 threads, alternating, and times one fixed
 completion; best of `ROUNDS` per count. The load average is recorded with the figures.
 
-Skipped (with the reason) when the [llm] extra or the verified weights are absent; fetch them
-with `python -m experiments.transition.weights`.
+Runs only when asked for by name (`--only llm_tokens`, as `make reproduce-llm` does), and is
+skipped with the reason when the [llm] extra or the verified weights are absent; fetch them with
+`python -m experiments.transition.weights`.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def _timed(model: str, threads: int) -> dict[str, Any]:
 
 
 def bench_llm(args: argparse.Namespace) -> dict:
+    if "llm_tokens" not in (getattr(args, "only", None) or ()):
+        # minutes of model time: only on request, so `make reproduce` stays off the model
+        return {"skipped": "runs only with --only llm_tokens (make reproduce-llm)"}
     try:
         import gpt4all  # noqa: F401  (only to know whether the extra is there)
     except ImportError:

@@ -108,7 +108,9 @@ class _ProgressProxy(replies.Proxy):
 
 def _spec(w: weights.Weights, base_url: str, budget: float) -> dict[str, Any]:
     return {"kind": "openai", "base_url": base_url, "model": w.filename, "price": PRICE_PER_1K,
-            "budget": budget, "timeout_s": TIMEOUT_S, "label": f"llm-{w.key}",
+            # the client waits longer than the proxy waits for the model, so a slow reply ends
+            # as a void run (proxy failure), never as a client timeout the replay cannot repeat
+            "budget": budget, "timeout_s": TIMEOUT_S + 600, "label": f"llm-{w.key}",
             "model_name": w.general_name}
 
 

@@ -99,13 +99,6 @@ def _progress(proxy: replies.Proxy, started: float) -> None:
               file=sys.stderr, flush=True)
 
 
-class _ProgressProxy(replies.Proxy):
-    def _forward(self, key: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
-        out = super()._forward(key, path, body)
-        _progress(self, self.started)
-        return out
-
-
 def _spec(w: weights.Weights, base_url: str, budget: float) -> dict[str, Any]:
     return {"kind": "openai", "base_url": base_url, "model": w.filename, "price": PRICE_PER_1K,
             # the client waits longer than the proxy waits for the model, so a slow reply ends
@@ -140,11 +133,11 @@ def session(*, key: str, out: Path, replay: Path | None = None, cache: Path | No
             threads = auto_threads() if threads is None else threads
             base, health = stack.enter_context(llm_server.serve(model_file, threads))
             journal = weights.cache_dir(cache) / f"journal-{w.key}-{out.resolve().name}.jsonl"
-            proxy = _ProgressProxy(base, timeout_s=TIMEOUT_S, journal=journal)
+            proxy = replies.Proxy(base, timeout_s=TIMEOUT_S, journal=journal,
+                                  on_call=lambda p: _progress(p, started))
             if proxy.resumed:
                 print(f"transition[llm]: resuming an interrupted run: {proxy.resumed} replies "
                       f"from {journal}", file=sys.stderr, flush=True)
-            proxy.started = started  # type: ignore[attr-defined]
             prior = None
             if (out / replies.FILE).is_file():
                 try:

@@ -25,7 +25,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -101,7 +101,8 @@ class Proxy:
     """Record (upstream given) or replay (upstream None) the model's replies. Thread-safe."""
 
     def __init__(self, upstream: str | None, stored: Mapping[str, dict[str, Any]] | None = None,
-                 timeout_s: float = 3600.0, journal: Path | None = None) -> None:
+                 timeout_s: float = 3600.0, journal: Path | None = None,
+                 on_call: Callable[[Proxy], None] | None = None) -> None:
         """`journal` (live mode): every new reply is appended there as it arrives, and replies
         already in it (from an interrupted run of the same experiment) are used, not asked
         again, so an interrupted hour is not lost. The caller deletes it after a complete run."""
@@ -109,6 +110,7 @@ class Proxy:
         self.stored = dict(stored or {})
         self.used: dict[str, dict[str, Any]] = {}
         self.journal = journal
+        self.on_call = on_call  # told after every model call (progress)
         self.resumed = 0
         if journal is not None and journal.is_file():
             try:
@@ -176,6 +178,8 @@ class Proxy:
                     os.fsync(f.fileno())
             except OSError as exc:  # e.g. a full disk: the run could not be resumed, so stop it
                 self.failure = self.failure or f"journal {self.journal}: {exc.strerror or exc}"
+        if self.on_call is not None:
+            self.on_call(self)
         return 200, response(e)
 
     def differences(self, prior: Mapping[str, dict[str, Any]]) -> dict[str, int]:

@@ -117,8 +117,10 @@ def test_fresh_rollouts_pairs_arms():
 
 def test_validity_counts_invalid_classes_and_skips_closed_revisions():
     rows = [{"valid": [True, False, False, True], "why": ["", "done_only", "syntax_error", ""],
-             "action": ["patch", "keep", "keep", "none"]}]
+             "action": ["patch", "keep", "keep", "none"],
+             "load_error": ["NameError", "NameError", "", ""]}]
     v = metrics.validity(rows)
     assert v == {"replies": 3, "valid": 1, "valid_share": round(1 / 3, 6),
                  "invalid": {"done_only": 1, "syntax_error": 1},
-                 "actions": {"keep": 2, "patch": 1}}
+                 "actions": {"keep": 2, "patch": 1},
+                 "patches_not_loading": {"NameError": 1}}  # a kept state is no patch

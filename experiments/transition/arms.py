@@ -31,6 +31,13 @@ def _share(rows: tuple[tuple[bool, str], ...]) -> float:
     return round(sum(ok for ok, _ in rows) / len(rows), 6) if rows else 1.0
 
 
+def _load_error(rows: tuple[tuple[bool, str], ...]) -> str:
+    """The exception that stopped the module from loading at all ("" when it loads): a patch
+    that drops an import or a helper fails every case before any assertion runs."""
+    actual = rows[0][1] if rows else ""
+    return actual.removeprefix("load error: ") if actual.startswith("load error: ") else ""
+
+
 def _state_record(task: Task, source: str) -> dict[str, Any]:
     """Y and each suite's verdict on `source`, and the share of visible and challenge cases it
     passes (the graded scores the verifier analysis thresholds at matched coverage)."""
@@ -38,6 +45,7 @@ def _state_record(task: Task, source: str) -> dict[str, Any]:
     return {"visible": res["visible"].passed, "challenge": res["challenge"].passed,
             "hidden": res["hidden"].passed,
             "visible_share": _share(res["visible"].rows),
+            "load_error": _load_error(res["visible"].rows),
             "challenge_share": _share(res["challenge"].rows),
             "y": all(r.passed for r in res.values())}
 
@@ -64,7 +72,8 @@ def trajectory(task: Task, condition: str, seed: int, revisions: int, coder: Cod
     row: dict[str, Any] = {"task_id": task.task_id, "condition": condition, "seed": seed,
                            "start_hash": code_hash(start), "y": [rec0["y"]], "self": [],
                            "visible": [], "challenge": [], "hidden": [], "visible_share": [],
-                           "challenge_share": [], "action": [], "mode": [], "valid": [],
+                           "challenge_share": [], "load_error": [], "action": [], "mode": [],
+                           "valid": [],
                            "why": [], "state": [], "evidence_stale": []}
     for t in range(1, revisions + 1):
         current = states[-1]
@@ -76,7 +85,8 @@ def trajectory(task: Task, condition: str, seed: int, revisions: int, coder: Cod
         rec = _state_record(task, new)
         row["y"].append(rec["y"])
         row["self"].append(reply.claims_done)
-        for k in ("visible", "challenge", "hidden", "visible_share", "challenge_share"):
+        for k in ("visible", "challenge", "hidden", "visible_share", "challenge_share",
+                  "load_error"):
             row[k].append(rec[k])
         row["action"].append(_action_kind(reply))
         row["mode"].append(reply.mode)

@@ -156,12 +156,17 @@ def stopping_replay(rows: Sequence[Row]) -> dict[str, Any]:
 
 def validity(rows: Iterable[Row]) -> dict[str, Any]:
     """Replies and what became of them: how many were valid actions, why the others were mapped
-    to Keep (engine.admission.actions fails closed), and the actions taken. A malformed or
+    to Keep (engine.admission.actions fails closed), the actions taken, and the patches whose
+    module does not even load (by exception; trajectory rows only). A malformed or
     DONE-only reply is a finding, not noise: it is a revision that silently did nothing."""
     replies = valid = 0
     why: dict[str, int] = {}
     actions: dict[str, int] = {}
+    not_loading: dict[str, int] = {}
     for r in rows:
+        for a, err in zip(r["action"], r.get("load_error", []), strict=False):
+            if a == "patch" and err:
+                not_loading[err] = not_loading.get(err, 0) + 1
         for ok, w, a in zip(r.get("valid", []), r.get("why", []), r["action"], strict=False):
             if a == "none":  # the guarded loop had already closed: no reply was asked for
                 continue
@@ -171,4 +176,5 @@ def validity(rows: Iterable[Row]) -> dict[str, Any]:
                 why[w or "unknown"] = why.get(w or "unknown", 0) + 1
             actions[a] = actions.get(a, 0) + 1
     return {"replies": replies, "valid": valid, "valid_share": ratio(valid, replies),
-            "invalid": dict(sorted(why.items())), "actions": dict(sorted(actions.items()))}
+            "invalid": dict(sorted(why.items())), "actions": dict(sorted(actions.items())),
+            "patches_not_loading": dict(sorted(not_loading.items()))}

@@ -71,8 +71,11 @@ def _validity(s: dict[str, Any]) -> str:
     worst = min(v.items(), key=lambda kv: kv[1]["valid_share"] or 0.0)
     allv = s["validity"]["all"]
     why = ", ".join(f"{k} {n}" for k, n in allv["invalid"].items()) or "none invalid"
+    patches = sum(x["actions"].get("patch", 0) for x in v.values())
+    broken = sum(sum(x["patches_not_loading"].values()) for x in v.values())
     return (f"{_f(allv['valid_share'])} valid of {allv['replies']} ({why}); lowest: "
-            f"{worst[0]} {_f(worst[1]['valid_share'])}")
+            f"{worst[0]} {_f(worst[1]['valid_share'])}; trajectory patches that do not load: "
+            f"{broken} of {patches}")
 
 
 def _risk(s: dict[str, Any], level: str) -> str:

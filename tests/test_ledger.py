@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from engine.cli import main as cli_main
 from engine.record import ledger as ledger_mod
 from engine.record.ledger import GENESIS, Ledger, canonical, record_hash, verify
+from engine.record.owned import LedgerLost
 from engine.system.errors import BadInput, LedgerCorrupt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +208,7 @@ def test_failed_write_fails_closed(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ledger_mod.os, "write", enospc)
-    with pytest.raises(OSError):
+    with pytest.raises(LedgerLost, match="No space left on device.*resume"):
         led.append({"type": "x"})
     monkeypatch.undo()
     with pytest.raises(LedgerCorrupt, match="reopen"):

@@ -12,8 +12,9 @@ hashing those bytes directly checks the same equation at a fraction of the cost,
 exact bytes on disk (a line that is not canonical can only verify if whoever wrote it computed
 its hash themselves — a rewrite of the chain, which only signing catches; see engine.record.signing).
 
-Appends never re-read the file: the ledger keeps the head hash and next seq in memory, writes one
-line with a single `write`, and fsyncs it (once per `group()` under group commit). A SIGKILL
+Appends never re-read the chain: the ledger keeps the head hash and next seq in memory, checks
+that the file is still the one it wrote (engine/record/owned.py: its identity, length and last
+line; two stats and a small read), writes one line with a single `write`, and fsyncs it (once per `group()` under group commit). A SIGKILL
 after `write` returns cannot lose the line (it is in the kernel); fsync guards against power loss.
 An append encodes the record once: the keys below "hash" and those above it are encoded apart,
 hashed joined, and the `"hash":"…"` member is spliced between them (the same bytes as encoding
@@ -35,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import io
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from engine.record.owned import FIX as OWNED_FIX
+from engine.record.owned import LedgerLost, Written, read_all, why_not_owned
 from engine.system import faults
 from engine.system.canonical import canonical
 from engine.system.errors import BadInput, LedgerCorrupt
@@ -364,7 +368,7 @@ class Ledger:
     """An open, verified ledger that appends chained records. Create with `create` or `open`."""
 
     def __init__(self, path: Path, records: list[dict] | None, head: str, torn: str | None,
-                 count: int = 0) -> None:
+                 count: int = 0, last: bytes | None = None) -> None:
         self.path = path
         self._records = records  # None: opened with keep=False, records not held
         self._count = len(records) if records is not None else count
@@ -376,33 +380,61 @@ class Ledger:
         # A torn write is a branch only a crash request takes (LOOPPROOF_CRASH_AT is set before
         # the process starts); the crashpoints themselves are always called, so they can be counted.
         self._torn_armed = os.environ.get(faults.ENV, "").startswith("ledger.torn_write:")
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self.lost: str | None = None  # why the file is no longer the one written (LedgerLost)
+        try:  # read-write: the ownership check reads the last line back through this descriptor
+            self._fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            self._fd = -1
+            raise BadInput(str(path), "ledger", f"cannot be opened for appending "
+                           f"({exc.strerror or exc})",
+                           "run as a user who can write it, on a writable file system") from None
+        self._written = Written.of(self._fd, _last_line(self._fd) if last is None else last)
 
     # ---- construction ---------------------------------------------------------------------
     @classmethod
-    def create(cls, path: Path | str, first: dict) -> Ledger:
-        """A new ledger at `path` holding `first` as record 0; refuses an existing file."""
+    def create(cls, path: Path | str, first: dict,
+               before_link: Callable[[Ledger, Path], None] | None = None) -> Ledger:
+        """A new ledger at `path` holding `first` as record 0; refuses an existing file.
+        `before_link(ledger, path)` runs when record 0 is written and durable but not yet at
+        `path` (the runner signs it there, so a signed run always has a signature)."""
         path = Path(path)
         _check_record(first, str(path))
         canonical(first)  # refuses what JSON cannot carry exactly, before the file exists
-        if path.exists():
+        if _lexists(path):
             raise _exists(path)
         if not path.parent.is_dir():
             raise BadInput(str(path), "ledger", "its folder does not exist",
                            "create the folder first or choose another path")
         # Record 0 is written to a private file and linked into place only when complete, so a
         # crash during creation leaves no ledger at all (the run never started: `run` it again)
-        # rather than an empty file that neither `run` nor `resume` would accept.
+        # rather than an empty file that neither `run` nor `resume` would accept. A private file
+        # left by a creator that died is removed; a live creator's is left alone.
         for stale in path.parent.glob(f".{path.name}.creating.*"):
-            stale.unlink(missing_ok=True)
+            if not _alive(stale.name.rpartition(".")[2]):
+                stale.unlink(missing_ok=True)
         tmp = path.with_name(f".{path.name}.creating.{os.getpid()}")
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
-        ledger = cls(tmp, [], GENESIS, None)
-        ledger.append(first)
         try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        except OSError as exc:
+            raise BadInput(str(path), "ledger", f"cannot be created in its folder "
+                           f"({exc.strerror or exc})",
+                           "choose a folder you can write to (a read-only folder or file "
+                           "system cannot hold a ledger)") from None
+        ledger: Ledger | None = None
+        try:
+            ledger = cls(tmp, [], GENESIS, None, last=b"")
+            ledger.append(first)
+            if before_link is not None:
+                before_link(ledger, path)
             os.link(tmp, path)  # atomic, and fails if `path` appeared meanwhile (like O_EXCL)
         except FileExistsError:
+            if ledger is not None:
+                ledger.close()
             raise _exists(path) from None
+        except BaseException:
+            if ledger is not None:
+                ledger.close()
+            raise
         finally:
             tmp.unlink(missing_ok=True)
         _fsync_dir(path.parent)
@@ -421,8 +453,13 @@ class Ledger:
         if scan.error:
             raise LedgerCorrupt(scan.error)
         if scan.torn:
-            os.truncate(path, scan.good_bytes)
-            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.truncate(path, scan.good_bytes)
+                fd = os.open(path, os.O_WRONLY)
+            except OSError as exc:
+                raise BadInput(str(path), "ledger", f"ends in a torn line that cannot be cut "
+                               f"({exc.strerror or exc})",
+                               "make the ledger writable, then resume") from None
             try:
                 os.fsync(fd)
             finally:
@@ -444,6 +481,8 @@ class Ledger:
         """Chain `record` (which must carry "type") after the head, write it, fsync it."""
         if self._fd < 0:
             raise ValueError(f"{self.path}: ledger is closed")
+        if self.lost:
+            raise LedgerLost(self.lost)
         if self._failed:
             raise LedgerCorrupt(f"{self.path}: an earlier append failed part-way ({self._failed}); "
                                 f"fix: reopen the ledger, which verifies it and cuts a torn line")
@@ -453,6 +492,7 @@ class Ledger:
         stored["prev"] = self.head
         h, line = _encode(stored)
         stored["hash"] = h
+        self.check_owned()
         faults.crashpoint("ledger.before_append")
         try:
             if self._torn_armed:
@@ -469,13 +509,43 @@ class Ledger:
                 os.fsync(self._fd)
         except OSError as exc:  # fail closed: the file may now end in a torn line
             self._failed = str(exc)
-            raise
+            self.lost = (f"{self.path}: a write to the ledger failed ({exc.strerror or exc}); "
+                         f"nothing more is recorded; fix: free space or make the file writable, "
+                         f"then reopen it (`loopproof resume` cuts a torn last line)")
+            raise LedgerLost(self.lost) from None
         if self._records is not None:
             self._records.append(stored)
         self._count += 1
         self.head = h
+        self._written.size += len(line)
+        self._written.last = line
         faults.crashpoint("ledger.after_append")
         return stored
+
+    # ---- ownership (engine/record/owned.py) -----------------------------------------------
+    def _lose(self, why: str) -> LedgerLost:
+        self.lost = f"{self.path}: {why}; nothing more is recorded; {OWNED_FIX}"
+        return LedgerLost(self.lost)
+
+    def check_owned(self) -> None:
+        """Raise LedgerLost unless the path still names the file written, with the length and
+        last line written (two stats and a small read)."""
+        if self.lost:
+            raise LedgerLost(self.lost)
+        why = why_not_owned(self.path, self._fd, self._written)
+        if why is not None:
+            raise self._lose(why)
+
+    def verify_owned(self) -> None:
+        """`check_owned`, then re-read the whole file through the descriptor and verify it
+        ends in the head and record count written: an edit in place anywhere is caught. Called
+        before a run may report DONE and before a head is signed."""
+        self.check_owned()
+        data = read_all(self._fd, self._written.size)
+        scan = _scan(io.BytesIO(data), str(self.path), keep=False)
+        if scan.error or scan.torn or scan.count != self._count or scan.head != self.head:
+            raise self._lose(f"the ledger on disk is not the chain written "
+                             f"({scan.error or scan.torn or 'another head'})")
 
     @contextlib.contextmanager
     def group(self) -> Iterator[None]:
@@ -518,6 +588,46 @@ def _encode(stored: dict) -> tuple[str, bytes]:
     join = b"," if low else b""
     h = hashlib.sha256(head + join + tail).hexdigest()
     return h, b"".join((head, join, b'"hash":"', h.encode(), b'",', tail, b"\n"))
+
+
+def _lexists(path: Path) -> bool:
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:  # a name too long, a component that is a file, ...
+        raise BadInput(str(path), "ledger", f"is not a usable path ({exc.strerror or exc})",
+                       "choose a shorter path in an existing folder") from None
+    return True
+
+
+def _alive(pid: str) -> bool:
+    """Is `pid` (a decimal string from a file name) a running process?"""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _last_line(fd: int) -> bytes:
+    """The file's last complete line (b"" for an empty file), read backwards through `fd`."""
+    end = os.fstat(fd).st_size
+    if end == 0:
+        return b""
+    tail, pos = b"", end
+    while pos > 0:
+        step = min(pos, 1 << 16)
+        pos -= step
+        tail = os.pread(fd, step, pos) + tail
+        i = tail.rfind(b"\n", 0, len(tail) - 1)
+        if i >= 0:
+            return tail[i + 1:]
+    return tail
 
 
 def _check_record(record: object, name: str) -> None:

@@ -26,7 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from engine.record.ledger import Verification, _read, _scan, canonical
+from engine.record.ledger import Ledger, Verification, _read, _scan, canonical
 from engine.system.errors import BadInput, LedgerCorrupt
 
 DOMAIN = b"loopproof-ledger-head-v1\n"
@@ -111,11 +111,87 @@ def sign_head(ledger: Path | str, private_key: Path | str) -> dict:
     pub = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     side = {"format": 1, "records": scan.count, "head": scan.head, "signature": signature.hex(),
             "public_key": pub.hex()}
+    _write_sidecar(ledger, side)
+    return side
+
+
+def _write_sidecar(ledger: Path, side: dict) -> None:
     target = sidecar_path(ledger)
     tmp = Path(f"{target}.tmp")
     tmp.write_text(json.dumps(side, sort_keys=True) + "\n")
     os.replace(tmp, target)
+
+
+def sign_written(ledger: Ledger, private_key: Path | str, path: Path | None = None) -> dict:
+    """Sign the head the engine wrote (count and head from memory, never read back from the
+    path), after `verify_owned` shows the file on disk is exactly that chain (LedgerLost if not).
+    The sidecar goes next to `path` (default: the ledger's own path)."""
+    key = _load_private(Path(private_key))
+    ledger.verify_owned()
+    count, head = len(ledger), ledger.head
+    signature = key.sign(message(count, head))
+    pub = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    side = {"format": 1, "records": count, "head": head, "signature": signature.hex(),
+            "public_key": pub.hex()}
+    _write_sidecar(Path(path or ledger.path), side)
     return side
+
+
+def check_extends_signed(ledger: Path | str, count: int,
+                         public_key: Path | str | None) -> dict | None:
+    """Before a signed run is resumed (or re-signed): the sidecar's signature verifies — with
+    `public_key` (the run's policy key) when given, else with the key the sidecar names — and
+    the ledger's `count` verified records extend the signed head (the record at the signed
+    count is the signed head; read from the file, which the caller has just verified). Raises LedgerCorrupt otherwise; with a key, a missing sidecar is refused too
+    (a signed run is signed from its first record on). Returns the sidecar, or None when there
+    is none and no key is asked for."""
+    ledger = Path(ledger)
+    where = sidecar_path(ledger)
+    fix = ("fix: restore the ledger and its signature from a trusted copy; "
+           "`loopproof verify LEDGER --public-key PUB` says what differs")
+    try:
+        side = json.loads(where.read_text())
+        signed_records, signed_head = int(side["records"]), str(side["head"])
+        signature = bytes.fromhex(side["signature"])
+        embedded = bytes.fromhex(side.get("public_key", ""))
+    except FileNotFoundError:
+        if public_key is None:
+            return None
+        raise LedgerCorrupt(f"{where}: the run's policy signs its ledger, but the signature file "
+                            f"is missing, so the ledger cannot be shown to be the one signed; "
+                            f"{fix}") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise LedgerCorrupt(f"{where}: signature file is not valid (records, head, signature); "
+                            f"{fix}") from None
+    try:
+        if public_key is not None:
+            key = _load_public(Path(public_key))
+        else:
+            key = Ed25519PublicKey.from_public_bytes(embedded)
+        key.verify(signature, message(signed_records, signed_head))
+    except (InvalidSignature, ValueError):
+        raise LedgerCorrupt(f"{where}: the signature does not verify (signature or head "
+                            f"rewritten, or another key); {fix}") from None
+    if not 1 <= signed_records <= count:
+        raise LedgerCorrupt(f"{ledger}: the ledger has {count} records, fewer than the "
+                            f"{signed_records} signed (it was cut or rewritten); {fix}")
+    if _hash_at(ledger, signed_records - 1) != signed_head:
+        raise LedgerCorrupt(f"{ledger}: record {signed_records - 1} is not the signed head: the "
+                            f"ledger does not extend the chain that was signed (it was "
+                            f"rewritten); {fix}")
+    return side
+
+
+def _hash_at(ledger: Path, index: int) -> str | None:
+    """The `hash` of record `index` of a verified ledger (line `index`, streamed)."""
+    with _read(ledger) as f:
+        for i, line in enumerate(f):
+            if i == index:
+                try:
+                    return str(json.loads(line).get("hash"))
+                except (ValueError, AttributeError):
+                    return None
+    return None
 
 
 def verify_signed(ledger: Path | str, public_key: Path | str) -> Verification:

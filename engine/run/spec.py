@@ -5,6 +5,10 @@ file, the node, the field and the fix. Structural rules (cycles, unknown nodes, 
 attempts, budgets) are the model's (`model.graph` validation); this module checks only the TOML
 shape and types, then turns `GraphError` into `BadInput` with the file name.
 
+Every number has a range (a huge integer or a `1.7e308` ceiling would otherwise overflow the
+bounds or the ledger's 64-bit integers), every string is free of NUL bytes, and a node name is
+one safe path component (`engine.run.values.NAME_RULE`): names become folder names under the run's folders.
+
 A node's `kind` (default "command") picks a factory from `KINDS`; another module adds a kind
 with `register_kind` without editing this file. A factory is called as
 `factory(node_table, spec_dir) -> (Worker, Gate)` and rejects its own bad fields with
@@ -16,9 +20,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
-import json
 import math
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +32,20 @@ from typing import Any
 from engine.run.gate import CommandGate, Gate
 from engine.run.proxy.config import LlmConfig
 from engine.run.proxy.config import parse as parse_llm
+from engine.run.values import (
+    MAX_COUNT,
+    MAX_PRICE,
+    MAX_SECONDS,
+    MAX_SPEND,
+    MIN_PRICE,
+    NAME_FIX,
+    check_table,
+    exists,
+    file_or_none,
+    name_problem,
+    number_in,
+    short,
+)
 from engine.run.worker import CommandWorker, Worker
 from engine.system import programs as programs_mod
 from engine.system.errors import BadInput
@@ -74,6 +92,8 @@ COMMAND_FIELDS: dict[str, str] = {
 }
 DEFAULT_TIMEOUT_S = 60.0
 
+MAX_SPEC_BYTES = 1 << 20  # a graph.toml larger than this is refused unread
+
 Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
 
 
@@ -114,8 +134,9 @@ class NodeTable(dict):
     def seconds(self, key: str, default: float = DEFAULT_TIMEOUT_S) -> float:
         """A wall-clock limit: a finite number of seconds > 0."""
         v = self.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
-            raise self.error(key, f"must be a number of seconds > 0, got {v!r}", f"set {key} = 20")
+        if not number_in(v, 0.0, MAX_SECONDS) or v <= 0:
+            raise self.error(key, f"must be a number of seconds > 0 and at most "
+                             f"{MAX_SECONDS:g}, got {short(v)}", f"set {key} = 20")
         return float(v)
 
     def argv(self, field_name: str, spec_dir: Path, *, required: bool = True) -> tuple[str, ...]:
@@ -151,7 +172,7 @@ def resolve_arg(arg: str, spec_dir: Path) -> str:
     candidate = spec_dir / arg
     # absolute, symlinks kept: a venv's bin/python is a link, and following it would run the
     # base interpreter without the venv's packages
-    return os.path.normpath(candidate.absolute()) if candidate.exists() else arg
+    return os.path.normpath(candidate.absolute()) if exists(candidate) else arg
 
 
 def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
@@ -249,16 +270,28 @@ def load(path: str | Path) -> Spec:
     """Read and validate graph.toml; `BadInput` (exit 2) on any problem, before any write."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(str(path), "(file)", f"cannot read the spec: {exc.strerror or exc}",
-                       "give the path of an existing graph.toml") from exc
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or /dev/zero would never end
+            raise BadInput(str(path), "(file)", "is not a regular file",
+                           "give the path of a graph.toml file")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SPEC_BYTES + 1)
+        resolved = path.resolve()
+    except (OSError, ValueError) as exc:
+        raise BadInput(str(path), "(file)", f"cannot read the spec: "
+                       f"{getattr(exc, 'strerror', None) or exc}",
+                       "give the path of an existing graph.toml") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise BadInput(str(path), "(file)", f"is larger than {MAX_SPEC_BYTES} bytes",
+                       "a graph.toml is a few lines; give the right file")
     try:
         table = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BadInput(str(path), "(toml)", f"malformed TOML: {exc}",
-                       "fix the syntax at the position given") from exc
-    return _build(path.resolve(), path.resolve().parent, table, hashlib.sha256(raw).hexdigest())
+                       "fix the syntax at the position given") from None
+    except RecursionError:
+        raise BadInput(str(path), "(toml)", "values are nested too deeply",
+                       "flatten the nested arrays or tables") from None
+    return _build(resolved, resolved.parent, table, hashlib.sha256(raw).hexdigest())
 
 
 def _build(path: Path, spec_dir: Path, table: Any, digest: str,
@@ -271,7 +304,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
 
     if not isinstance(table, dict):
         raise bad("(toml)", "the spec is not a table", "write [graph] and [node.NAME] tables")
-    _json_only(table, name)
+    check_table(table, name)
     _unknown(table, {"graph", "node", "planner"}, "top-level table", name, "")
     g = table.get("graph")
     if not isinstance(g, dict):
@@ -287,11 +320,13 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     stop_file = _opt_path(g, "stop_file", spec_dir, name, must_exist=False)
     price = g.get("price", 1.0)
     if not is_price(price):
-        raise bad("[graph] price", f"must be a number of spend units per second > 0, got "
-                  f"{price!r}", "set price = 1.0 (or leave it out)")
+        raise bad("[graph] price", f"must be a number of spend units per second > 0 "
+                  f"(from {MIN_PRICE:g} to {MAX_PRICE:g}), got {short(price)}",
+                  "set price = 1.0 (or leave it out)")
+    _ranges(g, name)
     sandbox = g.get("sandbox", DEFAULT)
     if not isinstance(sandbox, str) or sandbox not in BACKENDS:
-        raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {sandbox!r}",
+        raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {short(sandbox)}",
                   f'write sandbox = "{DEFAULT}" (or leave it out)')
 
     nodes_t = table.get("node")
@@ -300,6 +335,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     specs: list[NodeSpec] = []
     configs: dict[str, NodeConfig] = {}
     for node_name, nt in nodes_t.items():
+        if (why := name_problem(node_name)) is not None:
+            raise bad(f"node {short(node_name)}", why, NAME_FIX)
         if not isinstance(nt, dict):
             raise bad(f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
         node = NodeTable(node_name, nt, path, programs)
@@ -311,6 +348,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
                              f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
         kind = KINDS[kind_name]
         _unknown(nt, set(NODE_FIELDS) | kind.fields, "field", name, node_name)
+        _node_ranges(node)
         names = _names(node, "needs"), _names(node, "repairs")
         specs.append(NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
                               spend_ceiling=_required(node, "spend_ceiling"),
@@ -363,9 +401,27 @@ def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:
 
 
 def is_price(v: Any) -> bool:
-    """A price: a finite number of spend units per second > 0 (booleans are not numbers)."""
-    return (not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
-            and v > 0)
+    """A price: a number of spend units per second in [MIN_PRICE, MAX_PRICE] (booleans are not
+    numbers)."""
+    return number_in(v, MIN_PRICE, MAX_PRICE)
+
+
+def _ranges(g: Mapping[str, Any], file: str) -> None:
+    """[graph] numbers within their ranges (their types and signs are the model's to check)."""
+    for key, high in (("spend_budget", MAX_SPEND), ("repair_budget", MAX_COUNT)):
+        v = g.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
+            raise BadInput(file, f"[graph] {key}", f"{short(v)} is out of range (at most "
+                           f"{high:g})", f"set {key} to a number up to {high:g}")
+
+
+def _node_ranges(node: NodeTable) -> None:
+    """A node's numbers within their ranges (their types and signs are the model's to check)."""
+    for key, high in (("spend_ceiling", MAX_SPEND), ("attempts", MAX_COUNT)):
+        v = node.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
+            raise node.error(key, f"{short(v)} is out of range (at most {high:g})",
+                             f"set {key} to a number up to {high:g}")
 
 
 def _llm(node: NodeTable, worker: Worker) -> LlmConfig | None:
@@ -388,7 +444,7 @@ def _eval_reserve(node: NodeTable) -> float:
     spend_ceiling is left for the model's check, which names it.)"""
     v = node.get("eval_reserve", 0.0)
     ceiling = node.get("spend_ceiling")
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+    if not number_in(v, 0.0, MAX_SPEND):
         raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
                          "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
     if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
@@ -428,10 +484,14 @@ def _files(node: NodeTable, spec_dir: Path, key: str = "gate_files", *,
                          f'write {key} = ["path/relative/to/spec"]')
     out = []
     for f in v:
-        p = (spec_dir / f).resolve()
-        if not (p.is_file() or (folders and p.is_dir())):
+        try:  # a path that cannot exist (too long, a NUL byte, a link loop) is not one
+            p = (spec_dir / f).resolve()
+            found = p.is_file() or (folders and p.is_dir())
+        except (OSError, ValueError, RuntimeError):
+            found = False
+        if not found:
             kind = "a file or folder" if folders else "a file"
-            raise node.error(key, f"{f!r} is not {kind} under {spec_dir}",
+            raise node.error(key, f"{short(f)} is not {kind} under {spec_dir}",
                              f"list existing {'paths' if folders else 'files'}, relative to "
                              "the spec's folder")
         out.append(p)
@@ -446,18 +506,12 @@ def _opt_path(g: Mapping[str, Any], key: str, spec_dir: Path, file: str, *,
     if not isinstance(v, str) or not v:
         raise BadInput(file, f"[graph] {key}", f"must be a path string, got {v!r}",
                        f'write {key} = "relative/to/spec"')
-    p = (spec_dir / v).resolve()
-    if must_exist and not p.is_file():
-        raise BadInput(file, f"[graph] {key}", f"{v!r} is not a file under {spec_dir}",
+    found = file_or_none(spec_dir / v)
+    if must_exist and found is None:
+        raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a file under {spec_dir}",
                        "give an existing file, relative to the spec's folder")
-    return p
-
-
-def _json_only(table: Any, file: str) -> None:
-    """TOML dates, times, inf and nan have no canonical JSON form; the ledger stores the spec."""
     try:
-        json.dumps(table, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise BadInput(file, "(toml)", f"a value has no JSON form ({exc})",
-                       "use finite numbers, strings, booleans, lists and tables only "
-                       "(no inf, nan, dates or times)") from exc
+        return found or (spec_dir / v).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a usable path ({exc})",
+                       "give a short path, relative to the spec's folder") from None

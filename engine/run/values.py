@@ -1,0 +1,112 @@
+"""What a graph.toml value may be: numbers within ranges, one-component node names, strings
+without NUL bytes, paths that may be too long to exist.
+
+Why a module of its own: every number the spec gives reaches the model's bounds and the ledger
+(whose integers are 64-bit and whose floats must be finite), and every node name becomes a
+folder under the run's folders. A careless or hostile spec must be refused here, with one line
+naming the field, before anything is written: not by an overflow, a traceback or a deleted
+folder later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from engine.system.errors import BadInput
+
+# Ranges: wide enough for any real run, narrow enough that every bound stays a finite float and
+# every count a 64-bit integer in the ledger.
+MAX_SPEND = 1e12        # spend units (budgets, ceilings, eval_reserve)
+MAX_COUNT = 1_000_000   # attempts per activation, repair budget
+MAX_SECONDS = 1e7       # wall-clock limits (about 115 days)
+MIN_PRICE, MAX_PRICE = 1e-9, 1e9
+# A node name is one path component: letters, digits, "_", "-" and ".", not starting with "."
+# (so never "." or ".."), at most 64 characters.
+NAME_RULE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+NAME_FIX = ("use letters, digits, '_', '-' and '.', not starting with '.', at most 64 "
+            "characters")
+
+
+def exists(p: Path) -> bool:
+    """Does `p` exist? False also when it cannot be a path at all (too long, a NUL byte): an
+    inline `sh -c` script is a literal, not a file."""
+    try:
+        os.stat(p)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot be a node name (None: it can)."""
+    if isinstance(name, str) and NAME_RULE.fullmatch(name):
+        return None
+    if not isinstance(name, str) or not name:
+        return "is not a safe node name (empty)"
+    if len(name) > 64:
+        return f"is not a safe node name ({len(name)} characters, more than 64)"
+    if name.startswith("."):
+        return "is not a safe node name (it starts with '.')"
+    odd = next(ch for ch in name if not NAME_RULE.fullmatch("a" + ch))
+    return f"is not a safe node name (it holds {odd!r})"
+
+
+def short(v: object, limit: int = 60) -> str:
+    """`repr(v)`, cut to `limit` characters: an error names a bad value without quoting a
+    megabyte of it."""
+    text = repr(v)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def number_in(v: object, low: float, high: float) -> bool:
+    """A finite int or float (not a bool) in [low, high]."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return math.isfinite(v) and low <= v <= high
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def file_or_none(p: Path) -> Path | None:
+    """`p` resolved, if it is an existing regular file (None for anything else, including a
+    path that cannot exist: too long, a NUL byte)."""
+    try:
+        r = p.resolve()
+        return r if stat.S_ISREG(os.stat(r).st_mode) else None
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop (3.11)
+        return None
+
+
+def check_table(table: Any, file: str) -> None:
+    """TOML dates, times, inf and nan have no canonical JSON form, integers beyond 64 bits do
+    not survive the ledger's reader, and a NUL byte cannot be part of a path or an argument:
+    the ledger stores the spec, and the engine builds paths and commands from it."""
+    try:
+        json.dumps(table, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise BadInput(file, "(toml)", f"a value has no JSON form ({exc})",
+                       "use finite numbers, strings, booleans, lists and tables only "
+                       "(no inf, nan, dates or times)") from None
+    stack: list[tuple[str, Any]] = [("", table)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), x) for k, x in v.items())
+            bad_keys = [k for k in v if "\x00" in str(k)]
+            if bad_keys:
+                raise BadInput(file, short(where or "(top level)"), "a key holds a NUL byte",
+                               "remove the \\u0000 escape from the key")
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, str) and "\x00" in v:
+            raise BadInput(file, short(where), "holds a NUL byte", "remove the \\u0000 escape")
+        elif isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < (1 << 63):
+            raise BadInput(file, short(where), f"integer {short(v)} does not fit 64 bits",
+                           "use a smaller number")

@@ -15,6 +15,9 @@ from model import Finish, Outcome
 EXIT_CODES = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
 EXIT_PIN_CHANGED = 5
 EXIT_STOPPED = 6
+# The report's outcome when the ledger on disk is not the chain the engine wrote (replaced,
+# removed, appended to, truncated, edited, or a write failed): no end state is claimed.
+LEDGER_LOST = "LEDGER_LOST"
 
 
 def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
@@ -22,6 +25,7 @@ def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
     """Every node is DONE: commit `Finish`, unless a release condition of the pinned policy does
     not hold; then why is recorded (`release_unmet`) and the run stops with exit 3. True when the
     run finished."""
+    journal.ledger.verify_owned()  # never a Finish after a chain the engine did not write
     unmet = integrity.release_unmet(approved_by)
     if unmet:
         from engine.policy.pin import RELEASE_CONDITIONS
@@ -33,9 +37,12 @@ def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
 
 
 def exit_code(journal: Journal, *, error: str | None, stopped: bool) -> int:
-    """0 DONE, 3 FAILED (or every node DONE but not released), 4 BUDGET_EXHAUSTED, 5 a pinned
-    file or the policy changed, 6 stopped (resumable)."""
+    """0 DONE, 3 FAILED (or every node DONE but not released), 4 BUDGET_EXHAUSTED, 5 the
+    ledger is no longer the file written, or a pinned file or the policy changed, 6 stopped
+    (resumable)."""
     state = journal.state
+    if journal.ledger.lost:  # whatever the records in memory say, none of it is on record
+        return EXIT_PIN_CHANGED
     if state.ended:
         return EXIT_CODES[state.outcome]
     if error:
@@ -56,4 +63,7 @@ def report(journal: Journal, *, error: str | None, stopped: bool) -> dict[str, A
     out["torn"] = journal.ledger.torn
     # the sandbox every command ran in; a ledger from before sandboxes ran without one
     out["sandbox"] = journal.replayed.first.get("sandbox", "none")
+    if journal.ledger.lost:
+        out["outcome"] = LEDGER_LOST
+        out["error"] = journal.ledger.lost
     return out

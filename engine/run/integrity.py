@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from engine.record.ledger import Ledger
 from engine.run.journal import Journal
 from engine.run.spec import Spec
 from engine.system.errors import BadInput, LedgerCorrupt
@@ -72,14 +73,28 @@ def recorded_policy(recorded: Any, ledger_path: Path) -> Any:
     return PolicyPin(Path(recorded["path"]), recorded)
 
 
-def sign(ledger_path: Path, pin: Any) -> None:
-    """Sign the ledger head when the policy names a signing key (engine.record.signing)."""
+def signing_keys(pin: Any) -> tuple[Path | None, Path | None]:
+    """The policy's (private, public) signing key paths; (None, None) without a policy, without
+    keys, or when the policy file no longer loads (the policy check reports that)."""
+    if pin is None:
+        return None, None
     policy = getattr(pin, "policy", None)
     if policy is None:
         from engine.policy.pin import parse_policy
-        policy = parse_policy(pin.path.read_bytes(), pin.path)
-    from engine.policy.pin import sign_with_policy
-    sign_with_policy(ledger_path, policy)
+        try:
+            policy = parse_policy(pin.path.read_bytes(), pin.path)
+        except (OSError, BadInput):
+            return None, None
+    return policy.key_paths()
+
+
+def sign(ledger: Ledger, pin: Any, path: Path | None = None) -> None:
+    """Sign the head the engine wrote when the policy names a signing key
+    (engine.record.signing.sign_written: never a head read back from the path)."""
+    private, _ = signing_keys(pin)
+    if private is not None:
+        from engine.record.signing import sign_written
+        sign_written(ledger, private, path)
 
 
 class Integrity:
@@ -141,7 +156,8 @@ class Integrity:
     def release_unmet(self, approved_by: str | None) -> list[str]:
         """The pinned policy's release conditions that do not hold now, every node being DONE
         ([] without a policy). A changed pin or policy raises PinChanged (exit 5) first, so
-        `pins_unchanged` holds here. `ledger_verified`: the ledger, synced, verifies now.
+        `pins_unchanged` holds here. `ledger_verified`: the ledger, synced, is the chain the
+        engine wrote (re-read and verified; otherwise LedgerLost, exit 5).
         `signed`: the policy names a private key that loads (the head is signed with it when
         the run ends). `approved`: `approved_by` names the policy's approver."""
         if self.policy is None:
@@ -149,11 +165,11 @@ class Integrity:
         self.check_pins()
         self.check_policy()
         from engine.policy.pin import parse_policy
-        from engine.record.ledger import verify
         from engine.record.signing import _load_private
         policy = self.policy.policy or parse_policy(self.policy.path.read_bytes(),
                                                     self.policy.path)
         self.journal.sync()
+        self.journal.ledger.verify_owned()  # LedgerLost (exit 5) unless it is the chain written
         priv, _ = policy.key_paths()
         signed = priv is not None
         if signed:
@@ -162,6 +178,6 @@ class Integrity:
             except BadInput:
                 signed = False
         return policy.release_unmet(outcome="DONE",
-                                    ledger_status=verify(self.journal.ledger.path).status,
+                                    ledger_status="verified",
                                     pins_unchanged=True, signed=signed,
                                     approved_by=approved_by)

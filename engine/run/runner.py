@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.record.ledger import Ledger
+from engine.record.owned import LedgerLost
 from engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
 from engine.run import finish, schedule
 from engine.run.attempt import judge_within, run_attempt
@@ -51,6 +52,7 @@ from engine.run.integrity import (
     pin_files,
     recorded_policy,
     sign,
+    signing_keys,
 )
 from engine.run.journal import Journal
 from engine.run.meter import METER_SITES
@@ -148,7 +150,10 @@ class Runner:
                  "bounds": spec.bounds(), "price": spec.price}
         remove_tree(workspace_root(ledger_path))  # an old run's workspaces, its ledger gone
         remove_tree(accepted_root(ledger_path))  # and its judged snapshots
-        ledger = Ledger.create(ledger_path, first)
+        # A signed run is signed from record 0 on (before the ledger appears at its path), so
+        # `resume` can demand a signature that the ledger extends.
+        ledger = Ledger.create(ledger_path, first,
+                               before_link=lambda led, path: sign(led, policy, path))
         lock = _lock(ledger_path)
         runner = cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
                      policy=policy)
@@ -168,6 +173,11 @@ class Runner:
         lock = _lock(ledger_path)  # before open: opening may cut a torn tail
         try:
             ledger, replayed = open_replayed(ledger_path)  # one streaming pass, no records held
+            # the signature first: nothing is appended to (or signed after) a chain that does
+            # not extend the last signed head
+            policy = recorded_policy(replayed.first.get("policy"), ledger_path)
+            from engine.record.signing import check_extends_signed
+            check_extends_signed(ledger_path, len(ledger), signing_keys(policy)[1])
         except BaseException:
             os.close(lock)
             raise
@@ -177,8 +187,7 @@ class Runner:
                                 f"fix: restore the ledger from a trusted copy")
         stop = Path(stop_file or replayed.first.get("stop_file")
                     or default_stop_file(Path(ledger_path)))
-        # re-pinned from the record; checked (and recorded) by recover
-        policy = recorded_policy(replayed.first.get("policy"), ledger_path)
+        # the policy is re-pinned from the record; checked (and recorded) by recover
         try:
             runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress,
                          policy=policy)
@@ -218,10 +227,17 @@ class Runner:
                     pass
             except PinChanged as exc:
                 self.error = str(exc)
+            except LedgerLost as exc:  # nothing more is recorded; no end state, no signature
+                self.error = str(exc)
             finally:
-                self.journal.sync()
-        if self.policy is not None and self.error is None:
-            sign(self.ledger.path, self.policy)
+                with contextlib.suppress(LedgerLost):
+                    self.journal.sync()
+        try:  # the end: the file on disk must be the chain written before it is reported or
+            self.ledger.verify_owned()  # signed
+            if self.policy is not None and self.error is None:
+                sign(self.ledger, self.policy)
+        except LedgerLost as exc:
+            self.error = str(exc)
         return self.exit_code()
 
     def exit_code(self) -> int:

@@ -83,6 +83,24 @@ def _text(raw: bytes | str | None) -> str | None:
         return None
 
 
+def _unicode(obj: object) -> bool:
+    """Is every string (and key) in the parsed reply encodable as UTF-8?"""
+    stack = [obj]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
+
+
 def _looks_done_only(text: str) -> bool:
     words = "".join(ch if ch.isalnum() else " " for ch in text.upper()).split()
     return bool(words) and set(words) <= {"STATUS", "DONE", "COMPLETE", "FINISHED", "OK", "ALL",
@@ -110,6 +128,8 @@ def parse_reply(raw: bytes | str | None, *, on_invalid: InvalidPolicy = "keep") 
         return _invalid("not a JSON object", on_invalid)
     if not isinstance(obj, dict):
         return _invalid("not a JSON object", on_invalid)
+    if not _unicode(obj):  # "\ud800": JSON can say it, no file system or ledger can hold it
+        return _invalid("holds a lone surrogate escape (text that is not Unicode)", on_invalid)
     kind = obj.get("action")
     note = obj.get("note")
     if note is not None and not isinstance(note, str):

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from pathlib import Path
 
 from engine.run.confine import RunSandbox
-from engine.run.gate import ERROR, CommandGate, Gate, GateResult
+from engine.run.gate import ERROR, CallableGate, CommandGate, Gate, GateResult
 from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
 from engine.run.integrity import Integrity, PinChanged
 from engine.run.journal import Journal
@@ -102,29 +103,44 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
 
 def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, int], *,
           journal: Journal, handoff: HandOff, confine: Confinement | None = None) -> None:
-    """Stage the workspace, run the gate on the staged copy within its evaluation reservation,
-    and commit the verdict. An accepted copy is kept for the successors (its hash recorded as
-    `accepted_tree`); a refused one is removed."""
+    """Reserve the evaluation, stage the workspace, run the gate on the staged copy within what
+    is left of the reservation, and commit the verdict. The staging (limits checked before a
+    byte is copied, then the copy and its hash) is the engine's work on the worker's behalf, so
+    it is paid from the same reservation: settled with the gate's time. Staged = judged =
+    handed off: the staged copy's inputs/ must be what was handed off, the gate's own snapshot
+    must hash like the staged copy, and the staged copy must hash the same after the gate; any
+    difference is an `error` verdict, never a PASS. An accepted copy is kept for the successors
+    (its hash recorded as `accepted_tree`); a refused one is removed."""
     judged = handoff.judged_path(node, where["activation"], where["attempt"])
-    staged, stage_error = stage_snapshot(ws, judged)
-    try:  # the gate run is paid from c_v too: reserved after the worker's settlement
+    try:  # paid from c_v too: reserved after the worker's settlement, before any copying
         limit = meter.reserve_evaluation(cfg.gate_timeout_s)
     except BudgetOverrun:  # recorded as an Overrun: the attempt has ended, no verdict
-        remove_tree(judged)
         return
+    start = time.monotonic()
+    staged, why = stage_snapshot(ws, judged, cfg.limits)
+    if staged is not None and (why := handoff.check_inputs(node, judged) or ""):
+        staged = None
+    staging_s = time.monotonic() - start
     if staged is None:
-        result = GateResult(ERROR, f"cannot copy the workspace to judge it: {stage_error}",
-                            0.0)
+        result = GateResult(ERROR, f"not judged: {why}", 0.0)
+    elif staging_s >= limit:
+        result = GateResult(ERROR, f"not judged: staging the workspace took {staging_s:.3f} s, "
+                            f"all of the evaluation's {limit:.3f} s", 0.0)
     else:
-        result = judge_within(cfg.gate, judged, limit, confine)
+        result = judge_within(cfg.gate, judged, limit - staging_s, confine)
         after = digest_or_why(judged)
         if result.accepted and after != staged:
             result = GateResult(ERROR, "the judged copy changed while the gate judged it "
                                 f"({staged[:12]}... -> {after[:12]}...)",
-                                result.seconds, result.snapshot)
+                                result.seconds, result.snapshot, result.facts)
+        elif (result.accepted and isinstance(cfg.gate, CommandGate | CallableGate)
+              and result.copied != staged):  # the gate ran on a copy: it must be the staged tree
+            result = GateResult(ERROR, "the gate's snapshot is not the staged tree "
+                                f"({staged[:12]}... -> {result.copied[:12] or 'none'}...)",
+                                result.seconds, result.snapshot, result.facts)
     if not result.accepted:
-        remove_tree(judged)
-    meter.settle_evaluation(result.seconds)
+        remove_tree(judged, within=judged.parent)
+    meter.settle_evaluation(time.monotonic() - start, staging={"seconds": round(staging_s, 6)})
     facts = {**result.facts, **where, "verdict": result.verdict, "detail": result.detail,
              "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
     if result.accepted:  # the tree successors receive (`hand_off` checks it)

@@ -17,7 +17,6 @@ snapshot change is an error. An error is never an accept.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.system.judged import TreeRefused, copy_judged
 from engine.system.process import ProcessError, gate_environment, run_command
 from engine.system.sandbox import UNSANDBOXED, Confinement
-from engine.system.trees import copy_tree, make_read_only, remove_tree, tree_digest
+from engine.system.trees import make_read_only, remove_tree, tree_digest
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 VERDICTS = (ACCEPT, REJECT, ERROR)
@@ -43,6 +43,7 @@ class GateResult:
     seconds: float
     snapshot: str = ""  # content hash of the snapshot the gate judged
     facts: dict[str, Any] = field(default_factory=dict)  # e.g. `output`: its recorded streams
+    copied: str = ""  # content hash of that snapshot as copied (before it was made read-only)
 
     @property
     def accepted(self) -> bool:
@@ -66,16 +67,19 @@ Judge = Callable[[Path, float], tuple[str, str] | tuple[str, str, dict[str, Any]
 
 def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResult:
     """Copy `workspace` to a fresh read-only snapshot, hash it, let `inner` judge the snapshot,
-    hash again; a change, or a verdict outside accept|reject, is an error."""
+    hash again; a change, or a verdict outside accept|reject, is an error. The copy follows the
+    judged-tree rules (engine/system/judged.py: a symlink is refused), and its hash as copied is
+    returned too (`copied`), so the runner can check that the gate saw the staged tree."""
     start = time.monotonic()
     snap_parent = Path(tempfile.mkdtemp(prefix="loopproof-snapshot-"))
     snap = snap_parent / "workspace"
     try:
         try:
-            copy_tree(workspace, snap)
+            copy_judged(workspace, snap)
+            copied = tree_digest(snap)
             make_read_only(snap)
             before = tree_digest(snap)
-        except (OSError, shutil.Error) as exc:  # e.g. a file the worker made unreadable
+        except (OSError, TreeRefused) as exc:  # e.g. a file the worker made unreadable
             return GateResult(ERROR, f"cannot snapshot the workspace: {exc}"[:DETAIL_LIMIT],
                               time.monotonic() - start)
         facts: dict[str, Any] = {}
@@ -89,7 +93,8 @@ def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResul
             verdict, detail = ERROR, f"the gate's snapshot changed while it judged; {detail}"
         elif verdict not in VERDICTS:
             verdict, detail = ERROR, f"not a verdict: {verdict!r}; {detail}"
-        return GateResult(verdict, cut_detail(detail), time.monotonic() - start, before, facts)
+        return GateResult(verdict, cut_detail(detail), time.monotonic() - start, before, facts,
+                          copied)
     finally:
         remove_tree(snap_parent)
 

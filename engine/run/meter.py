@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.system import untrusted
 from engine.system.faults import crashpoint
 from engine.system.process import ProcessError, ProcessResult, run_command
 from engine.system.sandbox import Confinement
@@ -82,6 +83,7 @@ class Meter:
         self.worker_stopped = False  # the worker reached c_v - eval_reserve
         self.evaluating = False  # the worker is done; only the gate run may still be paid
         self.broken: str | None = None  # why the worker broke its contract (a bad settle claim)
+        self._holding = False  # a reservation is open (reserve(0) holds nothing, but is open)
         self.holds: dict[str, float] = {}  # concurrent reservations (model calls) by key
         self._lock = threading.RLock()  # one meter step at a time: check and commit are atomic
 
@@ -110,15 +112,21 @@ class Meter:
 
     # ---- reserve / settle ------------------------------------------------------------------
     def reserve(self, amount: float, what: str = "charge") -> float:
-        """Hold `amount` before a paid operation; raises `BudgetOverrun` if it does not fit."""
+        """Hold `amount` before a paid operation; raises `BudgetOverrun` if it does not fit.
+        An amount that is not a finite number >= 0, or a second reservation before the first
+        is settled, breaks the worker's contract (`_broken`): the attempt fails, unjudged."""
+        what = label(what)
         if not self.in_attempt:
             raise BudgetOverrun(f"{self.node}: the attempt has ended; nothing more may be spent")
         if self.worker_stopped and not self.evaluating:
             raise BudgetOverrun(f"{self.node}: the worker has reached c_v - eval_reserve = "
                                 f"{self.worker_ceiling:g}; the rest pays for the gate")
-        if self.outstanding > EPS or self.holds:
-            raise RuntimeError("a reservation is outstanding: settle it before reserving again")
-        amount = float(amount)
+        if self._holding or self.holds:
+            raise self._broken(what, amount, "a reservation is outstanding: settle it first")
+        asked = untrusted.amount(amount)
+        if asked is None:
+            raise self._broken(what, amount, "an amount must be a finite number >= 0")
+        amount = asked
         base = {"node": self.node, "what": what}
         s = self._state()
         if (self.eval_reserve > EPS and not self.evaluating
@@ -143,8 +151,21 @@ class Meter:
         if self._sync is not None:
             self._sync()
         self.outstanding = amount
+        self._holding = True
         crashpoint("meter.after_reserve")
         return amount
+
+    def _broken(self, what: str, asked: object, why: str) -> BudgetOverrun:
+        """The worker broke its contract with a meter call the model has no event for (a bad
+        amount, a reservation twice, a settle with nothing reserved): recorded as a fact
+        (`meter_refused`), the attempt is marked broken (the runner ends it failed, unjudged),
+        and `BudgetOverrun` is returned for the caller to raise inside the attempt."""
+        shown = untrusted.text(repr(asked), 200)
+        self.broken = (f"{self.node}: the worker's meter call ({what!r}, {shown}) was refused: "
+                       f"{why}; the attempt fails")
+        self._fact({"type": "meter_refused", "node": self.node, "what": what, "asked": shown,
+                    "why": why})
+        return BudgetOverrun(self.broken)
 
     def settle(self, used: float, what: str = "charge", **facts: Any) -> float:
         """Charge what the operation used and release the rest of the reservation.
@@ -154,15 +175,20 @@ class Meter:
         claim is recorded as a fact (`overspend_claimed`), the attempt is marked broken (the
         runner ends it failed, unjudged) and `BudgetOverrun` is raised inside the attempt."""
         crashpoint("meter.before_settle")
+        what, facts = label(what), worker_facts(facts)
+        if not self._holding:
+            if not self.in_attempt:
+                raise BudgetOverrun(f"{self.node}: the attempt has ended; nothing more may be "
+                                    f"spent")
+            raise self._broken(what, used, "nothing is reserved: reserve before settling")
         claimed = _number(used)
         if claimed is None or claimed < 0 or claimed > self.outstanding + EPS:
             reserved = self.outstanding
+            shown = untrusted.text(repr(used), 200) if claimed is None else claimed
             self._fact({"type": "overspend_claimed", "node": self.node, "what": what,
-                        "reserved": reserved, "claimed": repr(used) if claimed is None
-                        else claimed})
-            self._settle(reserved, what, claimed=repr(used) if claimed is None else claimed,
-                         **facts)
-            self.broken = (f"{self.node}: the worker claimed {used!r} for {what!r} against a "
+                        "reserved": reserved, "claimed": shown})
+            self._settle(reserved, what, claimed=shown, **facts)
+            self.broken = (f"{self.node}: the worker claimed {shown!r} for {what!r} against a "
                            f"reservation of {reserved:g}; it was charged the reservation in "
                            f"full and the attempt fails")
             raise BudgetOverrun(self.broken)
@@ -183,6 +209,7 @@ class Meter:
                          {"node": self.node, "reserved": self.outstanding, "what": what,
                           **facts})
             self.outstanding = 0.0
+            self._holding = False
             return min(charged, of)
 
     # ---- concurrent holds (model calls) -------------------------------------------------------
@@ -230,7 +257,9 @@ class Meter:
         with self._lock:
             for key, held in list(self.holds.items()):
                 self.release(key, held, "unsettled at worker end", call=key)
-            if self.outstanding > EPS and self.in_attempt:
+            # also after the worker broke its contract: the attempt runs until its verdict
+            if (self._holding and not self.overrun
+                    and self._state().running(self.graph) == self.node):
                 self._settle_capped(self.outstanding, "unsettled at worker end")
 
     def fact(self, record: dict[str, Any]) -> None:
@@ -257,11 +286,11 @@ class Meter:
         got = self.reserve(hold if hold > EPS else want, EVALUATION)
         return min(float(gate_timeout_s), got / self.price)
 
-    def settle_evaluation(self, seconds: float) -> float:
-        """Charge the gate run's wall clock at the price, never more than was reserved (its
-        limit was reserved / price seconds)."""
+    def settle_evaluation(self, seconds: float, **facts: Any) -> float:
+        """Charge the evaluation's wall clock (staging the workspace and the gate run) at the
+        price, never more than was reserved (its limit was reserved / price seconds)."""
         return self._settle_capped(seconds * self.price, EVALUATION,
-                                   seconds=round(seconds, 6), price=self.price)
+                                   seconds=round(seconds, 6), price=self.price, **facts)
 
     # ---- commands ----------------------------------------------------------------------------
     def run_command(self, argv: Sequence[str], cwd: Path, timeout_s: float, *,
@@ -286,8 +315,33 @@ class Meter:
         return Metered(res, reserved, charged, killed or None)
 
 
+# Fields of a settle record the engine writes: a worker's fact may not overwrite them.
+_OWN_FIELDS = frozenset({"type", "node", "reserved", "what", "amount", "of", "claimed", "seq",
+                         "prev", "hash"})
+
+
+def label(what: object) -> str:
+    """A worker's label for a metered operation, as short valid text."""
+    return untrusted.text(what, 200)
+
+
+def worker_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """A worker's extra settle facts, recordable (engine/system/untrusted.py) and never in place
+    of a field the engine writes (such a key is kept as `worker_<key>`)."""
+    out: dict[str, Any] = {}
+    for k, v in list(facts.items())[:20]:
+        key = untrusted.text(k, 64)
+        out[f"worker_{key}" if key in _OWN_FIELDS else key] = untrusted.record_value(v)
+    return out
+
+
 def _number(v: Any) -> float | None:
-    """`v` as a finite float, or None (a bool, a string, NaN, infinity)."""
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+    """`v` as a finite float, or None (a bool, a string, NaN, infinity, an integer too large for
+    a float)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None

@@ -56,6 +56,7 @@ from engine.run.integrity import (
 )
 from engine.run.journal import Journal
 from engine.run.meter import METER_SITES
+from engine.run.place import creating, folder_of, lexists
 from engine.run.planner import RunPlanner
 from engine.run.progress import Progress
 from engine.run.recovery import kill_orphans, recover
@@ -130,16 +131,14 @@ class Runner:
                            f"B = {b['budget']:g}",
                            "raise spend_budget, lower attempts / spend_ceiling / repair_budget, "
                            "or set strict_bound = false")
-        if ledger_path.exists():
-            raise BadInput(str(ledger_path), "--ledger", "already exists",
-                           "use `loopproof resume --ledger` to continue it, or remove it first")
-        if not ledger_path.parent.is_dir():
-            raise BadInput(str(ledger_path), "--ledger", "its folder does not exist",
-                           "create the folder first or choose another path")
-        stop = Path(stop_file or spec.stop_file or default_stop_file(ledger_path)).resolve()
-        if stop.exists():
+        if lexists(ledger_path, "--ledger"):
+            raise _ledger_exists(ledger_path)
+        folder = folder_of(ledger_path, "--ledger")
+        stop = Path(stop_file or spec.stop_file or default_stop_file(ledger_path))
+        if lexists(stop, "--stop-file"):
             raise BadInput(str(stop), "--stop-file", "the stop file already exists",
                            "remove it, or give another --stop-file")
+        stop = stop.resolve()
         sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
         policy = load_policy(spec, workspace_root(ledger_path))
         refuse_unsafe_writable(spec, ledger_path, stop, policy_secrets(policy))
@@ -148,13 +147,16 @@ class Runner:
                  "policy": policy.record() if policy is not None else None,
                  "stop_file": str(stop), "attempt_bound": attempt_bound(spec.graph),
                  "bounds": spec.bounds(), "price": spec.price}
-        remove_tree(workspace_root(ledger_path))  # an old run's workspaces, its ledger gone
-        remove_tree(accepted_root(ledger_path))  # and its judged snapshots
-        # A signed run is signed from record 0 on (before the ledger appears at its path), so
-        # `resume` can demand a signature that the ledger extends.
-        ledger = Ledger.create(ledger_path, first,
-                               before_link=lambda led, path: sign(led, policy, path))
-        lock = _lock(ledger_path)
+        with creating(folder):  # racing `run`s: one creates, the others find it and write nothing
+            if lexists(ledger_path, "--ledger"):
+                raise _ledger_exists(ledger_path)
+            remove_tree(workspace_root(ledger_path))  # an old run's workspaces, its ledger gone
+            remove_tree(accepted_root(ledger_path))  # and its judged snapshots
+            # A signed run is signed from record 0 on (before the ledger appears at its path),
+            # so `resume` can demand a signature that the ledger extends.
+            ledger = Ledger.create(ledger_path, first,
+                                   before_link=lambda led, path: sign(led, policy, path))
+            lock = _lock(ledger_path)
         runner = cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
                      policy=policy)
         runner._lock_fd = lock
@@ -331,6 +333,11 @@ class Runner:
             self._lock_fd = None
 
 
+def _ledger_exists(ledger_path: Path) -> BadInput:
+    return BadInput(str(ledger_path), "--ledger", "already exists",
+                    "use `loopproof resume --ledger` to continue it, or remove it first")
+
+
 def _lock(ledger_path: Path) -> int:
     """One engine per ledger: an exclusive lock on the ledger file for the whole run (the kernel
     drops it if the process dies). A second `run`/`resume` on the same ledger is refused."""
@@ -339,6 +346,10 @@ def _lock(ledger_path: Path) -> int:
     except FileNotFoundError:
         raise BadInput(str(ledger_path), "--ledger", "file not found",
                        "give the path of an existing ledger file") from None
+    except OSError as exc:
+        raise BadInput(str(ledger_path)[:300], "--ledger", f"cannot be opened "
+                       f"({exc.strerror or exc})", "give the path of a readable ledger file"
+                       ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -49,6 +49,7 @@ from engine.run.values import (
 from engine.run.worker import CommandWorker, Worker
 from engine.system import programs as programs_mod
 from engine.system.errors import BadInput
+from engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
 from engine.system.sandbox import BACKENDS, DEFAULT
 from model import GraphError, LoopGraph, NodeSpec
 from model.bounds import attempt_bound, spend_bound
@@ -65,6 +66,13 @@ GRAPH_FIELDS: dict[str, str] = {
              "(default 1.0); `loopproof resume --price P` changes it",
     "sandbox": "\"bwrap\" (default): every worker and gate command runs in a bubblewrap sandbox; "
                "\"none\": no sandbox (recorded and warned; see docs/threat-model.md)",
+    "max_files": f"every node's default for max_files (default {DEFAULT_MAX_FILES})",
+    "max_workspace_bytes": f"every node's default for max_workspace_bytes (default "
+                           f"{DEFAULT_MAX_BYTES})",
+}
+LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)
+    "max_files": (1, 10_000_000),
+    "max_workspace_bytes": (0, 1 << 40),
 }
 NODE_FIELDS: dict[str, str] = {
     "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
@@ -85,6 +93,11 @@ NODE_FIELDS: dict[str, str] = {
     "writable": "existing files or folders (relative to the spec) the worker may write besides "
                 "its workspace, e.g. a cache or a counter: outside every judged tree, and not "
                 "confined (see docs/threat-model.md); default []",
+    "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
+                 "an error verdict, checked before anything is copied",
+    "max_workspace_bytes": "bytes the workspace's files may add up to when it is judged (sparse "
+                           "files at their full size); more is an error verdict, checked before "
+                           "anything is copied",
 }
 COMMAND_FIELDS: dict[str, str] = {
     "worker": "argv list; runs with the node's workspace as working directory",
@@ -201,6 +214,7 @@ class NodeConfig:
     llm: LlmConfig | None = None  # model access through the attempt's proxy (docs/proxy.md)
     network: bool = False  # the worker shares the host's network
     writable: tuple[Path, ...] = ()  # paths the worker may write besides its workspace
+    limits: Limits = Limits()  # what the judged workspace may hold (engine/system/judged.py)
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -328,6 +342,9 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     if not isinstance(sandbox, str) or sandbox not in BACKENDS:
         raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {short(sandbox)}",
                   f'write sandbox = "{DEFAULT}" (or leave it out)')
+    graph_table = NodeTable("", g, path)
+    defaults = {key: _limit(graph_table, key, default) for key, default in
+                (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
 
     nodes_t = table.get("node")
     if not isinstance(nodes_t, dict) or not nodes_t:
@@ -362,11 +379,12 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
         if not isinstance(network, bool):
             raise node.error("network", f"must be true or false, got {network!r}",
                              "write network = true (or leave it out: no network)")
+        limits = Limits(*(_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
         worker, gate = kind.factory(node, spec_dir)
         llm = _llm(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
                                         gate_files, worker, gate, eval_reserve, llm, network,
-                                        writable)
+                                        writable, limits)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])
@@ -424,6 +442,7 @@ def _node_ranges(node: NodeTable) -> None:
                              f"set {key} to a number up to {high:g}")
 
 
+
 def _llm(node: NodeTable, worker: Worker) -> LlmConfig | None:
     """The node's `llm` table, for a command worker only; its key variable must be set now."""
     if "llm" not in node:
@@ -437,6 +456,18 @@ def _llm(node: NodeTable, worker: Worker) -> LlmConfig | None:
                          "environment", f"export {cfg.api_key_env}=<the upstream key> before "
                          "`loopproof run` / `resume`")
     return cfg
+
+
+def _limit(node: NodeTable, key: str, default: int) -> int:
+    """A tree limit: an integer in its range (`LIMIT_FIELDS`); `node` may be the [graph] table,
+    whose value is every node's default."""
+    low, high = LIMIT_FIELDS[key]
+    v = node.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        where = f"node {node.name!r}, field {key!r}" if node.name else f"[graph] {key}"
+        raise BadInput(str(node.spec_path), where, f"must be an integer from {low} to {high}, "
+                       f"got {short(v)}", f"set {key} = {default} (the default) or leave it out")
+    return v
 
 
 def _eval_reserve(node: NodeTable) -> float:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.run.meter import BudgetOverrun, Meter
+from engine.system import untrusted
+from engine.system.errors import LedgerCorrupt
 from engine.system.process import ProcessError, safe_environment
 from engine.system.sandbox import Confinement
 
@@ -88,19 +90,10 @@ class CallableWorker:
         try:
             value = self.fn(ctx)
         except BudgetOverrun as exc:
-            return {"overrun": str(exc)}
-        except Exception as exc:  # the worker's crash is its claim; the gate still judges
-            return {"error": f"{type(exc).__name__}: {exc}"}
-        return {"returned": value if _jsonable(value) else repr(value)}
-
-
-def _jsonable(v: Any) -> bool:
-    if v is None or isinstance(v, bool | int | str):
-        return True
-    if isinstance(v, float):
-        return v == v and v not in (float("inf"), float("-inf"))
-    if isinstance(v, list | tuple):
-        return all(_jsonable(x) for x in v)
-    if isinstance(v, dict):
-        return all(isinstance(k, str) and _jsonable(x) for k, x in v.items())
-    return False
+            return {"overrun": untrusted.text(exc)}
+        except LedgerCorrupt:  # the engine's own failure, not the worker's claim
+            raise
+        except (Exception, SystemExit) as exc:  # the worker's crash is its claim; the gate judges
+            return {"error": f"{type(exc).__name__}: {untrusted.text(exc)}"}
+        # whatever it returned, recordable (engine/system/untrusted.py): a claim never crashes
+        return {"returned": untrusted.record_value(value)}

@@ -16,16 +16,22 @@ neither may change:
 Copies keep symlinks as links and leave special files out (reading a FIFO a worker left behind
 would block the engine). Removal first makes read-only folders writable (workers and the gate
 snapshots leave them read-only) and never follows a symlink.
+
+*Judged trees* (what the runner stages for a gate and hands on) have stricter rules and
+limits: engine/system/judged.py. Here, for every tree: `tree_digest` walks bytes paths
+iteratively (any name, any depth; for UTF-8 names the value os.walk gave), `remove_tree` is
+iterative, never follows a symlink and, with `within`, deletes only below an engine folder;
+`ensure_dir` replaces a symlink or file found in the place of an engine folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
 import stat
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,6 +41,24 @@ from engine.system.errors import BadInput
 
 class UnsafeTree(BadInput):
     """The workspace holds something a state hash cannot vouch for (an escaping symlink, a fifo)."""
+
+
+# ---- names ----------------------------------------------------------------------------------
+
+def shown(path: bytes | str) -> str:
+    """A path as text for a message or a ledger record: bytes that are not UTF-8 become
+    backslash escapes (a record must be valid UTF-8)."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _b(path: Path | str | bytes) -> bytes:
+    return os.fsencode(path)
+
+
+def _entries(folder: bytes) -> list[os.DirEntry[bytes]]:
+    with os.scandir(folder) as it:
+        return sorted(it, key=lambda e: e.name)
 
 
 # ---- files --------------------------------------------------------------------------------------
@@ -68,26 +92,46 @@ def inside(root: Path, target: Path) -> bool:
 
 # ---- digests ------------------------------------------------------------------------------------
 
+def _content_digest(path: bytes) -> bytes:
+    """A regular file's SHA-256 (opened without following a link swapped in), or the marker
+    `file_digest` gives for a file that cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}".encode()
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            return hashlib.file_digest(fh, "sha256").hexdigest().encode()
+        except OSError as exc:
+            return f"unreadable:{exc.errno}".encode()
+
+
 def tree_digest(root: Path) -> str:
     """Content hash of a folder: every entry's relative path, type, permission bits and bytes
-    (a symlink's target string, never followed)."""
+    (a symlink's target string, never followed). Paths are bytes (so any name is hashed) and
+    the walk is iterative; for UTF-8 names the value is the one os.walk gave: one line per
+    folder, then its other entries in name order, then its subfolders, depth first."""
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
-        h.update(f"d\0{rel_dir}\0{stat.S_IMODE(os.lstat(dirpath).st_mode):o}\n".encode())
-        for name in sorted(filenames + [d for d in dirnames if os.path.islink(
-                os.path.join(dirpath, d))]):
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            rel = os.path.join(rel_dir, name)
-            if stat.S_ISLNK(st.st_mode):
-                h.update(f"l\0{rel}\0{os.readlink(p)}\n".encode())
+    stack: list[tuple[bytes, bytes]] = [(_b(root), b".")]
+    while stack:
+        folder, rel_dir = stack.pop()
+        mode = stat.S_IMODE(os.lstat(folder).st_mode)
+        h.update(b"d\0" + rel_dir + b"\0" + f"{mode:o}".encode() + b"\n")
+        subdirs = []
+        for entry in _entries(folder):
+            st = entry.stat(follow_symlinks=False)
+            rel = os.path.join(rel_dir, entry.name)
+            if stat.S_ISDIR(st.st_mode):  # a folder's own line names it as relpath does
+                subdirs.append((entry.path, entry.name if rel_dir == b"." else rel))
+            elif stat.S_ISLNK(st.st_mode):
+                h.update(b"l\0" + rel + b"\0" + os.readlink(entry.path) + b"\n")
             elif stat.S_ISREG(st.st_mode):
-                h.update(f"f\0{rel}\0{stat.S_IMODE(st.st_mode):o}\0".encode())
-                h.update(file_digest(Path(p)).encode() + b"\n")
+                bits = f"{stat.S_IMODE(st.st_mode):o}".encode()
+                h.update(b"f\0" + rel + b"\0" + bits + b"\0")
+                h.update(_content_digest(entry.path) + b"\n")
             else:
-                h.update(f"o\0{rel}\0{st.st_mode:o}\n".encode())
+                h.update(b"o\0" + rel + b"\0" + f"{st.st_mode:o}".encode() + b"\n")
+        stack.extend(reversed(subdirs))
     return h.hexdigest()
 
 
@@ -188,41 +232,106 @@ def make_writable(root: Path) -> None:
             os.chmod(dirpath, 0o700)
 
 
-def remove_tree(root: Path, *, best_effort: bool = False) -> None:
+def ensure_dir(path: Path) -> Path:
+    """`path` as a real folder the engine can use: created if missing; a symlink or a file
+    found in its place (a worker put it there) is removed first, never followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        os.mkdir(path)
+        return path
+    if stat.S_ISDIR(st.st_mode):
+        return path
+    os.unlink(path)
+    os.mkdir(path)
+    return path
+
+
+def remove_tree(root: Path, *, best_effort: bool = False, within: Path | None = None) -> None:
     """Delete `root` and everything in it, read-only folders included; nothing if it does not
     exist. An entry that still cannot be removed raises OSError, or with `best_effort` is left
     behind (for scratch folders, where a leftover must not hide the result being returned).
 
     A symlink is removed, never followed: a worker that replaces a folder the engine clears
-    (its inputs/) with a link to elsewhere must not get the engine to change what lies there."""
-    root = Path(root)
-    if root.is_symlink():
+    (its inputs/) with a link to elsewhere must not get the engine to change what lies there.
+    With `within`, `root` must lie below that folder, and if a folder between them is not a
+    real folder (a symlink a worker planted) nothing is deleted: what lies beyond is not the
+    engine's. The walk is iterative (any depth)."""
+    root = Path(os.path.normpath(root))
+    if within is not None:
+        base = Path(os.path.normpath(within))
+        if root == base or base not in root.parents:
+            raise ValueError(f"engine bug: {root} is not inside {base}")
+        walk = base
+        for part in root.relative_to(base).parts[:-1]:
+            walk = walk / part
+            try:
+                if not stat.S_ISDIR(os.lstat(walk).st_mode):
+                    return
+            except FileNotFoundError:
+                return
+    try:
         try:
-            root.unlink(missing_ok=True)
-        except PermissionError:  # a read-only parent, as `unlock` below handles it
-            with contextlib.suppress(OSError):
-                os.chmod(root.parent, 0o755)
-            with contextlib.suppress(OSError) if best_effort else contextlib.nullcontext():
-                root.unlink(missing_ok=True)
-        return
-    if not root.exists():
-        return
-    make_writable(root)
+            st = os.lstat(root)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            try:
+                os.unlink(root)
+            except PermissionError:  # a read-only parent
+                with contextlib.suppress(OSError):
+                    os.chmod(root.parent, 0o755)
+                os.unlink(root)
+            return
+        _rmtree(_b(root))
+    except OSError:
+        if not best_effort:
+            raise
 
-    def unlock(func, path, _exc):  # type: ignore[no-untyped-def]
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o755)
-            os.chmod(path, 0o755)
-        if best_effort:
+
+def _rmtree(root: bytes) -> None:
+    """Delete the folder `root` and everything below it: iteratively (any depth, no
+    RecursionError), read-only folders included, never following a symlink (a link is
+    unlinked; a folder is opened with O_NOFOLLOW before it is listed). A folder deeper than
+    half of PATH_MAX is first moved up next to the top, so no path grows too long."""
+    moved = 0
+    pending = [root]
+    while pending:
+        folder = pending[-1]
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            pending.pop()
+            continue
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            os.unlink(folder)  # a symlink or file took the folder's place: remove it only
+            pending.pop()
+            continue
+        try:
             with contextlib.suppress(OSError):
-                func(path)
+                os.fchmod(fd, 0o700)  # its entries can be removed (read-only copies)
+            entries = list(os.scandir(fd))
+        finally:
+            os.close(fd)
+        subdirs = []
+        for entry in entries:
+            path = os.path.join(folder, os.fsencode(entry.name))  # scandir(fd) names are str
+            if entry.is_dir(follow_symlinks=False):
+                if len(path) > 2048 and folder != root:
+                    moved += 1
+                    up = os.path.join(root, b".rm-%d-%d" % (os.getpid(), moved))
+                    os.rename(path, up)
+                    path = up
+                subdirs.append(path)
+            else:
+                os.unlink(path)
+        if subdirs:
+            pending.extend(subdirs)  # `folder` is removed when it is reached again, empty
         else:
-            func(path)
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(root, onexc=unlock)
-    else:
-        shutil.rmtree(root, onerror=unlock)
+            os.rmdir(folder)
+            pending.pop()
 
 
 def clear_dir(root: Path) -> list[str]:

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -148,9 +149,19 @@ def test_ten_runs_racing_for_one_ledger_leave_one_run_untouched(kit) -> None:
                              kit.argv('kept.py', "import os, sys\nsys.exit(0 if os.path.exists("
                                                  "'kept') else 1)\n"))
                     .replace("spend_ceiling = 1.0", "spend_ceiling = 10.0"))
-    racers = [subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(spec), "--ledger",
-                                str(kit.ledger), "--json"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True) for _ in range(10)]
+    # each racer imports the engine, says it is ready, and waits for the start signal: the ten
+    # calls of `loopproof run` then start within a millisecond of each other
+    go = kit.tmp / "go"
+    racer = ("import os, sys, time\nfrom engine import cli\n"
+             "open(sys.argv[1] + '.ready.' + str(os.getpid()), 'w').close()\n"
+             "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.0005)\n"
+             "sys.exit(cli.main(['run', sys.argv[2], '--ledger', sys.argv[3], '--json']))\n")
+    racers = [subprocess.Popen([sys.executable, "-c", racer, str(go), str(spec), str(kit.ledger)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for _ in range(10)]
+    while len(list(kit.tmp.glob("go.ready.*"))) < 10:
+        time.sleep(0.01)
+    go.touch()
     done = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in racers]
     codes = sorted(code for code, _, _ in done)
     assert codes == [0] + [2] * 9, [(c, e) for c, _, e in done]

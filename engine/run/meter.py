@@ -121,7 +121,9 @@ class Meter:
         if self.worker_stopped and not self.evaluating:
             raise BudgetOverrun(f"{self.node}: the worker has reached c_v - eval_reserve = "
                                 f"{self.worker_ceiling:g}; the rest pays for the gate")
-        if self._holding or self.holds:
+        if self.holds:  # the engine's own concurrent holds (model calls): not a worker's ask
+            raise RuntimeError("a reservation is outstanding: settle it before reserving again")
+        if self._holding:
             raise self._broken(what, amount, "a reservation is outstanding: settle it first")
         asked = untrusted.amount(amount)
         if asked is None:

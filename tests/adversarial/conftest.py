@@ -35,9 +35,16 @@ class Result:
 
     @property
     def one_line(self) -> bool:
-        """A refusal prints one line naming the fix, and no traceback."""
-        lines = [ln for ln in self.err.splitlines() if ln.strip()]
+        """A refusal prints one line naming the fix, and no traceback (a warning, such as the
+        one for `sandbox = "none"`, is not part of it)."""
+        lines = error_lines(self.err)
         return len(lines) == 1 and "Traceback" not in self.err and "fix:" in lines[0]
+
+
+def error_lines(err: str) -> list[str]:
+    """The lines of stderr that are not warnings."""
+    return [ln for ln in err.splitlines()
+            if ln.strip() and not ln.startswith("loopproof: warning:")]
 
 
 class Kit:

@@ -21,6 +21,8 @@ import pytest
 
 from engine.record.ledger import verify
 
+from .conftest import error_lines
+
 ACCEPT = "import sys\nsys.exit(0)\n"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,7 +108,7 @@ def test_a_spec_that_is_not_a_regular_file_is_one_line(kit) -> None:
     os.mkfifo(fifo)  # reading it would wait for a writer forever
     p = cli("run", fifo, "--ledger", kit.ledger, timeout=30)
     assert p.returncode == 2 and "not a regular file" in p.stderr, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
+    assert len(error_lines(p.stderr)) == 1
 
 
 def read_only(folder: Path) -> tuple[str, ...]:
@@ -119,7 +121,7 @@ def test_a_read_only_ledger_folder_is_one_line_and_nothing_written(kit) -> None:
     spec.write_text(graph_text(kit))
     p = cli("run", spec, "--ledger", kit.ledger, prefix=read_only(kit.ledger.parent))
     assert p.returncode == 2, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert len(error_lines(p.stderr)) == 1 and "Traceback" not in p.stderr
     assert "fix:" in p.stderr and kit.leftovers() == []
 
 
@@ -134,7 +136,7 @@ def test_resuming_in_a_read_only_folder_is_one_line_and_nothing_written(kit) -> 
     p = cli("resume", "--ledger", kit.ledger, "--stop-file", stop,
             prefix=read_only(kit.ledger.parent))
     assert p.returncode == 2, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert len(error_lines(p.stderr)) == 1 and "Traceback" not in p.stderr
     assert kit.ledger.read_bytes() == before
 
 
@@ -168,7 +170,7 @@ def test_ten_runs_racing_for_one_ledger_leave_one_run_untouched(kit) -> None:
     for code, _out, err in done:
         assert "Traceback" not in err
         if code == 2:
-            assert len(err.strip().splitlines()) == 1 and "--ledger" in err, err
+            assert len(error_lines(err)) == 1 and "--ledger" in err, err
     assert verify(kit.ledger).status == "verified"
     assert sorted(kit.leftovers()) == ["L.jsonl", "L.jsonl.accepted", "L.jsonl.work"]
 
@@ -207,5 +209,5 @@ def test_a_disk_that_fills_up_is_exit_5_and_the_run_resumes_with_room(kit) -> No
     code1, err1, code2, err2 = json.loads(p.stdout)
     assert code1 == 5 and "No space left" in err1, (code1, err1)
     assert "Traceback" not in err1 and "Traceback" not in err1, err1
-    assert len(err1.strip().splitlines()) == 1, err1
+    assert len(error_lines(err1)) == 1, err1
     assert code2 == 0 and "Traceback" not in err2, err2

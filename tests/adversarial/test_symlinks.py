@@ -12,6 +12,8 @@ the staged tree is an `error` too.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 from engine.run import spec as spec_mod
@@ -60,9 +62,12 @@ os.symlink("../../{tag}/answer", "answer")
     copier = "import shutil; shutil.copy('inputs/a/answer', 'got')"
     spec = kit.graph({"a": node(kit, "a", attacker, SAYS_GOOD),
                       "b": node(kit, "b", copier, ACCEPT, needs="a")})
-    r = kit.start(spec)
-    assert r.code == 3, (r.code, r.err)  # a's only attempt is an error: the run fails
-    assert refused_as_symlink(kit, "a") and not begun(kit, "b")
+    try:
+        r = kit.start(spec)
+        assert r.code == 3, (r.code, r.err)  # a's only attempt is an error: the run fails
+        assert refused_as_symlink(kit, "a") and not begun(kit, "b")
+    finally:  # what the attacker left in the shared temporary folder
+        shutil.rmtree(Path(tempfile.gettempdir()) / tag, ignore_errors=True)
 
 
 def test_a_successor_cannot_write_through_a_handed_off_link(kit) -> None:

@@ -20,6 +20,7 @@ from engine.record.timeline_words import (
     GLOSS,
     excerpt,
     gate_line,
+    gate_notes,
     gate_words,
     outcome_words,
     stream_text,
@@ -204,7 +205,7 @@ def _attempt_row(a: Attempt, budget: float) -> str:
         f"<pre>{_e(chr(10).join(excerpt(stream_text(worker[name]), 4)))}</pre>"
         for name in ("stdout", "stderr")
         if isinstance(worker.get(name), dict) and stream_text(worker[name]).strip())
-    notes = "".join(f"<div>{_e(n)}</div>" for n in a.notes)
+    notes = "".join(f"<div>{_e(n)}</div>" for n in [*gate_notes(a.gate), *a.notes])
     return (f"<tr id='a{a.begin_seq}'><td>{a.begin_seq}</td><td>{_e(a.node)}</td>"
             f"<td>{a.activation}</td><td>{a.attempt}</td>"
             f"<td><span class='tag' style='background:{COLOURS.get(a.outcome, '#999')}'>"

@@ -39,7 +39,11 @@ def finish(runner: Runner, code: int, json_output: bool) -> int:
     if code == EXIT_PIN_CHANGED and runner.error:
         print(f"loopproof: run stopped: {runner.error}", file=sys.stderr)
     if code == EXIT_STOPPED:
-        if runner.stop_file.exists():
+        if runner.gate_stop is not None:
+            print(f"loopproof: run stopped: {runner.gate_stop}; fix what made the gate fail "
+                  f"(not its pinned files), then `loopproof resume --ledger "
+                  f"{runner.ledger.path}`", file=sys.stderr)
+        elif runner.stop_file.exists():
             print(f"loopproof: run stopped (kill switch {runner.stop_file}); remove that file, "
                   f"then `loopproof resume --ledger {runner.ledger.path}`", file=sys.stderr)
         else:

@@ -23,6 +23,7 @@ from engine.record.timeline_words import (
     GLOSS,
     excerpt,
     gate_line,
+    gate_notes,
     gate_words,
     outcome_words,
     stream_text,
@@ -86,6 +87,7 @@ def attempt_lines(a: Attempt, budget: float) -> list[str]:
     lines.append(f"      gate: {gate_line(a.gate, a)}")
     if a.gate is not None:
         lines += [f"        | {ln}" for ln in excerpt(gate_words(a.gate))]
+        lines += [f"      note: {n}" for n in gate_notes(a.gate)]
     lines += [f"      note: {n}" for n in a.notes]
     return lines
 

@@ -134,7 +134,7 @@ class Replayed:
             self.begins[rec["node"]] = self.begins.get(rec["node"], 0) + 1
         if t == "verdict":
             self.verdicts.setdefault(rec["node"], []).append(
-                {k: rec.get(k) for k in ("activation", "attempt", "verdict", "passed")})
+                {k: rec.get(k) for k in ("activation", "attempt", "verdict", "passed", "error")})
             if rec.get("passed") is True:
                 self.accepts += 1
                 self.accepted[rec["node"]] = {k: rec.get(k) for k in

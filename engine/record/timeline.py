@@ -267,7 +267,8 @@ def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
         a.worker = dict(rec.get("claims") or {})
     elif t == "verdict":
         a.gate = {k: rec.get(k) for k in ("verdict", "detail", "seconds", "error", "exit",
-                                          "output", "snapshot", "accepted_tree") if k in rec}
+                                          "raised", "changed", "output", "snapshot",
+                                          "accepted_tree") if k in rec}
         a.outcome = rec.get("verdict") or ("accept" if rec.get("passed") else "reject")
     elif t == "abandon":
         a.outcome = "abandoned"

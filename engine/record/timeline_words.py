@@ -67,6 +67,22 @@ def gate_line(gate: dict[str, Any] | None, a: Attempt) -> str:
             + (f" in {num(secs)} s" if isinstance(secs, int | float) and secs else ""))
 
 
+def gate_notes(gate: dict[str, Any] | None) -> list[str]:
+    """What a reader should know about how the gate ended, beyond its verdict."""
+    if not gate:
+        return []
+    out = []
+    raised = gate.get("raised")
+    if raised and gate.get("verdict") == "reject" and not str(raised).startswith(
+            "AssertionError"):
+        out.append(f"the gate raised {raised}: a Python gate that raises exits 1, which reads "
+                   f"as reject; exit 2 on the gate's own failures makes it an error")
+    if gate.get("changed"):
+        out.append("the gate changed its snapshot: " + ", ".join(gate["changed"][:5])
+                   + (" ..." if len(gate["changed"]) > 5 else ""))
+    return out
+
+
 def outcome_words(t: Timeline) -> str:
     d = t.as_json()
     s, b = d["summary"], d["bounds"]

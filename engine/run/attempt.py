@@ -87,13 +87,14 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
     if meter.broken is not None:  # a settle claim above its reservation: fails, unjudged
         journal.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
                                               "detail": f"not judged: {meter.broken}",
-                                              "snapshot": ""})
+                                              "error": "not judged", "snapshot": ""})
         return
     try:
         integrity.check_pins(node)
     except PinChanged as exc:
         journal.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
-                                              "detail": f"not judged: {exc}", "snapshot": ""})
+                                              "detail": f"not judged: {exc}", "snapshot": "",
+                                              "error": "not judged"})
         raise
     integrity.check_policy()
     faults.crashpoint("runner.before_verdict")
@@ -122,22 +123,25 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
         staged = None
     staging_s = time.monotonic() - start
     if staged is None:
-        result = GateResult(ERROR, f"not judged: {why}", 0.0)
+        result = GateResult(ERROR, f"not judged: {why}", 0.0, facts={"error": "not judged"})
     elif staging_s >= limit:
         result = GateResult(ERROR, f"not judged: staging the workspace took {staging_s:.3f} s, "
-                            f"all of the evaluation's {limit:.3f} s", 0.0)
+                            f"all of the evaluation's {limit:.3f} s", 0.0,
+                            facts={"error": "not judged"})
     else:
         result = judge_within(cfg.gate, judged, limit - staging_s, confine)
         after = digest_or_why(judged)
         if result.accepted and after != staged:
             result = GateResult(ERROR, "the judged copy changed while the gate judged it "
                                 f"({staged[:12]}... -> {after[:12]}...)",
-                                result.seconds, result.snapshot, result.facts)
+                                result.seconds, result.snapshot,
+                                {**result.facts, "error": "snapshot changed"})
         elif (result.accepted and isinstance(cfg.gate, CommandGate | CallableGate)
               and result.copied != staged):  # the gate ran on a copy: it must be the staged tree
             result = GateResult(ERROR, "the gate's snapshot is not the staged tree "
                                 f"({staged[:12]}... -> {result.copied[:12] or 'none'}...)",
-                                result.seconds, result.snapshot, result.facts)
+                                result.seconds, result.snapshot,
+                                {**result.facts, "error": "snapshot changed"})
     if not result.accepted:
         remove_tree(judged, within=judged.parent)
     meter.settle_evaluation(time.monotonic() - start, staging={"seconds": round(staging_s, 6)})

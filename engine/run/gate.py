@@ -13,10 +13,20 @@ file the worker left can run inside the gate's interpreter.
 
 Verdicts: exit 0 accept, 1 reject, 2 error, anything else error; a timeout is an error; a
 snapshot change is an error. An error is never an accept.
+
+Why an error says what kind it is (`error` in the verdict record: "exit N", "signal NAME",
+"timeout", "killed (...)", "cannot start", "raised", "snapshot changed", "not a verdict",
+"cannot snapshot"): an error is the gate not judging, a reject is the gate judging no, and the
+node's `gate_errors` ("retry" | "stop") treats them apart. A Python gate that raises exits 1,
+which the protocol reads as reject; its traceback's last line is kept as `raised`, so a crash
+that looks like a reject can still be told apart (docs/engine.md, "What a gate sees").
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,11 +37,13 @@ from typing import Any, Protocol
 from engine.system.judged import TreeRefused, copy_judged
 from engine.system.process import ProcessError, gate_environment, run_command
 from engine.system.sandbox import UNSANDBOXED, Confinement
-from engine.system.trees import make_read_only, remove_tree, tree_digest
+from engine.system.trees import file_digest, make_read_only, remove_tree, tree_digest
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 VERDICTS = (ACCEPT, REJECT, ERROR)
 DETAIL_LIMIT = 2000
+CHANGES_SHOWN = 10  # changed paths named in the detail (the record keeps up to CHANGES_KEPT)
+CHANGES_KEPT = 50
 
 
 @dataclass(frozen=True)
@@ -81,22 +93,68 @@ def judge_snapshot(workspace: Path, timeout_s: float, inner: Judge) -> GateResul
             before = tree_digest(snap)
         except (OSError, TreeRefused) as exc:  # e.g. a file the worker made unreadable
             return GateResult(ERROR, f"cannot snapshot the workspace: {exc}"[:DETAIL_LIMIT],
-                              time.monotonic() - start)
+                              time.monotonic() - start, facts={"error": "cannot snapshot"})
         facts: dict[str, Any] = {}
         try:
             verdict, detail, *more = inner(snap, timeout_s)
             facts = dict(more[0]) if more else {}
         except Exception as exc:  # a gate that crashes gives no verdict
             verdict, detail = ERROR, f"gate raised {type(exc).__name__}: {exc}"
+            facts = {"error": "raised", "raised": f"{type(exc).__name__}: {exc}"[:300]}
         after = tree_digest(snap)
         if after != before:
-            verdict, detail = ERROR, f"the gate's snapshot changed while it judged; {detail}"
+            changed = snapshot_changes(workspace, snap)
+            named = ", ".join(changed[:CHANGES_SHOWN]) + (
+                f" and {len(changed) - CHANGES_SHOWN} more" if len(changed) > CHANGES_SHOWN
+                else "")
+            verdict, detail = ERROR, (f"the gate's snapshot changed while it judged: "
+                                      f"{named or 'the tree hash differs'}; {detail}")
+            facts.update(error="snapshot changed", changed=changed[:CHANGES_KEPT])
         elif verdict not in VERDICTS:
             verdict, detail = ERROR, f"not a verdict: {verdict!r}; {detail}"
+            facts["error"] = "not a verdict"
         return GateResult(verdict, cut_detail(detail), time.monotonic() - start, before, facts,
                           copied)
     finally:
         remove_tree(snap_parent)
+
+
+def snapshot_changes(source: Path, snap: Path) -> list[str]:
+    """What the gate changed in its snapshot, as paths: `+ p` added, `- p` removed, `~ p` its
+    bytes, link target or kind changed, `mode p 444->644` its permission bits changed. The
+    snapshot was copied from `source` and made read-only (files 0o444, folders 0o555), so that
+    is what each entry must still be."""
+    def entries(root: Path, read_only: bool) -> dict[str, tuple[str, str, int]]:
+        out: dict[str, tuple[str, str, int]] = {}
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            for name in [".", *dirnames, *filenames] if dirpath == str(root) else [
+                    *dirnames, *filenames]:
+                p = os.path.join(dirpath, name)
+                rel = os.path.normpath(os.path.relpath(p, root))
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    out[rel] = ("link", os.readlink(p), 0)
+                elif stat.S_ISDIR(st.st_mode):
+                    out[rel] = ("dir", "", 0o555 if read_only else stat.S_IMODE(st.st_mode))
+                elif stat.S_ISREG(st.st_mode):
+                    out[rel] = ("file", file_digest(Path(p)),
+                                0o444 if read_only else stat.S_IMODE(st.st_mode))
+                else:
+                    out[rel] = ("other", "", 0)
+        return out
+
+    was, now = entries(Path(source), True), entries(Path(snap), False)
+    changes = [f"+ {p}{'/' if now[p][0] == 'dir' else ''}" for p in sorted(set(now) - set(was))]
+    changes += [f"- {p}" for p in sorted(set(was) - set(now))]
+    for p in sorted(set(was) & set(now)):
+        if was[p][:2] != now[p][:2]:
+            changes.append(f"~ {p}")
+        elif was[p][2] != now[p][2]:
+            changes.append(f"mode {p} {was[p][2]:o}->{now[p][2]:o}")
+    return changes
 
 
 def cut_detail(detail: str) -> str:
@@ -106,6 +164,24 @@ def cut_detail(detail: str) -> str:
         return detail
     head = detail.split("; ", 1)[0][:200]
     return f"{head}; ...{detail[-(DETAIL_LIMIT - len(head) - 5):]}"
+
+
+def python_raised(stderr: Any) -> str | None:
+    """The last line of a Python traceback at the end of `stderr` ("FileNotFoundError: ..."),
+    or None when it does not end with one."""
+    text = stderr.text() if hasattr(stderr, "text") else str(stderr)
+    if "Traceback (most recent call last):" not in text:
+        return None
+    last = text.rstrip().rsplit("\n", 1)[-1].strip()
+    name = last.split(":", 1)[0]
+    return last[:300] if name.replace(".", "").replace("_", "").isalnum() else None
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return str(n)
 
 
 # ---- adapters ---------------------------------------------------------------------------------
@@ -131,18 +207,26 @@ class CommandGate:
             res = run_command(self.argv, snapshot, timeout_s, env=gate_environment(),
                               confine=box)
         except ProcessError as exc:
-            return ERROR, str(exc), {}
+            return ERROR, str(exc), {"error": "cannot start"}
         out, err = res.stream("stdout"), res.stream("stderr")
         # the detail ends with the real end of what the gate printed (detail keeps its tail)
         words = "\n".join(t for t in (out.text().strip(), err.text().strip()) if t)
-        facts = {"output": {"stdout": out.record(), "stderr": err.record()},
-                 "exit": res.returncode}
+        facts: dict[str, Any] = {"output": {"stdout": out.record(), "stderr": err.record()},
+                                 "exit": res.returncode}
+        if (raised := python_raised(err)) is not None:
+            facts["raised"] = raised
         if res.timed_out:
-            return ERROR, f"gate timed out after {timeout_s:g} s; {words}", facts
+            return ERROR, f"gate timed out after {timeout_s:g} s; {words}", {
+                **facts, "error": "timeout"}
         if res.killed:
-            return ERROR, f"gate killed ({res.killed}); {words}", facts
-        verdict = {0: ACCEPT, 1: REJECT}.get(res.returncode, ERROR)
-        return verdict, f"exit {res.returncode}; {words}", facts
+            return ERROR, f"gate killed ({res.killed}); {words}", {
+                **facts, "error": f"killed ({res.killed})"}
+        code = res.returncode
+        verdict = {0: ACCEPT, 1: REJECT}.get(code, ERROR)
+        if verdict == ERROR:
+            facts["error"] = f"signal {_signal_name(-code)}" if code is not None and code < 0 \
+                else f"exit {code}"
+        return verdict, f"exit {code}; {words}", facts
 
 
 @dataclass(frozen=True)

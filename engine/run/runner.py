@@ -110,6 +110,7 @@ class Runner:
         self.sandbox = RunSandbox(spec, sandbox_backend(spec), ledger=ledger.path,
                                   stop_file=stop_file, secret_files=policy_secrets(policy))
         self.stop_signal: str | None = None
+        self.gate_stop: str | None = None  # a gate error on a node with gate_errors = "stop"
         self.stopped = False
         self.error: str | None = None  # why the run stopped with exit 5
         self._lock_fd: int | None = None
@@ -270,6 +271,8 @@ class Runner:
         return None
 
     def stop_reason(self) -> str | None:
+        if self.gate_stop is not None:
+            return self.gate_stop
         if self.stop_signal is not None:
             return f"signal {self.stop_signal}"
         if self.stop_file.exists():
@@ -296,6 +299,8 @@ class Runner:
             run_attempt(move.node, spec=self.spec, journal=self.journal,
                         integrity=self.integrity, handoff=self.handoff, planner=self.planner,
                         sandbox=self.sandbox)
+            self.gate_stop = self.gate_stop or gate_error_stop(self.spec, self.replayed,
+                                                               move.node)
         elif move.kind == "finish":
             return finish.finish(self.journal, self.integrity, move.facts, self.approved_by)
         else:  # repair, fail, refuse: one model event
@@ -336,6 +341,21 @@ class Runner:
 def _ledger_exists(ledger_path: Path) -> BadInput:
     return BadInput(str(ledger_path), "--ledger", "already exists",
                     "use `loopproof resume --ledger` to continue it, or remove it first")
+
+
+def gate_error_stop(spec: Spec, replayed: Replayed, node: str) -> str | None:
+    """Why the run stops after this attempt: its gate did not judge (an `error` verdict other
+    than "not judged", which is the worker's or a pin's doing) and the node says
+    gate_errors = "stop". None otherwise (the default "retry": the error fails the attempt)."""
+    last = (replayed.verdicts.get(node) or [None])[-1]
+    if (spec.nodes[node].gate_errors != "stop" or last is None or last.get("verdict") != "error"
+            or last.get("error") in (None, "not judged")
+            or (last.get("activation"), last.get("attempt"))
+            != (replayed.state.activation_of(replayed.graph, node),
+                replayed.state.attempts_of(replayed.graph, node))):
+        return None
+    return (f"gate error on node {node!r} (activation {last.get('activation')}, attempt "
+            f"{last.get('attempt')}: {last.get('error')}) and gate_errors = \"stop\"")
 
 
 def _lock(ledger_path: Path) -> int:

@@ -85,6 +85,10 @@ NODE_FIELDS: dict[str, str] = {
     "needs": "predecessor node names (default [])",
     "repairs": "repair targets: the node itself or its ancestors; the first listed is used (default [])",
     "gate_files": "extra files the gate depends on, hashed at start, re-checked before each gate run",
+    "gate_errors": "what a gate error (the gate did not judge: it crashed, timed out, exited 2 or "
+                   "more or by a signal, changed its snapshot) does: \"retry\" (default: it "
+                   "fails the attempt like a reject; the node tries again) or \"stop\" (the run "
+                   "stops after recording it, exit 6; fix what broke the gate, then resume)",
     "llm": "a table: the model calls a command worker may make through the attempt's metered "
            "proxy (upstream, api_key_env, price_prompt_per_1k, price_completion_per_1k, "
            "max_tokens, timeout_s; docs/proxy.md)",
@@ -104,6 +108,7 @@ COMMAND_FIELDS: dict[str, str] = {
     "gate": "argv list; runs with a read-only snapshot copy of the workspace as working directory",
 }
 DEFAULT_TIMEOUT_S = 60.0
+GATE_ERRORS = ("retry", "stop")
 
 MAX_SPEC_BYTES = 1 << 20  # a graph.toml larger than this is refused unread
 
@@ -215,6 +220,7 @@ class NodeConfig:
     network: bool = False  # the worker shares the host's network
     writable: tuple[Path, ...] = ()  # paths the worker may write besides its workspace
     limits: Limits = Limits()  # what the judged workspace may hold (engine/system/judged.py)
+    gate_errors: str = "retry"  # "retry" | "stop": what a gate error does (GATE_ERRORS)
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -380,11 +386,16 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
             raise node.error("network", f"must be true or false, got {network!r}",
                              "write network = true (or leave it out: no network)")
         limits = Limits(*(_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
+        gate_errors = nt.get("gate_errors", "retry")
+        if gate_errors not in GATE_ERRORS:
+            raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "
+                             f"{gate_errors!r}", 'write gate_errors = "stop" (or leave it out: '
+                             '"retry")')
         worker, gate = kind.factory(node, spec_dir)
         llm = _llm(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
                                         gate_files, worker, gate, eval_reserve, llm, network,
-                                        writable, limits)
+                                        writable, limits, gate_errors)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])

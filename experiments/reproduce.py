@@ -39,7 +39,7 @@ def steps(scale: str, seed: int) -> list[Step]:
     run = [Step(f"example {name}", (lp, "run", f"examples/{name}/graph.toml", "--ledger",
                                     f"{ex}/{name}.jsonl", "--json"), 3, codes)
            for name, codes in (("pipeline", (0,)), ("repair", (0,)), ("budget", (0, 4)),
-                               ("regress-restore", (0,)))]
+                               ("regress-restore", (0,)), ("median", (0,)))]
     return [
         Step("proofs", (py, "-m", "proofs", "--json", "--out", "results/proofs/proofs.json"), 10),
         Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 120),

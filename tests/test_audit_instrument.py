@@ -16,8 +16,9 @@ from engine.audit.instrument import audit
 from engine.audit.report import wilson_interval, wilson_upper
 
 
-def run(tmp_path, tiers=(1,)):
-    result = audit(load_catalogue(tmp_path), tiers=tiers, seed=0, jobs=2, cap={2: 5})
+def run(tmp_path, tiers=(1,), differential=True):
+    result = audit(load_catalogue(tmp_path), tiers=tiers, seed=0, jobs=2, cap={2: 5},
+                   differential=differential)
     return {g["gate"]: g for g in result.gates}, result
 
 
@@ -139,6 +140,14 @@ def test_tier_two_needs_the_oracle_to_call_a_mutant_destroying(tmp_path):
     weak = gates["weak"]["tiers"]["2"]
     assert weak["destroying"] >= 1 and weak["false_accepts"] >= 1  # a - b passes add(0, 0) == 0
     assert any(label.startswith("cr-binary:") for label in weak["false_accept_labels"])
+    # no oracle of its own: the differential oracle judges its Python mutants, and the sound
+    # gate catches every one that behaves differently from the reference
+    free = gates["no-oracle"]["tiers"]["2"]
+    assert gates["no-oracle"]["oracle"] == "differential"
+    assert free["destroying"] >= 1 and free["false_accepts"] == 0
+    assert free["destroying"] + free["equivalent"] + free["undetermined"] == free["mutants"]
+    # without it, nobody can say: every tier-2 mutant is undetermined
+    gates, _ = run(tmp_path, tiers=(2,), differential=False)
     free = gates["no-oracle"]["tiers"]["2"]
     assert free["destroying"] == 0 and free["undetermined"] == free["mutants"] > 0
 

@@ -20,7 +20,7 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
 
 @pytest.mark.parametrize("name, outcome", [("pipeline", "DONE"), ("repair", "DONE"),
                                            ("budget", "BUDGET_EXHAUSTED"),
-                                           ("regress-restore", "DONE")])
+                                           ("regress-restore", "DONE"), ("median", "DONE")])
 def test_each_example_ends_as_make_reproduce_expects_with_a_relative_ledger(
         tmp_path: Path, capsys, monkeypatch, name: str, outcome: str) -> None:
     """`make reproduce` passes relative ledger paths; workers, gates and revision nodes run in

@@ -22,12 +22,16 @@ _TABLES = {"loop": {"id", "description"}, "gate": {"run", "timeout_s"},
 
 @dataclass(frozen=True)
 class Command:
-    """A command template: `{gate}`, `{workspace}` and `{python}` are filled in per run."""
+    """A command template: `{gate}`, `{workspace}` and `{python}` are filled in per run; a
+    `literal` one (a graph's own gate, which runs in its workspace) is run as written."""
 
     argv: tuple[str, ...]
     timeout_s: float
+    literal: bool = False
 
     def render(self, gate: Path, workspace: Path) -> list[str]:
+        if self.literal:
+            return list(self.argv)
         values = {"gate": str(gate), "workspace": str(workspace), "python": sys.executable}
         return [part.format(**values) for part in self.argv]
 
@@ -44,6 +48,10 @@ class Loop:
     gate: Command
     artifact_files: tuple[str, ...]
     oracle: Command | None
+    # the gate's own code, for the differential oracle: its files (default: the .py files of
+    # gate_dir) and inline `-c` programs
+    gate_files: tuple[Path, ...] = ()
+    gate_code: tuple[str, ...] = ()
 
     @property
     def claim_files(self) -> tuple[str, ...]:

@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.audit import differential as differential_mod
 from engine.audit import report
 from engine.audit.catalogue import Loop
 from engine.audit.judge import ACCEPT, Job, Judge, Verdict
 from engine.audit.mutants import Files, Mutant, apply, corpus, read_reference, selfattest_probes
+from engine.audit.operators import kind_of
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -45,10 +47,11 @@ def _jobs(loop: Loop, reference: Files, mutants: list[Mutant], role: str) -> lis
 
 def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, jobs: int | None = None,
           cap: dict[int, int | None] | None = None, progress: Progress = _no_progress,
-          judge: Judge | None = None) -> Audit:
+          judge: Judge | None = None, differential: bool = True) -> Audit:
     """Audit every loop. `cap[t]` bounds tier t's mutants per loop (a seeded sample). Tier-1
     absence mutants and the self-attestation probes always run: vacuity and self-attestation are
-    reported whatever tiers are selected."""
+    reported whatever tiers are selected. A loop with no oracle has its Python mutants judged by
+    the differential oracle (engine/audit/differential.py) unless `differential` is False."""
     cap = cap or {}
     judge = judge or Judge(jobs)
     started, cpu_before = time.monotonic(), _cpu_seconds()
@@ -89,6 +92,14 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
     for job, verdict in zip(oracle_jobs, judge.run(oracle_jobs, progress("oracle", len(oracle_jobs))),
                             strict=True):
         oracle[job.loop.id][job.key] = verdict
+    if differential:  # loops with no oracle of their own: does the mutant behave differently?
+        pending = [(lp, references[lp.id], [m for t in corpora[lp.id] for m in corpora[lp.id][t]])
+                   for lp in live if lp.oracle is None]
+        count = sum(1 for lp, _, ms in pending for m in ms if differential_mod.applies(lp, m))
+        found = differential_mod.judge(pending, judge.jobs, judge.sandbox,
+                                       progress("differential", count))
+        for loop_id, verdicts in found.items():
+            oracle[loop_id].update(verdicts)
 
     gate_jobs: list[Job] = []
     for lp in live:
@@ -105,7 +116,9 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
     gates = []
     for lp in loops:
         entry: dict = {"gate": lp.id, "description": lp.description,
-                       "gate_dir": lp.gate_dir.name}
+                       "gate_dir": lp.gate_dir.name,
+                       "oracle": "declared" if lp.oracle else "differential" if differential
+                       and any(kind_of(f) == "python" for f in lp.artifact_files) else "none"}
         if lp.id in broken:
             entry.update(status="broken", reason=broken[lp.id], vacuous=None, vacuous_by=[],
                          self_attesting=None, self_attesting_on=[], flagged=True, tiers={})
@@ -117,6 +130,11 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
         trusts = report.self_attestation(probes[lp.id], gate[lp.id])
         stats = {str(t): report.tier_stats(per_tier[t], oracle[lp.id], gate[lp.id])
                  for t in sorted(tiers)}
+        for t, row in stats.items():  # what the oracle said about each false accept
+            row["false_accept_why"] = {m.label: oracle[lp.id][m.key].detail
+                                       for m in per_tier[int(t)]
+                                       if m.label in row["false_accept_labels"]
+                                       and m.key in oracle[lp.id]}
         entry.update(status="audited", vacuous=bool(vacuous_by), vacuous_by=vacuous_by,
                      self_attesting=bool(trusts), self_attesting_on=trusts, tiers=stats)
         entry["flagged"] = bool(vacuous_by or trusts
@@ -157,10 +175,13 @@ def _summary(gates: list[dict], tiers: tuple[int, ...]) -> dict:
         rows = [g["tiers"][str(t)] for g in audited]
         destroying = sum(r["destroying"] for r in rows)
         errors = sum(r["errors"] for r in rows)
+        undetermined = sum(r["undetermined"] for r in rows)
+        equivalent = sum(r["equivalent"] for r in rows)
         fa = sum(r["false_accepts"] for r in rows)
         judged = destroying - errors
         out["tiers"][str(t)] = {
             "mutants": sum(r["mutants"] for r in rows), "destroying": destroying,
+            "equivalent": equivalent, "undetermined": undetermined,
             "errors": errors, "false_accepts": fa,
             "alpha": round(fa / judged, report.DIGITS) if judged else None,
             "alpha_upper95": report.wilson_upper(fa, judged)}

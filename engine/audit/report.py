@@ -45,15 +45,18 @@ def is_destroying(mutant: Mutant, oracle: Verdict | None) -> bool | None:
 
 def tier_stats(corpus: list[Mutant], oracle: dict[str, Verdict], gate: dict[str, Verdict]) -> dict:
     """{"mutants","destroying","false_accepts","alpha","alpha_upper95"} plus the error count,
-    the undetermined count and the labels of the false accepts (what a repair must address)."""
-    destroying = undetermined = errors = 0
+    the equivalent and undetermined counts (mutants the oracle found harmless, and ones nobody
+    could judge: neither is destroying) and the labels of the false accepts (what a repair must
+    address)."""
+    destroying = undetermined = equivalent = errors = 0
     false_accepts: list[str] = []
     for m in corpus:
         verdict = is_destroying(m, oracle.get(m.key))
         if verdict is None:
             undetermined += 1
             continue
-        if not verdict:
+        if not verdict:  # the oracle found it harmless: equivalent (as far as it can tell)
+            equivalent += 1
             continue
         destroying += 1
         outcome = gate[m.key].outcome
@@ -63,7 +66,8 @@ def tier_stats(corpus: list[Mutant], oracle: dict[str, Verdict], gate: dict[str,
             false_accepts.append(m.label)
     judged = destroying - errors
     return {"mutants": len(corpus), "destroying": destroying, "errors": errors,
-            "undetermined": undetermined, "false_accepts": len(false_accepts),
+            "undetermined": undetermined, "equivalent": equivalent,
+            "false_accepts": len(false_accepts),
             "alpha": round(len(false_accepts) / judged, DIGITS) if judged else None,
             "alpha_upper95": wilson_upper(len(false_accepts), judged),
             "false_accept_labels": sorted(false_accepts)}

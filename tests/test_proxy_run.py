@@ -142,9 +142,10 @@ def test_the_upstream_key_is_nowhere_the_worker_can_look(tmp_path: Path):
         assert proc.returncode == 0, err.decode()
     report = json.loads((tmp_path / "l.jsonl.work" / "agent" / "attack.json").read_text())
     assert report["found"] == [], report
-    # in its sandbox the worker's parent, the bridge, is PID 1 of its own PID namespace: no
-    # process of the engine is there to read (without a sandbox it reads their environ instead)
-    assert report["chain"] == []
+    # in its sandbox the worker's parent, the bridge, is PID 2 of its own PID namespace, under
+    # bwrap's init (PID 1): no process of the engine is there to read (without a sandbox it
+    # reads their environ instead)
+    assert report["chain"] == [2]
     assert report["api_key"].startswith("lp-") and KEY not in report["api_key"]
     # and, from outside: no file of the run holds the key
     for p in tmp_path.rglob("*"):

@@ -14,9 +14,12 @@ A path is mounted only when the layers above leave it visible the wrong way (a r
 outside every mask needs no bind), so an attempt costs a handful of mounts.
 
 Why each flag:
-- `--unshare-pid --as-pid-1 --die-with-parent`: the command is PID 1 of its own namespace, so
-  when it exits, or when bwrap is killed (a timeout), the kernel kills every process it left,
-  `setsid` daemons included; `launch` then waits until that namespace is empty.
+- `--unshare-pid --die-with-parent`, *without* `--as-pid-1`: PID 1 of the command's namespace is
+  bwrap's own init, whose parent-death signal the command cannot clear (a command's own
+  `prctl(PR_SET_PDEATHSIG, 0)` is its own business). bwrap exits as soon as the command does,
+  its init dies with it (or with the engine, through bwrap), and the kernel then kills every
+  process left in the namespace, `setsid` daemons included. `launch` then kills that init
+  itself, in case it outlived bwrap, and waits until the namespace is empty.
 - `--cap-drop ALL`: run as root, bwrap keeps every capability by default, and CAP_SYS_ADMIN
   would let the command remount the read-only view read-write.
 - `--unshare-net` (unless `View.network`): no route out; only a loopback of its own. Unix
@@ -37,6 +40,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -130,7 +134,7 @@ def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd
                masks: Sequence[str]) -> list[str]:
     """The bwrap command line that runs `argv` in `cwd` under `view`."""
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-           "--unshare-pid", "--unshare-ipc", "--as-pid-1", "--die-with-parent",
+           "--unshare-pid", "--unshare-ipc", "--die-with-parent",
            "--cap-drop", "ALL", "--json-status-fd", str(status_fd)]
     if not view.network:
         out.append("--unshare-net")
@@ -200,8 +204,7 @@ class Bwrap:
 
 def _read_status(fd: int, status: dict[str, object]) -> None:
     """Parse bwrap's JSON lines (bwrap has exited, so a non-blocking read gets them all), then
-    wait until the sandbox's PID namespace is empty: a killed bwrap leaves its PID 1 to the
-    kernel's SIGKILL, which lands a moment later."""
+    end the sandbox's PID namespace and wait until it is empty."""
     os.set_blocking(fd, False)
     data = b""
     with contextlib.suppress(BlockingIOError, OSError):
@@ -212,19 +215,20 @@ def _read_status(fd: int, status: dict[str, object]) -> None:
         with contextlib.suppress(ValueError):
             obj = json.loads(line)
             if isinstance(obj, dict):
-                if "child-pid" in obj:
+                if "child-pid" in obj and "child_pid" not in status:  # bwrap's own, first
                     status["child_pid"] = obj["child-pid"]
                     status["pid_ns"] = obj.get("pid-namespace")
                 if "exit-code" in obj:
                     status["started"] = True
     pid, ns = status.get("child_pid"), status.get("pid_ns")
     if isinstance(pid, int) and isinstance(ns, int):
-        _wait_gone(pid, ns)
+        _end_namespace(pid, ns)
 
 
-def _wait_gone(pid: int, ns: int) -> None:
-    """Wait (at most DRAIN_S) for the process `pid`, if it is still the PID 1 of namespace `ns`:
-    it exits only after the kernel has killed everything else in that namespace."""
+def _end_namespace(pid: int, ns: int) -> None:
+    """SIGKILL the process `pid` if it is still the PID 1 of namespace `ns` (bwrap's init; the
+    kernel then kills everything else in the namespace), and wait, at most DRAIN_S, until it is
+    gone (the kernel delays a kill only for a process stuck inside a system call)."""
     try:
         pidfd = os.pidfd_open(pid)
     except (ProcessLookupError, AttributeError, OSError):
@@ -235,6 +239,8 @@ def _wait_gone(pid: int, ns: int) -> None:
                 return  # the pid was reused by an unrelated process
         except OSError:
             return
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         select.select([pidfd], [], [], DRAIN_S)
     finally:
         os.close(pidfd)

@@ -3,8 +3,9 @@
 Why here, not in the backend: only the run knows which paths are its own. Invisible to every
 command: the ledger and each of its side folders (`<ledger>.work`, `.accepted`, `.stop`, `.sig`,
 ...), the stop file, the policy file and its signing key. Invisible to a worker, in addition:
-every gate's files (its argv files and `gate_files`), except a file the worker's own argv names
-(a shared input such as `text.txt`) and the programs. A worker sees its own workspace
+every gate's files (its argv files, `gate_files`, its own script run as its program) and where
+else their bytes are kept (bytecode caches, the git repository), except a file that worker's own
+argv names (a shared input such as `text.txt`) and installed programs (interpreters, tools). A worker sees its own workspace
 read-write (`<ledger>.work/<node>`, so never another node's); a gate sees its judged copy, added
 per run by the gate (engine/run/gate.py), read-only, and a fresh private HOME.
 
@@ -15,6 +16,7 @@ interpreter behind it both work) and the absolute files and folders named in arg
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
@@ -44,6 +46,52 @@ def installation(program: str) -> list[Path]:
     for p in (os.path.abspath(program), os.path.realpath(program)):
         parent = Path(p).parent
         out.append(parent.parent if parent.name in ("bin", "sbin") else parent)
+    return out
+
+
+def installed(program: str) -> bool:
+    """A program of an installation (in a bin/ or sbin/ folder: an interpreter, a system tool),
+    which workers may run too; any other program (a gate's own script) is one of its files."""
+    return Path(program).parent.name in ("bin", "sbin")
+
+
+def traces(files: Iterable[Path]) -> list[Path]:
+    """Where else the bytes of `files` are kept, readable by name: the bytecode Python cached
+    for a module (`__pycache__/<name>.*.pyc`), and the git repository holding a file (its
+    `.git` folder; for a linked worktree, the `.git` file, its folder and the common one)."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for f in map(Path, files):
+        if f.suffix == ".py":
+            out += map(Path, sorted(glob.glob(glob.escape(str(f.parent / "__pycache__" / f.stem))
+                                              + ".*.pyc")))
+        for d in (f.parent, *f.parent.parents):
+            if d in seen:
+                break
+            seen.add(d)
+            dot = d / ".git"
+            if dot.is_dir():
+                out.append(dot)
+                break
+            if dot.is_file():
+                out += [dot, *_linked_git(dot)]
+                break
+    return list(dict.fromkeys(out))
+
+
+def _linked_git(dot: Path) -> list[Path]:
+    """The folders a `.git` file (`gitdir: <path>`) points at: its own and the shared one."""
+    try:
+        text = dot.read_text(errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    gitdir = (dot.parent / text.removeprefix("gitdir:").strip()).resolve()
+    out = [gitdir]
+    with contextlib.suppress(OSError):
+        common = (gitdir / "commondir").read_text(errors="replace").strip()
+        out.append((gitdir / common).resolve())
     return out
 
 
@@ -122,9 +170,12 @@ class RunSandbox:
         for prog in sorted(programs | {sys.executable}):  # the engine's own: the proxy bridge
             readable += installation(prog)
         self.readable = tuple(dict.fromkeys(readable))
-        worker_named = {p for cfg in spec.nodes.values() for p in argv_paths(_argv_of(cfg.worker))}
         gate_files = {Path(p) for cfg in spec.nodes.values() for p in cfg.pinned_files()}
-        self.gate_files = tuple(sorted(gate_files - worker_named - {Path(p) for p in programs}))
+        shown = {Path(p) for p in programs if installed(p)}  # interpreters, system tools
+        files = sorted(gate_files - shown)
+        # hidden from workers: the gate's files (its own script too), and the other places
+        # their bytes are kept (a bytecode cache, the git repository they are committed in)
+        self.gate_files = tuple(dict.fromkeys([*files, *traces(files)]))
 
     def bind_socket(self, path: Path) -> None:
         """Make a Unix socket reachable from every later worker sandbox of the run (the hook a
@@ -139,10 +190,12 @@ class RunSandbox:
     def node(self, name: str, workspace: Path) -> NodeSandbox:
         cfg = self.spec.nodes[name]
         hidden = self.run_paths()
+        named = argv_paths(_argv_of(cfg.worker))  # this worker's own files (a shared input)
+        own = {*named, *(Path(os.path.realpath(p)) for p in named)}
         worker = View(writable=(Path(workspace), *cfg.writable),
-                      readable=(*self.readable, *argv_paths(_argv_of(cfg.worker))),
-                      hidden=(*hidden, *self.gate_files), sockets=self.sockets,
-                      network=cfg.network)
+                      readable=(*self.readable, *named),
+                      hidden=(*hidden, *(p for p in self.gate_files if p not in own)),
+                      sockets=self.sockets, network=cfg.network)
         gate = View(readable=(*self.readable, *cfg.pinned_files()), hidden=hidden,
                     private_home=True)
         return NodeSandbox(Confinement(self.backend, worker), Confinement(self.backend, gate))

@@ -24,7 +24,8 @@ def runner_progress(json_output: bool) -> Iterator[Any]:
 
 UNSANDBOXED_WARNING = ("loopproof: warning: sandbox = \"none\": workers and gates run without a "
                        "sandbox; a worker can read the engine's environment and files, write "
-                       "outside its workspace and leave processes behind (docs/threat-model.md)")
+                       "outside its workspace (code the gate's interpreter runs too), use the "
+                       "network and leave processes behind (docs/threat-model.md)")
 
 
 def warn_unsandboxed(sandbox: str) -> None:

@@ -134,26 +134,41 @@ def policy_secrets(pin: object) -> list[Path]:
     return out
 
 
+def gate_installations(spec: Spec) -> list[Path]:
+    """The installations of the gates' installed programs (a venv, a pyenv version, /usr): code
+    there runs in the gate without being pinned (a `.pth` file in its site-packages)."""
+    out: list[Path] = []
+    for cfg in spec.nodes.values():
+        argv = _argv_of(cfg.gate)
+        if argv and installed(argv[0]):
+            out += [Path(os.path.realpath(p)) for p in installation(argv[0])]
+    return [p for p in dict.fromkeys(out) if p != Path("/")]
+
+
 def refuse_unsafe_writable(spec: Spec, ledger: Path, stop_file: Path,
                            secret_files: Iterable[Path]) -> None:
     """BadInput (exit 2) if a node's `writable` path holds something of the run (the ledger, its
-    side folders, the stop file, the policy, a key, a gate's file) or lies inside the run's
-    folders: a worker could then change what it is judged by."""
+    side folders, the stop file, the policy, a key, a gate's file or program), lies inside the
+    run's folders, or holds or lies inside a gate program's installation: a worker could then
+    change what it is judged by, or by what."""
     ledger = Path(ledger).absolute()
     guarded = [ledger, Path(stop_file), *map(Path, secret_files),
-               *(p for cfg in spec.nodes.values() for p in cfg.pinned_files()
-                 if str(p) not in spec.programs.values())]
+               *(p for cfg in spec.nodes.values() for p in cfg.pinned_files())]
+    installs = gate_installations(spec)
     side = Path(f"{ledger}.")
     for name, cfg in spec.nodes.items():
         for w in cfg.writable:
             real = Path(os.path.realpath(w))
             inside_run = str(real).startswith(str(side))
             held = [g for g in guarded if Path(os.path.realpath(g)).is_relative_to(real)]
-            if inside_run or held:
-                what = "lies inside the run's folders" if inside_run else f"holds {held[0]}"
+            near = [i for i in installs if real.is_relative_to(i) or i.is_relative_to(real)]
+            if inside_run or held or near:
+                what = ("lies inside the run's folders" if inside_run else f"holds {held[0]}"
+                        if held else f"shares {near[0]}, the installation of a gate's program")
                 raise BadInput(str(spec.path), f"node {name!r}, field 'writable'",
                                f"{w} {what}", "give a folder of its own, outside the run's "
-                               "folders and away from the ledger, gates and keys")
+                               "folders and away from the ledger, gates, their interpreters "
+                               "and keys")
 
 
 class RunSandbox:

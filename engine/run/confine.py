@@ -3,7 +3,8 @@
 Why here, not in the backend: only the run knows which paths are its own. Invisible to every
 command: the ledger and each of its side folders (`<ledger>.work`, `.accepted`, `.stop`, `.sig`,
 ...), the stop file, the policy file and its signing key. Invisible to a worker, in addition:
-every gate's files (its argv files, `gate_files`, its own script run as its program) and where
+every gate's files (its argv files, `gate_files`, its own script run as its program), the spec
+file (an inline gate's command line is in it) and where
 else their bytes are kept (bytecode caches, the git repository), except a file that worker's own
 argv names (a shared input such as `text.txt`) and installed programs (interpreters, tools). A worker sees its own workspace
 read-write (`<ledger>.work/<node>`, so never another node's); a gate sees its judged copy, added
@@ -188,8 +189,10 @@ class RunSandbox:
         gate_files = {Path(p) for cfg in spec.nodes.values() for p in cfg.pinned_files()}
         shown = {Path(p) for p in programs if installed(p)}  # interpreters, system tools
         files = sorted(gate_files - shown)
-        # hidden from workers: the gate's files (its own script too), and the other places
-        # their bytes are kept (a bytecode cache, the git repository they are committed in)
+        # hidden from workers: the gate's files (its own script too), the spec file (an inline
+        # gate's words are in it), and the other places their bytes are kept (a bytecode cache,
+        # the git repository they are committed in)
+        files.append(Path(os.path.abspath(spec.path)))
         self.gate_files = tuple(dict.fromkeys([*files, *traces(files)]))
 
     def bind_socket(self, path: Path) -> None:

@@ -8,7 +8,10 @@ folder itself stays readable, so the attacks look for the gate's bytes under oth
 - a file another node's worker names (a later node that may read the reference answer);
 - the git history of the spec's folder (the key is committed);
 - the bytecode cache Python left next to a gate module (`__pycache__/key.cpython-*.pyc`);
-- a hard link made from inside the sandbox.
+- a hard link made from inside the sandbox;
+- the spec file, where an inline gate's command line (and the answer it compares) is written;
+- a symbolic link to the key, which resolves to /dev/null for the worker and to the key
+  for the gate (the gate would compare the key with itself).
 
 Each worker writes what it found as its answer; the gate accepts only the key, so a leak ends
 DONE. Every attack must end with the key unread.
@@ -151,3 +154,35 @@ def test_a_worker_cannot_hard_link_a_gate_file_into_its_workspace(tmp_path: Path
     code, records = run(path, tmp_path / "L.jsonl")
     assert verdicts(records) == ["reject"] and code == 3
     assert os.stat(tmp_path / "expected.txt").st_nlink == 1
+
+
+def test_an_inline_gates_answer_in_the_spec_file_is_invisible_to_the_worker(
+        tmp_path: Path) -> None:
+    key = secrets.token_hex(8)
+    spec = tmp_path / "graph.toml"
+    # the worker reads the spec (its argv does not name it) and answers what the gate compares
+    worker = ["sh", "-c", f"grep -o '= [0-9a-f]\\{{16\\}}' {spec} | cut -c3- > answer.txt; "
+                          "[ -s answer.txt ] || echo - > answer.txt"]
+    gate = ["sh", "-c", f'test "$(cat answer.txt)" = {key}']
+    spec.write_text("[graph]\nspend_budget = 60.0\n[node.a]\n"
+                    f"worker = {json.dumps(worker)}\ngate = {json.dumps(gate)}\n"
+                    "spend_ceiling = 20.0\ntimeout_s = 20\ngate_timeout_s = 20\n")
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(load(spec), ledger)
+    try:
+        code = runner.run()
+    finally:
+        runner.close()
+    records = [json.loads(x) for x in ledger.read_text().splitlines()]
+    assert [r["verdict"] for r in records if r["type"] == "verdict"] == ["reject"] and code == 3
+
+
+def test_a_link_to_the_gates_key_is_not_an_answer(tmp_path: Path, key: str) -> None:
+    (tmp_path / "expected.txt").write_text(key + "\n")
+    (tmp_path / "check.py").write_text(
+        "import sys\nsys.exit(0 if open('answer.txt').read() == open(sys.argv[1]).read() "
+        "else 1)\n")
+    worker = ["ln", "-s", str(tmp_path / "expected.txt"), "answer.txt"]
+    path = graph(tmp_path, node("solve", worker, [PY, "check.py", "expected.txt"]))
+    code, records = run(path, tmp_path / "L.jsonl")
+    assert "accept" not in verdicts(records) and code != 0

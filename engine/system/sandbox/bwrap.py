@@ -25,6 +25,8 @@ Why each flag:
 - `--unshare-net` (unless `View.network`): no route out; only a loopback of its own. Unix
   sockets a node needs are bound in by path (`View.sockets`).
 - `--unshare-ipc`: no SysV shared memory or semaphores shared with the engine's processes.
+- `--seccomp`: no kernel keyrings (engine/system/sandbox/seccomp.py): they are not files, so no
+  mount hides the engine user's keys, and a key added there would outlive the attempt.
 - bwrap is started with the child's environment (already allow-listed), so even the namespace's
   /proc/1/environ holds no engine secret.
 - `--json-status-fd`: bwrap reports `exit-code` only if it exec'd the command; a mount or exec
@@ -47,6 +49,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from engine.system.sandbox.base import Launch, View
+from engine.system.sandbox.seccomp import filter_fd
 
 MASKED = ("/tmp", "/var/tmp", "/run")
 PRIVATE_TMP = "/tmp"  # HOME and TMPDIR of a command with `View.private_home`; TMPDIR of all
@@ -131,11 +134,14 @@ def _cover(path: str, layers: Sequence[tuple[str, str]]) -> str:
 
 
 def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd: int,
-               masks: Sequence[str]) -> list[str]:
-    """The bwrap command line that runs `argv` in `cwd` under `view`."""
+               masks: Sequence[str], *, seccomp_fd: int | None = None) -> list[str]:
+    """The bwrap command line that runs `argv` in `cwd` under `view` (and the seccomp filter
+    readable from `seccomp_fd`, when given)."""
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            "--unshare-pid", "--unshare-ipc", "--die-with-parent",
            "--cap-drop", "ALL", "--json-status-fd", str(status_fd)]
+    if seccomp_fd is not None:
+        out += ["--seccomp", str(seccomp_fd)]
     if not view.network:
         out.append("--unshare-net")
     sealed: list[str] = []
@@ -189,13 +195,15 @@ class Bwrap:
         if view.private_home:
             child_env["HOME"] = PRIVATE_TMP
         r, w = os.pipe()
+        sc = filter_fd()
         status: dict[str, object] = {}
-        launch = Launch(tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks)),
-                        child_env, Path(cwd), (w,), status)
+        launch = Launch(tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks,
+                                         seccomp_fd=sc)), child_env, Path(cwd), (w, sc), status)
         try:
             yield launch
         finally:
             os.close(w)
+            os.close(sc)
             try:
                 _read_status(r, status)
             finally:
@@ -256,16 +264,18 @@ def _probe(program: str) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return f"{program}: is not a program; fix: reinstall bubblewrap"
     r, w = os.pipe()
+    sc = filter_fd()
     try:
-        argv = bwrap_argv(program, ["true"], Path("/"), View(), w, masked_roots())
+        argv = bwrap_argv(program, ["true"], Path("/"), View(), w, masked_roots(), seccomp_fd=sc)
         try:
-            res = subprocess.run(argv, pass_fds=(w,), capture_output=True, timeout=30,
+            res = subprocess.run(argv, pass_fds=(w, sc), capture_output=True, timeout=30,
                                  env={"PATH": os.defpath})
         except (OSError, subprocess.SubprocessError) as exc:
             return f"{program}: cannot run bubblewrap ({exc}); fix: reinstall bubblewrap"
     finally:
         os.close(w)
         os.close(r)
+        os.close(sc)
     if res.returncode != 0:
         words = res.stderr.decode("utf-8", "replace").strip().splitlines()
         return (f"bubblewrap cannot create a sandbox here ({words[-1] if words else 'exit '}"

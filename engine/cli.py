@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "resume": "continue a run from its verified ledger, after a crash or a stop",
     "verify": "verify a ledger's hash chain",
     "show": "show a run as a timeline: attempts, spend against c_v and B, verdicts, outcome",
-    "bound": "print the closed-form attempt and spend bounds of a graph",
+    "bound": "print W and W_c, the most attempts and spend any run of a graph can take",
     "audit": "audit a gate catalogue with mutants: vacuity, self-attestation, false accepts",
     "receipt": "verify a completion receipt against its anchoring ledger and checkpoint store",
     "conformance": "run the admission layer's conformance cases (fault injections)",

@@ -27,6 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from model.graph import LoopGraph
 
+# The one name of the bounds, with the gloss every output uses (CLI, run reports, docs).
+GLOSS = ("W: the most attempts any run of this graph can take; W_c: the most it can spend "
+         "(every attempt charged its whole c_v); both computed from the graph before it runs")
+
 if TYPE_CHECKING:  # sympy is imported by the symbolic functions only (a slow import)
     import sympy
 

@@ -67,7 +67,7 @@ def test_every_figure_is_printed_beside_its_target(tmp_path, capsys):
         assert line(name, f) in captured.err
     assert stored["peer"]["status"].startswith("not installed")
     assert stored["peer"]["quoted"]["append_s_at_1M_records"] == 4.2
-    assert stored["bound"]["chain"]["bounds"]["attempts"] > 0
+    assert stored["bound"]["chain"]["bounds"]["W"] > 0
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]
 
 

@@ -55,7 +55,7 @@ def test_repair_needs_one_repair_then_done(tmp_path: Path, capsys) -> None:
 
 def test_budget_ends_budget_exhausted(tmp_path: Path, capsys) -> None:
     code, b = run(capsys, "bound", str(EXAMPLES / "budget" / "graph.toml"))
-    assert code == 0 and b == {"attempts": 5, "spend": 2.5, "budget": 1.2, "fits": False}
+    assert code == 0 and b == {"W": 5, "W_c": 2.5, "B": 1.2, "fits": False}
     ledger = tmp_path / "b.jsonl"
     code, r = run(capsys, "run", str(EXAMPLES / "budget" / "graph.toml"), "--ledger", str(ledger))
     assert code == 4 and r["outcome"] == "BUDGET_EXHAUSTED"

@@ -87,7 +87,7 @@ def test_repair_uses_first_target_then_done(tmp_path: Path, capsys) -> None:
     assert report["nodes"]["a"] == {"status": "DONE", "activation": 1, "attempts": 1,
                                     "attempts_all": 2, "verdicts": ["accept", "accept"]}
     assert report["nodes"]["b"]["verdicts"] == ["reject"] * 3 + ["accept"]
-    assert report["attempts_total"] == 6 <= report["attempt_bound"]
+    assert report["attempts_total"] == 6 <= report["W"]
     recs = records(ledger)
     order = [(r["type"], r.get("node")) for r in recs if r["type"] in ("begin", "repair")]
     assert order == [("begin", "a"), ("begin", "b"), ("begin", "b"), ("begin", "b"),
@@ -214,7 +214,7 @@ def test_resume_after_sigkill_recovers_the_outcome(tmp_path: Path, capsys, crash
         assert report["outcome_unknown"] == 1  # repeated execution is reported, not hidden
     elif site.startswith("runner."):
         assert abandons == []
-    assert report["attempts_total"] <= report["attempt_bound"]
+    assert report["attempts_total"] <= report["W"]
     if site == "ledger.torn_write":
         assert report["torn"] and ("cut short" in report["torn"]
                                    or "no newline" in report["torn"])

@@ -69,8 +69,8 @@ def test_a_repaired_run_reads_as_a_timeline(tmp_path: Path, capsys) -> None:
     assert [e["type"] for e in t["events"]] == ["repair", "finish"]
     assert t["outcome"] == "DONE" and t["unfinished"] is None and t["status"] == "verified"
     b = load(tmp_path / "graph.toml").bounds()
-    assert t["bounds"] == {"W": b["attempts"], "W_c": b["spend"], "B": 100.0, "fits": True}
-    assert (b["attempts"], b["spend"]) == (8, 40.0)
+    assert t["bounds"] == {"W": b["W"], "W_c": b["W_c"], "B": 100.0, "fits": True}
+    assert (b["W"], b["W_c"]) == (8, 40.0)
     for a in t["attempts"]:  # every number is the model's, and each attempt stays under c_v
         assert 0 < a["spend"] <= a["spend_ceiling"]
         assert a["settled_after"] == round(a["settled_before"] + a["spend"], 6)

@@ -140,7 +140,7 @@ def test_good_spec_resolves_argv_against_spec_folder(tmp_path: Path) -> None:
     assert argv == (python3, str((tmp_path / "w.py").resolve()), "-c")
     assert Path(python3).is_absolute() and loaded.programs == {"python3": python3}
     assert loaded.graph.node("a").attempts == 2
-    assert loaded.bounds() == {"attempts": 2, "spend": 2.0, "budget": 10.0, "fits": True}
+    assert loaded.bounds() == {"W": 2, "W_c": 2.0, "B": 10.0, "fits": True}
 
 
 def test_gate_argv_files_are_pinned(tmp_path: Path) -> None:

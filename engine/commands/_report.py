@@ -58,7 +58,7 @@ def finish(runner: Runner, code: int, json_output: bool) -> int:
     else:
         spend = report["spend"]
         print(f"{report['outcome']}{' (stopped)' if report['stopped'] else ''}: "
-              f"{report['attempts_total']} attempts (bound {report['attempt_bound']}), "
+              f"{report['attempts_total']} attempts of W = {report['W']}, "
               f"{report['repairs_used']} repairs, spend {spend['settled']:g} of "
               f"{spend['budget']:g}")
         for name, n in report["nodes"].items():

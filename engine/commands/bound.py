@@ -1,6 +1,7 @@
 """`loopproof bound GRAPH.toml`: the closed-form worst cases of a graph before it runs.
 
-Prints {"attempts": W, "spend": W_c, "budget": B, "fits": W_c <= B}. Exit 0; 2 on a bad spec.
+Prints {"W": W, "W_c": W_c, "B": B, "fits": W_c <= B} (model.bounds.GLOSS says what W and W_c
+are). Exit 0; 2 on a bad spec.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 from pathlib import Path
 
 from engine.run import spec as spec_mod
+from model.bounds import GLOSS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +25,6 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(b, sort_keys=True))
     else:
         verdict = "fits" if b["fits"] else "does NOT fit"
-        print(f"{args.graph}: at most {b['attempts']} attempts; worst-case spend "
-              f"W_c = {b['spend']:g} {verdict} the budget B = {b['budget']:g}")
+        print(f"{args.graph}: W = {b['W']} attempts, W_c = {b['W_c']:g} spend units: "
+              f"{verdict} the budget B = {b['B']:g}\n  {GLOSS}")
     return 0

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from engine.record.timeline import Attempt, Timeline, build, num, worker_end
 from engine.record.timeline_words import (
-    GLOSS,
     excerpt,
     gate_line,
     gate_notes,
@@ -29,6 +28,7 @@ from engine.record.timeline_words import (
     stream_text,
 )
 from engine.system.errors import BadInput
+from model.bounds import GLOSS
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 def add_arguments(parser: argparse.ArgumentParser) -> None:

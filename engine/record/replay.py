@@ -201,6 +201,14 @@ class Replayed:
         }
 
 
+def run_bounds(first: dict[str, Any]) -> dict[str, Any]:
+    """W and W_c of the run, from its record 0 (a ledger written before they had these names
+    holds `attempt_bound` and `bounds` {attempts, spend})."""
+    b = first.get("bounds") or {}
+    return {"W": b.get("W", b.get("attempts", first.get("attempt_bound"))),
+            "W_c": b.get("W_c", b.get("spend"))}
+
+
 def replay(ledger: Any) -> Replayed:
     """Rebuild a run from a ledger (an open `Ledger`, or its records in order)."""
     records: Sequence[dict[str, Any]] = getattr(ledger, "records", ledger)

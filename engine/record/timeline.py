@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.record.ledger import Verification, verify
-from engine.record.replay import RUN_FORMAT, Replayed, replay
+from engine.record.replay import RUN_FORMAT, Replayed, replay, run_bounds
 from engine.system.errors import BadInput, LedgerCorrupt
 
 # Run events shown on the timeline between attempts (type -> how it reads).
@@ -133,8 +133,7 @@ class Timeline:
                       "nodes": [{"name": n.name, "attempts": n.attempts,
                                  "spend_ceiling": n.spend_ceiling, "needs": list(n.needs),
                                  "repairs": list(n.repairs)} for n in g.nodes]},
-            "bounds": {"W": bounds.get("attempts", self.first.get("attempt_bound")),
-                       "W_c": bounds.get("spend"), "B": g.spend_budget,
+            "bounds": {**run_bounds(self.first), "B": g.spend_budget,
                        "fits": bounds.get("fits")},
             "outcome": r.state.outcome.value, "unfinished": self.unfinished(),
             "summary": r.summary(),

@@ -13,8 +13,6 @@ from engine.record.timeline import Attempt, Timeline, num
 
 EXCERPT_LINES = 3  # lines of the head and of the tail of an output shown in text
 LINE_WIDTH = 150  # characters of one output line shown (its start and its end)
-GLOSS = ("W: the most attempts any schedule of this graph can take; W_c: the most it can "
-         "spend; both computed from the graph before it runs")
 
 
 def stream_text(d: Any) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.record.replay import run_bounds
 from engine.run.integrity import Integrity
 from engine.run.journal import Journal
 from model import Finish, Outcome
@@ -57,7 +58,7 @@ def report(journal: Journal, *, error: str | None, stopped: bool) -> dict[str, A
     out = journal.replayed.summary()
     out["stopped"] = out["stopped"] or stopped
     out["ledger"] = str(journal.ledger.path)
-    out["attempt_bound"] = journal.replayed.first.get("attempt_bound")
+    out.update(run_bounds(journal.replayed.first))
     out["exit"] = exit_code(journal, error=error, stopped=stopped)
     out["error"] = error
     out["torn"] = journal.ledger.torn

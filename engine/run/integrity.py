@@ -54,7 +54,7 @@ def load_policy(spec: Spec, root: Path) -> Any:
     b = spec.bounds()
     problems = pin.policy.admits(spend_budget=spec.graph.spend_budget,
                                  repair_budget=spec.graph.repair_budget,
-                                 attempt_bound=b["attempts"])
+                                 attempt_bound=b["W"])
     if problems:
         raise BadInput(str(spec.path), "[graph] policy", "; ".join(problems),
                        "lower the graph's budgets, or have the policy's owner raise them")

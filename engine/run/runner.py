@@ -65,7 +65,6 @@ from engine.system import faults
 from engine.system.errors import BadInput, LedgerCorrupt
 from engine.system.trees import remove_tree
 from model import RunState
-from model.bounds import attempt_bound
 
 __all__ = [  # the runner's public names (some defined in the units above)
     "CRASH_SITES", "EXIT_CODES", "EXIT_PIN_CHANGED", "EXIT_STOPPED", "INPUTS", "PinChanged",
@@ -128,8 +127,8 @@ class Runner:
         if spec.strict_bound and not spec.bounds()["fits"]:
             b = spec.bounds()
             raise BadInput(str(spec.path), "[graph] strict_bound",
-                           f"the pre-run spend bound W_c = {b['spend']:g} exceeds the budget "
-                           f"B = {b['budget']:g}",
+                           f"the pre-run spend bound W_c = {b['W_c']:g} exceeds the budget "
+                           f"B = {b['B']:g}",
                            "raise spend_budget, lower attempts / spend_ceiling / repair_budget, "
                            "or set strict_bound = false")
         if lexists(ledger_path, "--ledger"):
@@ -146,8 +145,7 @@ class Runner:
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
                  "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,
-                 "stop_file": str(stop), "attempt_bound": attempt_bound(spec.graph),
-                 "bounds": spec.bounds(), "price": spec.price}
+                 "stop_file": str(stop), "bounds": spec.bounds(), "price": spec.price}
         with creating(folder):  # racing `run`s: one creates, the others find it and write nothing
             if lexists(ledger_path, "--ledger"):
                 raise _ledger_exists(ledger_path)

@@ -280,9 +280,9 @@ class Spec:
         return _build(path, spec_dir, table, digest, dict(programs))
 
     def bounds(self) -> dict[str, Any]:
+        """W and W_c (model.bounds.GLOSS), the budget B, and whether W_c fits B."""
         w_c = spend_bound(self.graph)
-        return {"attempts": attempt_bound(self.graph), "spend": w_c,
-                "budget": self.graph.spend_budget,
+        return {"W": attempt_bound(self.graph), "W_c": w_c, "B": self.graph.spend_budget,
                 "fits": w_c <= self.graph.spend_budget + 1e-9}
 
 

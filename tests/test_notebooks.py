@@ -26,3 +26,27 @@ def test_bounds_notebook(tmp_path: Path) -> None:
     figure = out / "bounds.png"
     assert figure.is_file() and figure.stat().st_size > 10_000
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_integrity_notebook_and_its_executed_copy(tmp_path: Path) -> None:
+    import nbformat
+
+    out = smoke("integrity", tmp_path)
+    execute_notebook("integrity", tmp_path)
+    figure = out / "integrity.png"
+    assert figure.is_file() and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    copy = nbformat.read(tmp_path / "notebooks" / "integrity.ipynb", as_version=4)
+    images = [o for c in copy.cells if c.cell_type == "code" for o in c.outputs
+              if "image/png" in o.get("data", {})]
+    assert images  # the executed copy holds the figure
+    assert nbformat.read(REPO / "notebooks" / "integrity.ipynb", as_version=4).cells[2].outputs == []
+
+
+def test_executing_a_notebook_says_nothing_on_stderr(tmp_path: Path) -> None:
+    """No kernel noise (the debugger's frozen-modules warning, ipykernel's plain-TCP warning)."""
+    smoke("integrity", tmp_path)
+    done = subprocess.run([sys.executable, "-m", "experiments.figures", "--results",
+                           str(tmp_path), "--only", "integrity"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("integrity: executed in ")

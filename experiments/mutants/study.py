@@ -191,7 +191,7 @@ def load_results(directory: Path) -> dict:
             for key in ("alpha", "alpha_low95", "alpha_upper95"):
                 row[key] = float(row[key]) if row[key] else None
             for key in ("vacuous", "self_attesting", "flagged", "repaired"):
-                row[key] = row[key] == "True"
+                row[key] = row[key] in ("True", "1")  # write_csv stores booleans as 1/0
             rows.append(row)
     return {"summary": summary, "rows": rows}
 

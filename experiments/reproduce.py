@@ -7,21 +7,31 @@ Why a driver instead of a list of Make lines: the estimate needs the steps as da
 step's line needs its time. Estimates are seconds on two idle cores at default scale, replaced by
 the durations of the last completed run when results/reproduce.json exists. A step that fails
 stops the run (exit 1) after saying which; `--dry-run` prints the plan only.
+
+One line per step: its name, its elapsed time and its headline figure (read from what it
+printed or wrote); everything a step prints goes to results/logs/<step>.log, so the screen
+shows one line a step and nothing is lost.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
 TIMES = Path("results/reproduce.json")
+
+
+LOGS = Path("results/logs")
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,70 @@ class Step:
     argv: tuple[str, ...]
     estimate_s: float
     ok_codes: tuple[int, ...] = (0,)
+    headline: Callable[[str], str] | None = None  # its figure, from its output (stdout)
+
+    @property
+    def log(self) -> Path:
+        return LOGS / (re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-") + ".log")
+
+
+def _last_json(out: str) -> dict:
+    for line in reversed(out.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    try:
+        value = json.loads(out)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _run_line(out: str) -> str:
+    r = _last_json(out)
+    return (f"{r.get('outcome')}: {r.get('attempts_total')} attempts of W = {r.get('W')}, "
+            f"spend {r.get('spend', {}).get('settled')} of B = {r.get('spend', {}).get('budget')}"
+            if r else "")
+
+
+def _proofs(out: str) -> str:
+    return next((ln for ln in out.splitlines() if "obligations" in ln), "").strip()
+
+
+def _keys(*keys: str) -> Callable[[str], str]:
+    """A headline of the named fields of the step's JSON summary, `k=v` each."""
+    def pick(out: str) -> str:
+        r = _last_json(out)
+        return ", ".join(f"{k.rsplit('.', 1)[-1]} {_get(r, k)}" for k in keys
+                         if _get(r, k) is not None)
+    return pick
+
+
+def _get(d: dict, dotted: str):
+    for part in dotted.split("."):
+        if not isinstance(d, dict):
+            return None
+        d = d.get(part)
+    return d
+
+
+def _audit(out: str) -> str:
+    t2 = _get(_last_json(out), "summary.tiers.2") or {}
+    return (f"tier 2: {t2.get('false_accepts')} false accepts of {t2.get('destroying')} "
+            f"destroying ({t2.get('equivalent')} equivalent, {t2.get('undetermined')} "
+            f"undetermined)" if t2 else "")
+
+
+def _bench(out: str) -> str:
+    return next((ln for ln in reversed(out.splitlines()) if ln.startswith("bench:")), "")
+
+
+def _figures(out: str) -> str:
+    done = [ln.split(":", 1)[0] for ln in out.splitlines() if "executed in" in ln]
+    return f"{len(done)} notebooks executed ({', '.join(done)}) -> results/notebooks/"
 
 
 def steps(scale: str, seed: int) -> list[Step]:
@@ -37,20 +111,32 @@ def steps(scale: str, seed: int) -> list[Step]:
     s = ("--scale", scale, "--seed", str(seed), "--json")
     ex = "results/examples"
     run = [Step(f"example {name}", (lp, "run", f"examples/{name}/graph.toml", "--ledger",
-                                    f"{ex}/{name}.jsonl", "--json"), 3, codes)
+                                    f"{ex}/{name}.jsonl", "--json"), 3, codes, _run_line)
            for name, codes in (("pipeline", (0,)), ("repair", (0,)), ("budget", (0, 4)),
                                ("regress-restore", (0,)), ("median", (0,)))]
     return [
-        Step("proofs", (py, "-m", "proofs", "--json", "--out", "results/proofs/proofs.json"), 10),
-        Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 120),
+        Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 10,
+             headline=_proofs),
+        Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 120,
+             headline=_keys("explorer.cases", "explorer.mismatches", "summary.worst_equals_w",
+                            "summary.random_graphs")),
         *run,
-        Step("integrity", (py, "-m", "experiments.integrity", *s), 60),
-        Step("crash", (py, "-m", "experiments.crash", *s), 150),
-        Step("transition", (py, "-m", "experiments.transition", *s), 90),
-        Step("mutants", (py, "-m", "experiments.mutants", *s), 150),
+        Step("audit of examples/median's gate", (lp, "audit", "examples/median/graph.toml",
+                                                  "--ledger", f"{ex}/median.jsonl", "--json"),
+             20, headline=_audit),
+        Step("integrity", (py, "-m", "experiments.integrity", *s), 60,
+             headline=_keys("detected", "trials", "torn_recovered", "torn_trials")),
+        Step("crash", (py, "-m", "experiments.crash", *s), 150,
+             headline=_keys("cases", "outcome_recovered", "budget_violations", "lost_verdicts")),
+        Step("transition", (py, "-m", "experiments.transition", *s), 90,
+             headline=_keys("trajectories", "revisions")),
+        Step("mutants", (py, "-m", "experiments.mutants", *s), 150,
+             headline=_keys("after.tier1.false_accepts", "after.tier2.false_accepts")),
         Step("growth", (py, "-m", "experiments.growth", *s), 120),
         Step("bench", (py, "-m", "bench", "--json", "--chain-nodes", "2000",
-                       "--skip", "explorer"), 240),
+                       "--skip", "explorer"), 240, headline=_bench),
+        Step("notebooks and figures", (py, "-m", "experiments.figures", "--results", "results"),
+             60, headline=_figures),
     ]
 
 
@@ -81,22 +167,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     shutil.rmtree("results/examples", ignore_errors=True)
     Path("results/examples").mkdir(parents=True)
+    LOGS.mkdir(parents=True, exist_ok=True)
     took: dict[str, float] = {}
     start = time.perf_counter()
     for i, st in enumerate(plan, 1):
         t = time.perf_counter()
-        done = subprocess.run(st.argv, stdout=subprocess.DEVNULL)
+        done = subprocess.run(st.argv, capture_output=True, text=True,
+                              env=dict(os.environ, MPLBACKEND="Agg"))
         took[st.name] = round(time.perf_counter() - t, 1)
-        mark = "ok" if done.returncode in st.ok_codes else f"FAILED (exit {done.returncode})"
-        print(f"[{i:2d}/{len(plan)}] {st.name:36s} {took[st.name]:7.1f} s "
-              f"(est. {est[st.name]:.0f} s)  {mark}", flush=True)
-        if done.returncode not in st.ok_codes:
-            print(f"reproduce: stopped at {st.name!r}; rerun: {' '.join(st.argv)}",
-                  file=sys.stderr)
+        st.log.write_text(f"$ {' '.join(st.argv)}\n# exit {done.returncode}, "
+                          f"{took[st.name]} s\n{done.stdout}\n# stderr\n{done.stderr}")
+        ok = done.returncode in st.ok_codes
+        try:
+            figure = (st.headline(done.stdout) if st.headline and ok else "") or ""
+        except Exception:  # noqa: BLE001 - a headline that cannot be read is no reason to stop
+            figure = ""
+        mark = figure or "ok" if ok else f"FAILED (exit {done.returncode}), see {st.log}"
+        print(f"[{i:2d}/{len(plan)}] {st.name:34s} {took[st.name]:6.1f} s  {mark}", flush=True)
+        if not ok:
+            print(f"reproduce: stopped at {st.name!r}; its output is in {st.log}; rerun: "
+                  f"{' '.join(st.argv)}", file=sys.stderr)
             return 1
     TIMES.parent.mkdir(parents=True, exist_ok=True)
     TIMES.write_text(json.dumps(took, indent=2, sort_keys=True) + "\n")
-    print(f"reproduce: all {len(plan)} steps in {(time.perf_counter() - start) / 60:.1f} min")
+    print(f"reproduce: all {len(plan)} steps in {(time.perf_counter() - start) / 60:.1f} min; "
+          f"results in results/, each step's output in {LOGS}/, executed notebooks in "
+          f"results/notebooks/")
     return 0
 
 

@@ -1,0 +1,32 @@
+"""`make reproduce` talks like a good tool: one line per step with its headline figure, read from
+what the step printed; the full output goes to results/logs/<step>.log."""
+
+from __future__ import annotations
+
+import json
+
+from experiments import reproduce
+
+
+def test_each_step_has_a_log_and_the_headlines_read_the_figures() -> None:
+    plan = reproduce.steps("smoke", 0)
+    assert len({st.log for st in plan}) == len(plan)
+    assert all(str(st.log).startswith("results/logs/") for st in plan)
+    by = {st.name: st for st in plan}
+    run = json.dumps({"outcome": "DONE", "attempts_total": 5, "W": 8,
+                      "spend": {"settled": 3.4, "budget": 30.0}})
+    assert by["example repair"].headline("noise\n" + run) == (
+        "DONE: 5 attempts of W = 8, spend 3.4 of B = 30.0")
+    audit = json.dumps({"summary": {"tiers": {"2": {"false_accepts": 11, "destroying": 15,
+                                                     "equivalent": 0, "undetermined": 0}}}},
+                       indent=2)
+    assert by["audit of examples/median's gate"].headline(audit) == (
+        "tier 2: 11 false accepts of 15 destroying (0 equivalent, 0 undetermined)")
+    crash = json.dumps({"cases": 3, "outcome_recovered": 3, "budget_violations": 0,
+                        "lost_verdicts": 0})
+    assert by["crash"].headline(crash) == ("cases 3, outcome_recovered 3, budget_violations 0, "
+                                           "lost_verdicts 0")
+    assert by["bench"].headline("x\nbench: 7 figures met their target, 2 missed\n").startswith(
+        "bench: 7 figures met")
+    assert by["notebooks and figures"].headline("crash: executed in 2.0 s -> x\n") == (
+        "1 notebooks executed (crash) -> results/notebooks/")

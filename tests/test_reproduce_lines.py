@@ -30,3 +30,21 @@ def test_each_step_has_a_log_and_the_headlines_read_the_figures() -> None:
         "bench: 7 figures met")
     assert by["notebooks and figures"].headline("crash: executed in 2.0 s -> x\n") == (
         "1 notebooks executed (crash) -> results/notebooks/")
+
+
+def test_the_mutants_flags_survive_the_csv(tmp_path) -> None:
+    """write_csv stores booleans as 1/0; load_results read only "True", so every flag (vacuous,
+    self-attesting, flagged, repaired) came back False and the figure could not say why a gate
+    was flagged."""
+    from experiments.mutants.study import COLUMNS, load_results
+    from experiments.results import write_csv, write_json
+
+    row = dict.fromkeys(COLUMNS, 0) | {"gate": "g", "phase": "before", "tier": "1",
+                                       "alpha": 1.0, "alpha_low95": 0.5, "alpha_upper95": 1.0,
+                                       "vacuous": True, "self_attesting": False,
+                                       "flagged": True, "repaired": True}
+    write_csv(tmp_path / "gates.csv", [row], COLUMNS)
+    write_json(tmp_path / "summary.json", {})
+    (back,) = load_results(tmp_path)["rows"]
+    assert (back["vacuous"], back["self_attesting"], back["flagged"], back["repaired"]) == (
+        True, False, True, True)

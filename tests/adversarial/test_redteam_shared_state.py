@@ -13,7 +13,9 @@ network unless the node asks, and a gate never has it. The attacks:
   gate reads at start-up are writable: the interpreter's prefix and site-packages,
   /etc/ld.so.preload, /etc/gitconfig, the locale and zoneinfo folders, /usr/local/bin;
 - connect to an abstract Unix socket the engine's side holds (abstract sockets are scoped by
-  network namespace, not by the file system, so no mount hides them).
+  network namespace, not by the file system, so no mount hides them);
+- leave work for later: write a cron or at spool or a unit folder, or ask a service manager
+  (D-Bus, systemd, any service socket under /run) to start a job after the attempt.
 """
 
 from __future__ import annotations
@@ -190,3 +192,43 @@ def test_an_abstract_socket_of_the_host_is_out_of_reach_without_the_network(
     # with `network = true` the worker shares the host's abstract sockets (as documented)
     assert seen == "connected" if network else seen.startswith("failed:")
     assert b"gate" not in b"".join(got)
+
+
+SCHEDULE = """
+import json, os, socket, sys
+out = {"writable": {p: os.access(p, os.W_OK) for p in json.loads(sys.argv[1])
+                    if os.path.lexists(p)}, "sockets": {}}
+for p in json.loads(sys.argv[2]):  # the services that run a job later, on request
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(p)
+        out["sockets"][p] = "connected"
+    except OSError as exc:
+        out["sockets"][p] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+def test_a_worker_cannot_leave_work_for_later(tmp_path: Path) -> None:
+    # at/cron spools and unit folders are read-only, and the service managers' sockets (D-Bus,
+    # systemd, a database's) sit under the masked /run: no job outlives the attempt that way
+    (tmp_path / "schedule.py").write_text(SCHEDULE)
+    service = Path("/run") / f"lp-redteam-{secrets.token_hex(6)}.sock"  # a service of the host
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(service))
+    server.listen(1)
+    spools = ["/etc/cron.d", "/etc/crontab", "/var/spool", "/var/spool/cron", "/var/spool/at",
+              "/etc/systemd/system", "/usr/lib/systemd/system", "/etc/init.d", "/etc/profile.d"]
+    sockets = sorted({str(service), "/run/dbus/system_bus_socket", "/run/systemd/private",
+                      *(str(p) for p in Path("/run").glob("*/*") if p.is_socket())})
+    try:
+        code, records = run(graph(tmp_path, node("a", [PY, "schedule.py", json.dumps(spools),
+                                                        json.dumps(sockets)], ["true"])),
+                            tmp_path / "L.jsonl")
+    finally:
+        server.close()
+        service.unlink()
+    seen = json.loads([r for r in records if r["type"] == "claim"][0]["claims"]["stdout"]["tail"])
+    assert code == 0 and seen["writable"]
+    assert {p: w for p, w in seen["writable"].items() if w} == {}
+    assert {p: r for p, r in seen["sockets"].items() if r == "connected"} == {}

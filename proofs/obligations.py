@@ -18,6 +18,7 @@ from typing import Any, Literal
 from proofs import family, g2_order, sanity
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
+from proofs import g3_attempt_ceiling as g3c
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
@@ -115,6 +116,12 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "broken: a concurrent reservation is checked against the settled spend, not "
                "against the reservations in flight -- a run from Init overspends",
                g3.run_check_then_spend),
+    Obligation("G3-attempt-ceiling", "G3", "proved",
+               "the attempt in flight has settled and reserved at most its node's c_v (+ EPS), "
+               f"none in flight: nothing ({FAMILY})", g3c.check_within_ceiling),
+    Obligation("G3-broken-ceiling-unchecked", "G3", "refuted",
+               "broken: a reservation is checked against B only, not against c_v -- a run from "
+               "Init spends more than c_v in one attempt", g3c.run_ceiling_unchecked),
     Obligation("G3-sanity", "G3", "proved",
                f"Init and every transition are satisfiable under the G3 invariant ({FAMILY})",
                sanity.check_g3_sanity),

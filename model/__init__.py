@@ -10,6 +10,7 @@ from model.state import Outcome, RunState, Status, initial_state
 from model.transitions import (
     Abandon,
     Begin,
+    Cancel,
     Claim,
     Disabled,
     Event,
@@ -27,7 +28,7 @@ from model.transitions import (
 )
 
 __all__ = [
-    "Abandon", "Begin", "Claim", "Disabled", "Event", "Fail", "Finish", "GraphError", "LoopGraph",
+    "Abandon", "Begin", "Cancel", "Claim", "Disabled", "Event", "Fail", "Finish", "GraphError", "LoopGraph",
     "NodeSpec", "Outcome", "Overrun", "Refuse", "Repair", "Reserve", "RunState", "Settle",
     "Status", "Verdict", "attempt_bound", "control_events", "enabled", "initial_state",
     "peer_bound", "spend_bound", "step",

@@ -36,6 +36,9 @@ class RunState:
     `attempts_total` counts the attempts that ended (or are in flight): the ones G1's bound W
     covers. `abandoned` counts attempts interrupted by a crash and given back by `Abandon`; each
     was executed and is run again, so real executions = attempts_total + abandoned (G7).
+
+    `cancelled` holds the (node, activation) pairs an operator ended without a verdict
+    (`Cancel`): like `passes`, history that the ledger keeps and no guard reads.
     """
 
     status: tuple[Status, ...]
@@ -49,6 +52,7 @@ class RunState:
     reserved: float = 0.0
     attempt_spend: float = 0.0
     outcome: Outcome = Outcome.RUNNING
+    cancelled: frozenset[tuple[str, int]] = frozenset()
     # Derived from `status`, never compared: (RUNNING count, first RUNNING index, EXHAUSTED
     # count, first EXHAUSTED index, DONE count); an index is -1 when none, UNKNOWN when it must
     # be looked up. Kept up to date by `with_node`, so that on a graph of 10,000 nodes asking
@@ -102,6 +106,7 @@ class RunState:
                                            self.attempts, strict=True)
             },
             "passes": sorted([list(p) for p in self.passes]),
+            "cancelled": sorted([list(p) for p in self.cancelled]),
             "repairs_used": self.repairs_used,
             "attempts_total": self.attempts_total,
             "abandoned": self.abandoned,
@@ -154,6 +159,7 @@ def changed(s: RunState, *, status: tuple[Status, ...] | None = None,
             attempts_total: int | None = None, abandoned: int | None = None,
             settled: float | None = None, reserved: float | None = None,
             attempt_spend: float | None = None, outcome: Outcome | None = None,
+            cancelled: frozenset[tuple[str, int]] | None = None,
             _census: tuple[int, int, int, int, int] | None = None) -> RunState:
     """Copy of `s` with the given fields changed (None: kept). Used only by declared transitions.
 
@@ -171,6 +177,7 @@ def changed(s: RunState, *, status: tuple[Status, ...] | None = None,
         s.reserved if reserved is None else reserved,
         s.attempt_spend if attempt_spend is None else attempt_spend,
         s.outcome if outcome is None else outcome,
+        s.cancelled if cancelled is None else cancelled,
         s._census if status is None else _census,  # a new status tuple: `_census` or recount
     )
 

@@ -4,6 +4,9 @@ Each event is a small frozen dataclass with a guard (`why_not`, returning the re
 disabled, or None) and an effect (`apply`). `step` checks the guard and applies the effect;
 a disabled event raises `Disabled`, so no caller can move a node's status by hand (Automat's rule).
 
+An operator may end a node's activation without a verdict (`Cancel`); the node is then exhausted
+and the repair rule decides what follows, as after its last failed attempt.
+
 Spend is modelled as the engine meters it: an attempt is admitted only if settled + c_v <= B;
 inside it every metered operation reserves first (`Reserve`; several may be outstanding, each
 checked against all of them), a reservation that does not fit ends the attempt (`Overrun`)
@@ -266,6 +269,32 @@ class Claim:
         return s
 
 
+@dataclass(frozen=True)
+class Cancel:
+    """An operator ends `node`'s activation without a verdict. Allowed where `node` could
+    begin (it is next to run: no attempt in flight, nothing exhausted, every predecessor DONE);
+    it becomes EXHAUSTED with the attempts it has made, and the activation is recorded in
+    `cancelled`. What follows is what follows any exhausted node: a Repair (a new activation)
+    or Fail.
+
+    Why EXHAUSTED and not a status of its own: the rules for an exhausted node already say what
+    may happen next, and they are the ones G1 bounds -- a cancel throws attempts away, never
+    adds any, so W still bounds the run. Why only a node next to run: a node that has not
+    started must not end before its inputs are gated (G2, needs respected); an attempt in
+    flight is ended by its gate, or given back by `Abandon` first (the engine honours a cancel
+    on resume, after recovery)."""
+
+    node: str
+
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        return _ready(graph, s, self.node)
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        i = graph.index(self.node)
+        return with_node(s, i, status=Status.EXHAUSTED,
+                         cancelled=s.cancelled | {(self.node, s.activation[i])})
+
+
 def _repair_budget_left(graph: LoopGraph, s: RunState) -> bool:
     return s.repairs_used < graph.repair_budget
 
@@ -332,18 +361,20 @@ class Finish:
 
 
 EVENT_TYPES: tuple[type, ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
-                                 Repair, Fail, Finish)
+                                 Cancel, Repair, Fail, Finish)
 
 
 def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
-    """Every enabled event except spend metering: what a scheduler, the gates and the repair
-    rule may do next. The explorer searches these; spend events take amounts, so are left out.
+    """Every enabled event except spend metering: what a scheduler, the gates, the operator
+    (Cancel) and the repair rule may do next. The explorer searches these; spend events take
+    amounts, so are left out.
 
-    Order: Finish; then per node Begin, Refuse, Verdict PASS, Verdict FAIL, Fail; then repairs.
-    Candidates are first narrowed by a necessary condition of each guard (every node DONE for
-    Finish; a PENDING node, nothing in flight and nothing EXHAUSTED for Begin/Refuse; the node
-    in flight for Verdict; an EXHAUSTED node for Fail and Repair), then every guard is checked in
-    full, so the result equals filtering all candidates by `enabled` (a test checks it).
+    Order: Finish; then per node Begin, Refuse, Cancel, Verdict PASS, Verdict FAIL, Fail; then
+    repairs. Candidates are first narrowed by a necessary condition of each guard (every node
+    DONE for Finish; a PENDING node, nothing in flight and nothing EXHAUSTED for Begin, Refuse
+    and Cancel; the node in flight for Verdict; an EXHAUSTED node for Fail and Repair), then every
+    guard is checked in full, so the result equals filtering all candidates by `enabled` (a test
+    checks it).
     """
     if s.outcome is not Outcome.RUNNING:
         return
@@ -354,7 +385,7 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
         candidates.append(Finish())
     running, _, exhausted, _, _ = s.census()
     busy = running > 0
-    if not busy and not exhausted:  # only Begin/Refuse can be enabled, for PENDING nodes
+    if not busy and not exhausted:  # only Begin/Refuse/Cancel, for PENDING nodes
         for i, st in enumerate(status):
             if st is Status.PENDING:
                 candidates += begin[i]
@@ -373,14 +404,14 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
             yield e
 
 
-def _node_events(graph: LoopGraph) -> tuple[list[tuple[Event, Event]], list[tuple[Event, Event]]]:
-    """Per node index, (Begin, Refuse) and (Verdict PASS, Verdict FAIL): immutable, so built
-    once per graph shape."""
+def _node_events(graph: LoopGraph) -> tuple[list[tuple[Event, ...]], list[tuple[Event, ...]]]:
+    """Per node index, (Begin, Refuse, Cancel) and (Verdict PASS, Verdict FAIL): immutable, so
+    built once per graph shape."""
     memo = graph.shape_memo
     got = memo.get("node_events")
     if got is None:
         got = memo["node_events"] = (
-            [(Begin(n), Refuse(n)) for n in graph.names],
+            [(Begin(n), Refuse(n), Cancel(n)) for n in graph.names],
             [(Verdict(n, True), Verdict(n, False)) for n in graph.names])
     return got
 
@@ -395,7 +426,7 @@ def all_control_candidates(graph: LoopGraph) -> list[Event]:
     """Every control event of `graph`, enabled or not (for checking `control_events`)."""
     candidates: list[Event] = [Finish()]
     for name in graph.names:
-        candidates += [Begin(name), Refuse(name), Verdict(name, True), Verdict(name, False),
-                       Fail(name)]
+        candidates += [Begin(name), Refuse(name), Cancel(name), Verdict(name, True),
+                       Verdict(name, False), Fail(name)]
     candidates += [Repair(d, u) for d, u in graph.repair_pairs]
     return candidates

@@ -1,5 +1,6 @@
 """The Z3 encoding of `model/`: a run state as Z3 terms, one guard and one update per declared
-transition (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim, Repair, Fail, Finish).
+transition (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim, Cancel, Repair, Fail,
+Finish).
 
 The graph's *shape* (nodes, needs, repair relation) is fixed per encoding; its numbers
 (a_v, c_v, K, B) are Z3 terms, so one encoding serves both the concrete graphs of the differential
@@ -44,7 +45,7 @@ OUTCOME = {Outcome.RUNNING: O_RUNNING, Outcome.DONE: O_DONE, Outcome.FAILED: O_F
            Outcome.BUDGET_EXHAUSTED: O_BUDGET}
 
 KINDS = ("Begin", "Refuse", "Reserve", "Overrun", "Settle", "Verdict", "Abandon", "Claim",
-         "Repair", "Fail", "Finish")
+         "Cancel", "Repair", "Fail", "Finish")
 METERED = ("Reserve", "Overrun", "Settle")  # the events that carry an amount
 
 
@@ -176,7 +177,8 @@ def event_instances(graph: LoopGraph, tag: str) -> list[Ev]:
     evs: list[Ev] = []
     for v in graph.names:
         evs += [Ev("Begin", v), Ev("Refuse", v), Ev("Verdict", v, passed=True),
-                Ev("Verdict", v, passed=False), Ev("Abandon", v), Ev("Claim", v), Ev("Fail", v)]
+                Ev("Verdict", v, passed=False), Ev("Abandon", v), Ev("Claim", v),
+                Ev("Cancel", v), Ev("Fail", v)]
     evs += [Ev(k, amount=z3.Real(f"amount_{k}_{tag}")) for k in METERED]
     evs.append(Ev("Settle", amount=z3.Real(f"amount_SettleOf_{tag}"), of=z3.Real(f"of_{tag}")))
     evs += [Ev("Repair", d, u) for d, u in graph.repair_pairs]
@@ -189,8 +191,9 @@ def event_instances(graph: LoopGraph, tag: str) -> list[Ev]:
 @dataclass
 class State:
     """A run state as Z3 constants, one per field: `status:v`, `activation:v`, `attempts:v`,
-    `passes:v` (the activations of v with a PASS in the ledger), the globals, and any extra
-    fields a semantics declares (ghosts, or a broken variant's own counters)."""
+    `passes:v` (the activations of v with a PASS in the ledger), `cancelled:v` (the activations
+    of v an operator cancelled), the globals, and any extra fields a semantics declares (ghosts,
+    or a broken variant's own counters)."""
 
     vars: dict[str, z3.ExprRef]
 
@@ -208,6 +211,9 @@ class State:
 
     def passes(self, v: str) -> z3.ArrayRef:
         return self.vars[f"passes:{v}"]
+
+    def cancelled(self, v: str) -> z3.ArrayRef:
+        return self.vars[f"cancelled:{v}"]
 
 
 # ---- the rules ----------------------------------------------------------------------------------
@@ -300,6 +306,15 @@ class Semantics:
     def update_claim(self, enc, s, ev):
         return {}
 
+    # Cancel: the operator ends the activation of a node that is next to run, without a verdict
+    def guard_cancel(self, enc, s, ev):
+        return enc.ready(s, ev.node)
+
+    def update_cancel(self, enc, s, ev):
+        v = ev.node
+        return {f"status:{v}": S_EXHAUSTED,
+                f"cancelled:{v}": z3.Store(s.cancelled(v), s.act(v), True)}
+
     # Repair / Fail / Finish
     def guard_repair(self, enc, s, ev):
         return z3.And(enc.in_relation(ev.node, ev.target), enc.live(s),
@@ -343,6 +358,7 @@ class RunEncoding:
             f[f"activation:{v}"] = z3.IntSort()
             f[f"attempts:{v}"] = z3.IntSort()
             f[f"passes:{v}"] = z3.ArraySort(z3.IntSort(), z3.BoolSort())
+            f[f"cancelled:{v}"] = z3.ArraySort(z3.IntSort(), z3.BoolSort())
         f |= {"repairs_used": z3.IntSort(), "attempts_total": z3.IntSort(),
               "abandoned": z3.IntSort(), "settled": z3.RealSort(), "reserved": z3.RealSort(),
               "attempt_spend": z3.RealSort(), "outcome": OutcomeSort}
@@ -360,7 +376,8 @@ class RunEncoding:
         cs: list[z3.BoolRef] = []
         for v in self.graph.names:
             cs += [s.st(v) == S_PENDING, s.act(v) == 0, s.att(v) == 0,
-                   s.passes(v) == z3.K(z3.IntSort(), z3.BoolVal(False))]
+                   s.passes(v) == z3.K(z3.IntSort(), z3.BoolVal(False)),
+                   s.cancelled(v) == z3.K(z3.IntSort(), z3.BoolVal(False))]
         cs += [s["repairs_used"] == 0, s["attempts_total"] == 0, s["abandoned"] == 0,
                s["settled"] == 0,
                s["reserved"] == 0, s["attempt_spend"] == 0, s["outcome"] == O_RUNNING]
@@ -458,12 +475,9 @@ class RunEncoding:
         g = self.graph
         cs: list[z3.BoolRef] = []
         for v in g.names:
-            arr = z3.K(z3.IntSort(), z3.BoolVal(False))
-            for node, e in sorted(r.passes):
-                if node == v:
-                    arr = z3.Store(arr, e, True)
             cs += [s.st(v) == STATUS[r.status_of(g, v)], s.act(v) == r.activation_of(g, v),
-                   s.att(v) == r.attempts_of(g, v), s.passes(v) == arr]
+                   s.att(v) == r.attempts_of(g, v), s.passes(v) == _history(r.passes, v),
+                   s.cancelled(v) == _history(r.cancelled, v)]
         cs += [s["repairs_used"] == r.repairs_used, s["attempts_total"] == r.attempts_total,
                s["abandoned"] == r.abandoned, s["settled"] == real(r.settled), s["reserved"] == real(r.reserved),
                s["attempt_spend"] == real(r.attempt_spend), s["outcome"] == OUTCOME[r.outcome]]
@@ -473,11 +487,13 @@ class RunEncoding:
         g = self.graph
         by_name = {str(z): st for st, z in STATUS.items()}
         outcome = {str(z): o for o, z in OUTCOME.items()}
-        passes = set()
+        passes, cancelled = set(), set()
         for v in g.names:
             for e in range(value(model, s.act(v)) + 1):
                 if value(model, z3.Select(s.passes(v), e)):
                     passes.add((v, e))
+                if value(model, z3.Select(s.cancelled(v), e)):
+                    cancelled.add((v, e))
         return RunState(
             status=tuple(by_name[value(model, s.st(v))] for v in g.names),
             activation=tuple(value(model, s.act(v)) for v in g.names),
@@ -490,6 +506,7 @@ class RunEncoding:
             reserved=float(value(model, s["reserved"])),
             attempt_spend=float(value(model, s["attempt_spend"])),
             outcome=outcome[value(model, s["outcome"])],
+            cancelled=frozenset(cancelled),
         )
 
     def describe(self, model: z3.ModelRef, s: State) -> dict[str, Any]:
@@ -522,6 +539,15 @@ class RunEncoding:
     def concrete(self, model: z3.ModelRef, s: State,
                  ev: Ev | None) -> tuple[RunState, mt.Event | None]:
         return self.read(model, s), None if ev is None else ev.to_model(model)
+
+
+def _history(pairs: frozenset[tuple[str, int]], v: str) -> z3.ArrayRef:
+    """The activations of `v` in a set of (node, activation) pairs, as an Int -> Bool array."""
+    arr = z3.K(z3.IntSort(), z3.BoolVal(False))
+    for node, e in sorted(pairs):
+        if node == v:
+            arr = z3.Store(arr, e, True)
+    return arr
 
 
 def describe_shape(graph: LoopGraph) -> str:

@@ -73,10 +73,9 @@ def structural(enc: RunEncoding, s: State) -> z3.BoolRef:
     cs: list[z3.BoolRef] = []
     for v in g.names:
         st, i = s.st(v), s.att(v)
-        cs += [i >= 0, i <= a[v],
+        cs += [i >= 0, i <= a[v],  # EXHAUSTED: i = a_v, or fewer when an operator cancelled
                z3.Implies(st == S_PENDING, i < a[v]),
-               z3.Implies(st == S_RUNNING, i >= 1),
-               z3.Implies(st == S_EXHAUSTED, i == a[v])]
+               z3.Implies(st == S_RUNNING, i >= 1)]
         for w in g.names:
             if w != v:
                 cs.append(z3.Not(z3.And(st == S_RUNNING,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proofs import family, g2_order, sanity
+from proofs import cancel, family, g2_order, sanity
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
 from proofs import g3_attempt_ceiling as g3c
@@ -78,6 +78,10 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G1-broken-per-activation-repairs", "G1", "refuted",
                "broken: per-activation repair counters reset by a repair -- a reachable state "
                "repeats (lasso over control events)", g1.lasso_per_activation_repairs),
+    Obligation("G1-broken-cancel-after-done", "G1", "refuted",
+               "broken: an operator may cancel a node that is DONE -- the repair that follows "
+               "re-runs descendants that already ran, and a run from Init makes more than W "
+               "attempts", cancel.run_cancel_after_done),
     Obligation("G1-sanity", "G1", "proved",
                "Init and every transition are satisfiable under the G1 invariants "
                f"({FAMILY})", sanity.check_g1_sanity),
@@ -101,6 +105,12 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G2-broken-begin-ignores-needs", "G2", "refuted",
                "broken: Begin does not check needs -- a run from Init starts b before a is DONE",
                g2_order.run_begin_ignores_needs),
+    Obligation("G2-cancel-never-done", "G2", "proved",
+               "an activation an operator cancelled (Cancel) keeps its node EXHAUSTED and has no "
+               f"PASS in the ledger: it is never DONE ({FAMILY})", cancel.check_cancel_never_done),
+    Obligation("G2-broken-cancel-leaves-pending", "G2", "refuted",
+               "broken: Cancel leaves the node PENDING -- a run from Init passes in the cancelled "
+               "activation", cancel.run_cancel_leaves_pending),
     Obligation("G2-sanity-unbounded", "G2", "proved",
                "Init and every transition of the unbounded encoding are satisfiable under the "
                "invariant", g2.check_sanity),

@@ -57,6 +57,7 @@ class UState:
     activation: z3.ArrayRef      # Node -> Int
     attempts: z3.ArrayRef        # Node -> Int
     passes: z3.ArrayRef          # Node x Int -> Bool: a PASS for (node, activation) is in the ledger
+    cancelled: z3.ArrayRef       # Node x Int -> Bool: an operator cancelled (node, activation)
     repairs_used: z3.ArithRef
     attempts_total: z3.ArithRef
     abandoned: z3.ArithRef       # attempts given back by Abandon (repeated executions)
@@ -121,6 +122,7 @@ class UnboundedRuns:
             z3.Array(f"activation@{tag}", self.N, INT),
             z3.Array(f"attempts@{tag}", self.N, INT),
             z3.Const(f"passes@{tag}", z3.ArraySort(self.N, INT, z3.BoolSort())),
+            z3.Const(f"cancelled@{tag}", z3.ArraySort(self.N, INT, z3.BoolSort())),
             z3.Int(f"repairs_used@{tag}"), z3.Int(f"attempts_total@{tag}"),
             z3.Int(f"abandoned@{tag}"),
             z3.Real(f"settled@{tag}"), z3.Real(f"reserved@{tag}"),
@@ -145,13 +147,15 @@ class UnboundedRuns:
             s.status == z3.K(self.N, S_PENDING), s.activation == z3.K(self.N, z3.IntVal(0)),
             s.attempts == z3.K(self.N, z3.IntVal(0)),
             s.passes == z3.Lambda([x, e], z3.BoolVal(False)),
+            s.cancelled == z3.Lambda([x, e], z3.BoolVal(False)),
             s.repairs_used == 0, s.attempts_total == 0, s.abandoned == 0, s.settled == 0, s.reserved == 0,
             s.attempt_spend == 0, s.outcome == O_RUNNING)
 
     def events(self, tag: str) -> list[UEv]:
         def n(name: str) -> z3.ExprRef:
             return z3.Const(f"{name}@{tag}", self.N)
-        evs = [UEv(k, self, n("n")) for k in ("Begin", "Refuse", "Abandon", "Claim", "Fail")]
+        evs = [UEv(k, self, n("n")) for k in ("Begin", "Refuse", "Abandon", "Claim", "Cancel",
+                                              "Fail")]
         evs += [UEv("Verdict", self, n("n"), passed=True), UEv("Verdict", self, n("n"),
                                                                passed=False)]
         evs += [UEv(k, self, n("r"), amount=z3.Real(f"amount_{k}@{tag}")) for k in METERED]
@@ -246,6 +250,12 @@ class UnboundedRuns:
             return self.in_attempt(s, ev.node), {"status": z3.Store(s.status, ev.node, S_DONE)}
         return self.in_attempt(s, ev.node), {}
 
+    def _cancel(self, s, ev):
+        n = ev.node
+        return self.ready(s, n), {
+            "status": z3.Store(s.status, n, S_EXHAUSTED),
+            "cancelled": z3.Store(s.cancelled, n, s.activation[n], True)}
+
     def _repair(self, s, ev):
         d, u = ev.node, ev.target
         x = z3.Const("x", self.N)
@@ -292,7 +302,8 @@ class UnboundedRuns:
             act = value(model, s.activation[e])
             nodes[name] = {"status": value(model, s.status[e]), "activation": act,
                            "attempts": value(model, s.attempts[e]),
-                           "pass_current": value(model, s.passes[e, act])}
+                           "pass_current": value(model, s.passes[e, act]),
+                           "cancelled_current": value(model, s.cancelled[e, act])}
         return {"nodes": nodes, "outcome": outcome_name(value(model, s.outcome)),
                 "repairs_used": value(model, s.repairs_used),
                 "attempts_total": value(model, s.attempts_total),
@@ -339,7 +350,9 @@ class UnboundedRuns:
                   r: RunState) -> z3.BoolRef:
         x, e = z3.Const("x", self.N), z3.Int("e")
         passed = z3.Or([z3.And(x == k[v], e == a) for v, a in r.passes] or [False])
-        cs = [s.passes == z3.Lambda([x, e], passed)]
+        cancelled = z3.Or([z3.And(x == k[v], e == a) for v, a in r.cancelled] or [False])
+        cs = [s.passes == z3.Lambda([x, e], passed),
+              s.cancelled == z3.Lambda([x, e], cancelled)]
         for v in graph.names:
             cs += [s.status[k[v]] == STATUS[r.status_of(graph, v)],
                    s.activation[k[v]] == r.activation_of(graph, v),

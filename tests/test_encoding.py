@@ -25,6 +25,7 @@ from model.state import Outcome, RunState, Status, initial_state
 from model.transitions import (
     Abandon,
     Begin,
+    Cancel,
     Claim,
     Event,
     Fail,
@@ -69,7 +70,7 @@ def control(graph: LoopGraph) -> list[Event]:
     evs: list[Event] = [Finish()]
     for v in graph.names:
         evs += [Begin(v), Refuse(v), Verdict(v, True), Verdict(v, False), Abandon(v), Claim(v),
-                Fail(v)]
+                Cancel(v), Fail(v)]
     return evs + [Repair(d, u) for d, u in graph.repair_pairs]
 
 
@@ -121,6 +122,7 @@ def perturb(graph: LoopGraph, s: RunState, which: int) -> RunState:
         lambda: replace(s, reserved=s.reserved + 0.25),
         lambda: replace(s, attempt_spend=s.attempt_spend + 0.25),
         lambda: replace(s, outcome=next(o for o in Outcome if o is not s.outcome)),
+        lambda: replace(s, cancelled=s.cancelled ^ {(graph.names[i], s.activation[i])}),
     ]
     return fields[(which // n) % len(fields)]()
 

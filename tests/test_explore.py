@@ -26,8 +26,8 @@ from model.explore import (
     true_worst_case,
 )
 from model.graph import LoopGraph, NodeSpec
-from model.state import initial_state
-from model.transitions import Begin, Verdict, all_control_candidates, step
+from model.state import Status, initial_state
+from model.transitions import Begin, Cancel, Verdict, all_control_candidates, enabled, step
 
 
 def test_one_dag_per_isomorphism_class() -> None:
@@ -152,3 +152,38 @@ def test_attempts_are_counted_at_begin() -> None:
     g = LoopGraph.build([NodeSpec("a", attempts=3)])
     worst, schedule = true_worst_case(g)
     assert worst == 3 == sum(isinstance(e, Begin) for e in schedule)
+
+
+# ---- the operator's Cancel is searched too -------------------------------------------------------
+
+def test_the_explorer_searches_cancelled_activations() -> None:
+    """States only a Cancel reaches (EXHAUSTED with attempts left) are in the explorer's table."""
+    g = LoopGraph.build([NodeSpec("a", attempts=2, repairs=("a",))], repair_budget=1)
+    search = WorstCase()
+    assert search.remaining(g, initial_state(g)) == attempt_bound(g) == 4
+    cut_short = [key for key in search.table
+                 if key[1] == (Status.EXHAUSTED,) and key[2] == (0,)]
+    assert cut_short, "no state with a cancelled activation was explored"
+
+
+def test_a_cancel_of_a_done_node_is_caught_exceeding_w(monkeypatch) -> None:
+    """Planted fault: Cancel also allowed on a DONE node. The repair that follows re-runs
+    descendants that already ran, and the explorer finds more than W attempts."""
+    ok = Cancel.why_not
+
+    def also_done(self, graph, s):
+        if (not s.ended and s.running(graph) is None and s.exhausted(graph) is None
+                and s.status_of(graph, self.node) is Status.DONE):
+            return None
+        return ok(self, graph, s)
+
+    monkeypatch.setattr(Cancel, "why_not", also_done)
+    # successors: every candidate filtered by its (faulty) guard, not the narrowed generator
+    monkeypatch.setattr(explore_module, "control_events", lambda graph, s: (
+        e for e in all_control_candidates(graph) if enabled(graph, s, e)))
+    g = LoopGraph.build([NodeSpec("a", repairs=("a",)), NodeSpec("b", needs=("a",))],
+                        repair_budget=1)
+    found = check(g)
+    assert found is not None and found["problem"] == "W exceeded"
+    assert found["W"] == 3 and found["true_worst_case"] == 4
+    assert "Cancel(node='a')" in found["schedule"]

@@ -15,6 +15,7 @@ from model.state import Outcome, RunState, Status, initial_state
 from model.transitions import (
     Abandon,
     Begin,
+    Cancel,
     Claim,
     Disabled,
     Fail,
@@ -358,11 +359,55 @@ def test_finish_only_when_every_node_is_done() -> None:
     assert list(control_events(g, done)) == []
 
 
+# ---- Cancel --------------------------------------------------------------------------------------
+
+def test_cancel_ends_the_activation_of_a_node_next_to_run() -> None:
+    g = chain(k=1)
+    s = run(g, Begin("a"), Verdict("a", False))     # a failed once, one attempt left
+    after = run(g, Cancel("a"), s=s)
+    assert after.status_of(g, "a") is Status.EXHAUSTED
+    assert after.attempts_of(g, "a") == 1            # the attempt it made stays counted
+    assert after.attempts_total == s.attempts_total  # a cancel begins nothing
+    assert after.cancelled == {("a", 0)} and after.passes == s.passes
+    assert (after.settled, after.reserved, after.outcome) == (s.settled, s.reserved, s.outcome)
+    # what follows is what follows any exhausted node: no Begin, and a has no repair: Fail
+    assert "is exhausted" in reason(g, after, Begin("x"))
+    assert list(control_events(g, after)) == [Fail("a")]
+
+
+def test_cancel_then_repair_starts_a_new_activation() -> None:
+    g = chain(k=1)
+    s = run(g, Begin("a"), Verdict("a", True), Begin("b"), Verdict("b", True), Cancel("c"))
+    assert list(control_events(g, s)) == [Repair("c", "a"), Repair("c", "c")]
+    again = run(g, Repair("c", "c"), s=s)
+    assert again.status_of(g, "c") is Status.PENDING and again.activation_of(g, "c") == 1
+    assert ("c", 0) in again.cancelled and ("c", 1) not in again.cancelled
+    done = run(g, Begin("c"), Verdict("c", True), s=again)
+    assert done.status_of(g, "c") is Status.DONE and ("c", 1) in done.passes
+
+
+def test_cancel_is_refused_where_the_node_could_not_begin() -> None:
+    g = chain(k=1)
+    s0 = initial_state(g)
+    assert "predecessor 'a' is not DONE" in reason(g, s0, Cancel("b"))
+    assert "unknown node" in reason(g, s0, Cancel("zz"))
+    running = run(g, Begin("a"))
+    assert "'a' has an attempt in flight" in reason(g, running, Cancel("a"))
+    assert "has an attempt in flight" in reason(g, running, Cancel("x"))
+    done = run(g, Verdict("a", True), s=running)
+    assert "'a' is DONE, not PENDING" in reason(g, done, Cancel("a"))
+    exhausted = to_c_exhausted(g)
+    assert "'c' is exhausted" in reason(g, exhausted, Cancel("x"))
+    ended = run(g, Begin("x"), Verdict("x", False), Fail("x"))
+    assert "the run has ended" in reason(g, ended, Cancel("a"))
+
+
 # ---- control_events -----------------------------------------------------------------------------
 
 def test_control_events_in_a_few_states() -> None:
     g = chain(k=1)
-    assert list(control_events(g, initial_state(g))) == [Begin("a"), Begin("x")]
+    assert list(control_events(g, initial_state(g))) == [Begin("a"), Cancel("a"), Begin("x"),
+                                                         Cancel("x")]
     assert list(control_events(g, run(g, Begin("a")))) == [Verdict("a", True), Verdict("a", False)]
     assert list(control_events(g, to_c_exhausted(g))) == [Repair("c", "a"), Repair("c", "c")]
 

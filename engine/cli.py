@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "resume": "continue a run from its verified ledger, after a crash or a stop",
     "verify": "verify a ledger's hash chain",
     "show": "show a run as a timeline: attempts, spend against c_v and B, verdicts, outcome",
+    "cancel": "ask that a node's activation end without a verdict (honoured on resume)",
     "bound": "print W and W_c, the most attempts and spend any run of a graph can take",
     "audit": "audit a gate catalogue with mutants: vacuity, self-attestation, false accepts",
     "receipt": "verify a completion receipt against its anchoring ledger and checkpoint store",

@@ -10,7 +10,9 @@ from the model alone, which model events the engine must record, runs an indepen
 - the engine's state, and replay of the ledger file, equal the independent model state;
 - G1: attempts_total <= the closed-form attempt bound W;
 - G2: every DONE node has a PASS verdict for its current activation in the real ledger file;
-- G3: settled + reserved <= B at every prefix of the real ledger file.
+- G3: settled + reserved <= B at every prefix of the real ledger file;
+- an activation the operator cancelled (`loopproof cancel`, honoured on resume) has no PASS in
+  the real ledger file and its node is not DONE in it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from engine import cli
 from engine.record.ledger import Ledger
 from engine.record.replay import replay
 from engine.run import spec as spec_mod
@@ -39,6 +42,7 @@ from engine.run.worker import CallableWorker
 from model import (
     Abandon,
     Begin,
+    Cancel,
     Claim,
     Fail,
     Finish,
@@ -166,6 +170,7 @@ def to_event(r: dict):
         "settle": lambda: Settle(r["amount"]), "claim": lambda: Claim(r["node"]),
         "verdict": lambda: Verdict(r["node"], r["passed"]),
         "abandon": lambda: Abandon(r["node"]), "repair": lambda: Repair(r["node"], r["target"]),
+        "cancel": lambda: Cancel(r["node"]),
         "fail": lambda: Fail(r["node"]), "finish": lambda: Finish(),
     }
     return table[t]() if t in table else None
@@ -397,10 +402,35 @@ class EngineMatchesModel(RuleBasedStateMachine):
         self.check_all()
         self.resume()
 
+    @rule(pick=st.integers(0, 2))
+    def operator_cancels(self, pick: int) -> None:
+        """At a safe point: the kill switch, then `loopproof cancel LEDGER NODE`. The model
+        decides: a cancel it allows is recorded and honoured on resume (as `Cancel`), one it
+        refuses is exit 2 with the ledger unchanged; then the run is resumed."""
+        node = self.graph.names[pick % len(self.graph.names)]
+        if not self.model.ended:
+            stop = default_stop_file(self.ledger)
+            stop.write_text("stop\n")
+            assert self.runner.step() is False
+            assert [r["type"] for r in self.new_records()] == ["stopped"]
+            stop.unlink()
+        self.runner.close()
+        before = self.ledger.read_bytes()
+        allowed = enabled(self.graph, self.model, Cancel(node))
+        event(f"cancel: {'allowed' if allowed else 'refused'}")
+        assert cli.main(["cancel", str(self.ledger), node]) == (0 if allowed else 2)
+        if allowed:
+            assert [r["type"] for r in self.new_records()] == ["cancel_requested"]
+        else:
+            assert self.ledger.read_bytes() == before
+        self.pending = "stop"
+        self.check_all()
+        self.resume(cancel=node if allowed else None)
+
     def end_code(self) -> int:
         return {"DONE": 0, "FAILED": 3, "BUDGET_EXHAUSTED": 4}[self.model.outcome.value]
 
-    def resume(self) -> None:
+    def resume(self, cancel: str | None = None) -> None:
         if self.pending == "pin":
             for p in self.plan.pinned.values():
                 p.write_text("the gate's rules\n")
@@ -415,6 +445,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
         records = self.new_records()
         assert records[0]["type"] == "resumed"
         expected = [Abandon(running)] if running is not None else []
+        expected += [Cancel(cancel)] if cancel is not None else []
         if running is not None:
             assert records[1]["outcome"] == "unknown"
             assert records[1]["charged"] == self.model.reserved
@@ -433,6 +464,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
         self.g1_attempts_within_bound()
         self.g2_done_only_with_pass_for_current_activation()
         self.g3_no_overspend_at_any_prefix()
+        self.cancelled_activation_never_passes()
 
     # ---- invariants, on the real ledger file -------------------------------------------------
     @invariant()
@@ -459,6 +491,19 @@ class EngineMatchesModel(RuleBasedStateMachine):
                 e = self.model.activation_of(self.graph, name)
                 assert any(r["type"] == "verdict" and r["node"] == name and r["passed"]
                            and r["verdict"] == "accept" and r["activation"] == e for r in recs)
+
+    @invariant()
+    def cancelled_activation_never_passes(self) -> None:
+        if self.runner is None:
+            return
+        recs = [json.loads(line) for line in self.ledger.read_text().splitlines()]
+        cancelled = {(r["node"], r["activation"]) for r in recs if r["type"] == "cancel"}
+        assert cancelled == set(self.model.cancelled)
+        assert not [r for r in recs if r["type"] == "verdict" and r["passed"]
+                    and (r["node"], r["activation"]) in cancelled]
+        for name, e in cancelled:
+            if self.model.activation_of(self.graph, name) == e:
+                assert self.model.status_of(self.graph, name) is Status.EXHAUSTED
 
     @invariant()
     def g3_no_overspend_at_any_prefix(self) -> None:

@@ -85,7 +85,8 @@ def test_repair_uses_first_target_then_done(tmp_path: Path, capsys) -> None:
     assert code == 0 and report["outcome"] == "DONE"
     assert report["repairs"] == [{"node": "b", "target": "a"}]  # the first listed target
     assert report["nodes"]["a"] == {"status": "DONE", "activation": 1, "attempts": 1,
-                                    "attempts_all": 2, "verdicts": ["accept", "accept"]}
+                                    "attempts_all": 2, "verdicts": ["accept", "accept"],
+                                    "cancelled": []}
     assert report["nodes"]["b"]["verdicts"] == ["reject"] * 3 + ["accept"]
     assert report["attempts_total"] == 6 <= report["W"]
     recs = records(ledger)

@@ -63,7 +63,9 @@ def finish(runner: Runner, code: int, json_output: bool) -> int:
               f"{spend['budget']:g}")
         for name, n in report["nodes"].items():
             print(f"  {name}: {n['status']} after {n['attempts']} attempt(s) in activation "
-                  f"{n['activation']}; verdicts {' '.join(n['verdicts']) or '-'}")
+                  f"{n['activation']}; verdicts {' '.join(n['verdicts']) or '-'}"
+                  + (f"; cancelled in activation {', '.join(map(str, n['cancelled']))}"
+                     if n.get("cancelled") else ""))
         if report["outcome_unknown"]:
             print(f"  {report['outcome_unknown']} attempt(s) had no recorded end (crash) and "
                   f"were charged and re-run")

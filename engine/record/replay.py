@@ -2,13 +2,15 @@
 
 Why: after a crash or a stop the engine must not trust anything it held in memory. Every model
 event the engine commits is one ledger record whose `type` is the event's name in lower case
-(`begin`, `reserve`, `settle`, `overrun`, `claim`, `verdict`, `abandon`, `repair`, `fail`,
-`finish`, `refuse`) and whose fields carry the event's arguments. Replay turns those records back
-into events and runs them through `model.step`; a record the model refuses means the ledger's
-content is impossible, and replay fails closed with `LedgerCorrupt`. Other record types (`run`,
-`resumed`, `stopped`, `pin_changed`, `worker_output`, `worker_ceiling`) are facts for the reader
-and the report; `resources` (a new price, from `resume --price`) also sets the price at which
-later attempts are metered, so it is checked: its old price must be the current one.
+(`begin`, `reserve`, `settle`, `overrun`, `claim`, `verdict`, `abandon`, `cancel`, `repair`,
+`fail`, `finish`, `refuse`) and whose fields carry the event's arguments. Replay turns those
+records back into events and runs them through `model.step`; a record the model refuses means the
+ledger's content is impossible, and replay fails closed with `LedgerCorrupt`. Other record types
+(`run`, `resumed`, `stopped`, `pin_changed`, `worker_output`, `worker_ceiling`,
+`cancel_requested`, `cancel_refused`) are facts for the reader and the report (an operator's
+`cancel_requested` is pending until a `cancel` or `cancel_refused` names it:
+engine/run/operator.py); `resources` (a new price, from `resume --price`) also sets the price at
+which later attempts are metered, so it is checked: its old price must be the current one.
 
 Replay is linear in the ledger and holds only what the report needs (per-node counts, verdicts,
 the last accepted tree), not the records: `open_replayed` folds each record as the ledger's
@@ -116,6 +118,7 @@ class Replayed:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     overruns: int = 0
     begins: dict[str, int] = field(default_factory=dict)  # node -> Begin records, all activations
+    cancel_requests: list[dict[str, Any]] = field(default_factory=list)  # not yet honoured
     price: float = 1.0  # spend units per wall-clock second now (record 0, then `resources`)
     prices: list[dict[str, Any]] = field(default_factory=list)
 
@@ -141,6 +144,11 @@ class Replayed:
                                               ("activation", "attempt", "accepted_tree")}
         elif t == "abandon":
             self.outcome_unknown.append(rec)
+        elif t == "cancel_requested":
+            self.cancel_requests.append(rec)
+        elif t in ("cancel", "cancel_refused"):
+            self.cancel_requests = [r for r in self.cancel_requests
+                                    if r.get("seq") != rec.get("request")]
         elif t == "repair":
             self.repairs.append({"node": rec["node"], "target": rec["target"]})
         elif t == "overrun":
@@ -179,6 +187,7 @@ class Replayed:
                 "attempts": s.attempts_of(g, name),
                 "attempts_all": self.begins.get(name, 0),
                 "verdicts": [v["verdict"] for v in vs],
+                "cancelled": sorted(e for n, e in s.cancelled if n == name),
             }
         return {
             "outcome": s.outcome.value,
@@ -196,6 +205,7 @@ class Replayed:
             "resumes": self.resumes,
             "outcome_unknown": len(self.outcome_unknown),
             "repeated_executions": s.abandoned,  # attempts run again after a crash (G7)
+            "cancel_requests": [r.get("node") for r in self.cancel_requests],
             "records": self.records,
             "head": self.head,
         }

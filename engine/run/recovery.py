@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 
 from engine.run.journal import Journal
+from engine.run.operator import honour_cancels
 from model import Abandon
 
 
@@ -52,8 +53,9 @@ def kill_orphans(root: Path) -> list[int]:
 
 
 def recover(journal: Journal, root: Path, new_price: float | None) -> None:
-    """Kill orphans under `root`, record `resumed`, abandon the attempt in flight (if any), and
-    record a change of price (`resume --price`)."""
+    """Kill orphans under `root`, record `resumed`, abandon the attempt in flight (if any),
+    honour an operator's pending cancels (engine/run/operator.py), and record a change of price
+    (`resume --price`)."""
     state, graph = journal.state, journal.graph
     orphans = kill_orphans(root)
     journal.note({"type": "resumed", "resume": journal.replayed.resumes + 1,
@@ -70,6 +72,7 @@ def recover(journal: Journal, root: Path, new_price: float | None) -> None:
                    "its outcome is unknown; it is charged its open reservation and given "
                    "back (it does not count against the node's attempts), and the node "
                    "will run again (a repeated execution, counted in the report)"})
+    honour_cancels(journal)
     if new_price is not None and new_price != journal.replayed.price:
         # a change of resources: later attempts are metered (and their deadlines set) at
         # the new price; the settled spend replayed from the ledger stays as it is

@@ -19,7 +19,7 @@ from bench.targets import figures, line
 
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
-           "bench.prove", "bench.peer")
+           "bench.prove", "bench.peer", "bench.extending")
 
 
 def _load_modules() -> None:

@@ -1,7 +1,8 @@
 """`python -m proofs`: discharge every obligation, print a table (or `--json`), exit 0 iff every
 result equals its expectation. `--out PATH` also writes the JSON array to PATH. A bounded search
 that finds no counterexample is reported "not refuted within depth d", never "proved";
-`--max-depth N` lets every bounded search go on to depth N (it stops at the shortest run)."""
+`--max-depth N` lets every bounded search go on to depth N (it stops at the shortest run).
+`python -m proofs new NAME --guarantee Gk` writes the skeleton of a new guarantee."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ def report(results: list[Result]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["new"]:  # the skeleton of a new guarantee (proofs/scaffold.py)
+        from proofs import scaffold
+        return scaffold.main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m proofs", description=__doc__)
     ap.add_argument("--json", action="store_true", help="print a JSON array, one per obligation")
     ap.add_argument("--out", type=Path, help="also write the JSON array to this file")

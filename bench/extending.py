@@ -115,7 +115,7 @@ def block(result: dict[str, Any]) -> str:
     lines = [BEGIN, "",
              f"Measured by `python -m bench.extending` on {result['cpus']} cores with a load "
              f"average of {result['load_average']:g} at the start (a shared machine stretches "
-             "the wall clock; the CPU time is what an idle machine would need):", "",
+             "the wall clock most; the CPU time is closer to what an idle machine needs):", "",
              "| step | wall clock | CPU |", "|---|---|---|"]
     for step in result["steps"].values():
         lines.append(f"| {step['what']} | {step['seconds']:.1f} s | {step['cpu_seconds']:.1f} s |")

@@ -14,10 +14,11 @@ worst case.
 
 Reductions, each sound for the number computed (the maximum of attempts still to come):
 
-- memoised on an abstraction of the state: node statuses, attempt counters (a DONE node's counter
-  is dropped: no guard or effect reads it before a repair resets it to 0), repairs left (K minus
-  repairs used) and the outcome. Activations, the pass set and the running total are dropped: no
-  guard reads them. Spend fields are constant since B is unbounded here (no spend events).
+- memoised on an abstraction of the state: node statuses, attempt counters (a DONE or EXHAUSTED
+  node's counter is dropped: no guard or effect reads it before a repair resets it to 0 -- an
+  exhausted node, whether by its last failed attempt or by the operator's Cancel, is followed
+  only by Repair or Fail), repairs left (K minus repairs used) and the outcome. Activations, the
+  pass set, the cancelled set and the running total are dropped: no guard reads them. Spend fields are constant since B is unbounded here (no spend events).
 - one table per DAG and a_v vector, for every K and every repair relation: the key holds repairs
   *left* rather than K, and only the part of R the rest of the run can read (`readable_pairs`:
   the pairs of nodes that are not DONE, or may be put back by a repair still affordable). Two
@@ -73,9 +74,9 @@ def _key(graph: LoopGraph, s: RunState) -> Key:
     attempts = counters.get((status, s.attempts))
     if attempts is None:
         attempts = s.attempts
-        if Status.DONE in status:
-            attempts = tuple(0 if st is Status.DONE else i for st, i in zip(status, attempts,
-                                                                            strict=True))
+        if Status.DONE in status or Status.EXHAUSTED in status:
+            attempts = tuple(0 if st is Status.DONE or st is Status.EXHAUSTED else i
+                             for st, i in zip(status, attempts, strict=True))
         counters[(status, s.attempts)] = attempts
     if left <= 0 or s.ended or not graph.repair_pairs:
         return (s.outcome, status, attempts, left, ())

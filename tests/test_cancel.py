@@ -237,3 +237,14 @@ def test_a_forged_cancel_record_the_model_refuses_is_a_corrupt_ledger(tmp_path, 
     capsys.readouterr()
     assert cli.main(["resume", "--ledger", str(ledger)]) == 5
     assert "the model refuses cancel" in capsys.readouterr().err
+
+
+def test_show_tells_the_cancel_in_words(tmp_path, capsys):
+    ledger = stopped_after(tmp_path, 2)
+    assert cancel(capsys, str(ledger), "b", "--reason", "flaky gate")[0] == 0
+    assert resume(ledger) == 3
+    capsys.readouterr()
+    assert cli.main(["show", str(ledger), "--json"]) == 0
+    shown = json.dumps(json.loads(capsys.readouterr().out))
+    assert "cancel of b requested (activation 0): flaky gate" in shown
+    assert "cancel: b's activation 0 ended without a verdict after 1 attempt(s)" in shown

@@ -156,14 +156,39 @@ def test_attempts_are_counted_at_begin() -> None:
 
 # ---- the operator's Cancel is searched too -------------------------------------------------------
 
-def test_the_explorer_searches_cancelled_activations() -> None:
-    """States only a Cancel reaches (EXHAUSTED with attempts left) are in the explorer's table."""
+def test_the_explorer_searches_cancels(monkeypatch) -> None:
+    """Cancel is among the successors the explorer follows (it comes from control_events)."""
+    seen: list[object] = []
+    real = explore_module.successors
+
+    def spy(graph, s):
+        out = real(graph, s)
+        seen.extend(e for e, _ in out)
+        return out
+
+    monkeypatch.setattr(explore_module, "successors", spy)
     g = LoopGraph.build([NodeSpec("a", attempts=2, repairs=("a",))], repair_budget=1)
-    search = WorstCase()
-    assert search.remaining(g, initial_state(g)) == attempt_bound(g) == 4
-    cut_short = [key for key in search.table
-                 if key[1] == (Status.EXHAUSTED,) and key[2] == (0,)]
-    assert cut_short, "no state with a cancelled activation was explored"
+    assert WorstCase().remaining(g, initial_state(g)) == attempt_bound(g) == 4
+    assert Cancel("a") in seen
+
+
+def plain_worst(graph: LoopGraph, s) -> int:
+    """The worst case by plain recursion over every successor: no memo, no abstraction."""
+    return max((int(isinstance(e, Begin)) + plain_worst(graph, t)
+                for e, t in explore_module.successors(graph, s)), default=0)
+
+
+@pytest.mark.parametrize("edges, relation, att, k", [
+    ((), ((0, 0),), (2,), 2),
+    (((0, 1),), ((1, 0), (1, 1)), (2, 1), 1),
+    (((0, 1),), ((0, 0), (1, 0)), (1, 2), 2),
+    (((0, 1), (0, 2)), ((1, 0), (2, 2)), (1, 1, 2), 1),
+])
+def test_the_abstraction_loses_nothing_with_cancels(edges, relation, att, k) -> None:
+    """The memo key drops an EXHAUSTED node's counter (a cancel leaves attempts unused): the
+    memoised worst case equals a plain search of every schedule, cancels included."""
+    g = build_graph(len(att), edges, relation, att, k)
+    assert WorstCase().remaining(g, initial_state(g)) == plain_worst(g, initial_state(g))
 
 
 def test_a_cancel_of_a_done_node_is_caught_exceeding_w(monkeypatch) -> None:
@@ -179,8 +204,8 @@ def test_a_cancel_of_a_done_node_is_caught_exceeding_w(monkeypatch) -> None:
 
     monkeypatch.setattr(Cancel, "why_not", also_done)
     # successors: every candidate filtered by its (faulty) guard, not the narrowed generator
-    monkeypatch.setattr(explore_module, "control_events", lambda graph, s: (
-        e for e in all_control_candidates(graph) if enabled(graph, s, e)))
+    monkeypatch.setattr(explore_module, "successors", lambda graph, s: [
+        (e, step(graph, s, e)) for e in all_control_candidates(graph) if enabled(graph, s, e)])
     g = LoopGraph.build([NodeSpec("a", repairs=("a",)), NodeSpec("b", needs=("a",))],
                         repair_budget=1)
     found = check(g)

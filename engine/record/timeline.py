@@ -24,7 +24,8 @@ from engine.system.errors import BadInput, LedgerCorrupt
 
 # Run events shown on the timeline between attempts (type -> how it reads).
 RUN_EVENTS = ("repair", "fail", "finish", "refuse", "stopped", "resumed", "pin_changed",
-              "release_unmet", "resources", "stage_done", "evolution_rejected")
+              "release_unmet", "resources", "stage_done", "evolution_rejected",
+              "cancel_requested", "cancel", "cancel_refused")
 
 
 @dataclass
@@ -306,6 +307,11 @@ def _event(rec: dict[str, Any]) -> dict[str, Any]:
                               f"{num(rec.get('new_price'))} spend units per second"),
         "stage_done": lambda: f"planner round {rec.get('round')}: applied {rec.get('applied')}",
         "evolution_rejected": lambda: f"planner request refused: {rec.get('reason')}",
+        "cancel_requested": lambda: (f"cancel of {rec.get('node')} requested (activation "
+                                     f"{rec.get('activation')}): {rec.get('reason') or '-'}"),
+        "cancel": lambda: (f"cancel: {rec.get('node')}'s activation {rec.get('activation')} "
+                           f"ended without a verdict after {rec.get('attempts')} attempt(s)"),
+        "cancel_refused": lambda: f"cancel of {rec.get('node')} refused: {rec.get('why')}",
     }.get(t, lambda: t)()
     return {"seq": rec["seq"], "type": t, "node": rec.get("node"), "text": text}
 

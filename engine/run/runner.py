@@ -10,6 +10,7 @@ Why this shape: the runner is the thin orchestrator of units that can each be re
 - engine/run/integrity.py: pins, policy and release conditions;
 - engine/run/planner.py: the optional `[planner]` rounds between attempts;
 - engine/run/recovery.py: what `resume` records before the run goes on;
+- engine/run/operator.py: an operator's requests (`loopproof cancel`), honoured by recovery;
 - engine/run/finish.py: the release check, the exit code and the report;
 - engine/run/confine.py: what each worker and gate command may see in its sandbox.
 

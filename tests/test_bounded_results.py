@@ -99,3 +99,13 @@ def test_first_prefers_a_counterexample_and_never_turns_a_bounded_result_into_a_
     assert first([None, nr, tr]) is tr
     assert first([None, nr, None]) is nr
     assert first([None, None]) is None
+
+
+def test_a_witness_search_too_shallow_finds_no_witness_and_is_not_proved():
+    """G1-bound-attained is `proved` by the run it finds (W is reached); searched too shallow it
+    finds none, and that must not pass as proved either."""
+    shallow = Obligation("G1-bound-attained", "G1", "proved", "W is reached (too shallow)",
+                         lambda: g1.bound_attained(depth=3))
+    r = discharge(shallow)
+    assert r.result == "refuted" and not r.ok
+    assert r.counterexample.kind == "vacuous" and "W = 6" in r.counterexample.note

@@ -4,6 +4,7 @@ proved, its broken variant is refuted by a run the real model refuses at the bro
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from pathlib import Path
@@ -104,3 +105,90 @@ def test_the_extending_doc_shows_the_code_in_the_tree():
         assert "..." not in b, b
         missing = [x for x in b.splitlines() if x.strip() and x.strip() not in lines]
         assert not missing, missing
+
+
+def _body(fn: ast.FunctionDef) -> list[str]:
+    """The statements of a function, docstring left out, each as ast.dump (layout-free)."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return [ast.dump(b) for b in body]
+
+
+def test_the_rules_block_is_every_rule_of_semantics_as_in_the_tree():
+    """docs/extending.md copies each guard and update so a broken variant can drop one check
+    without opening proofs/encoding.py: each must be the tree's, and none may be missing."""
+    doc = (REPO / "docs" / "extending.md").read_text()
+    [block] = [b for b in python_blocks(section(doc, "## The encoding's API"))
+               if b.startswith("def guard_begin")]
+    shown = {f.name: _body(f) for f in ast.parse(block).body if isinstance(f, ast.FunctionDef)}
+    tree = ast.parse((REPO / "proofs" / "encoding.py").read_text())
+    [sem] = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "Semantics"]
+    real = {f.name: _body(f) for f in sem.body if isinstance(f, ast.FunctionDef)
+            and f.name.startswith(("guard_", "update_"))}
+    assert sorted(shown) == sorted(real)
+    for name, body in real.items():
+        assert shown[name] == body, f"docs/extending.md shows {name} differently from the tree"
+
+
+def test_the_docs_broken_repair_is_refuted_only_deep_enough():
+    """The docs' example of a dropped check (a Repair that ignores K), run as a newcomer would:
+    too shallow it is `not refuted within depth d`; deep enough Z3 prints the run."""
+    import z3
+
+    from model.graph import LoopGraph, NodeSpec
+    from proofs import encoding
+    from proofs.checks import bmc
+    from proofs.encoding import Params, RunEncoding
+
+    doc = (REPO / "docs" / "extending.md").read_text()
+    [block] = [b for b in python_blocks(section(doc, "## The encoding's API"))
+               if "class RepairIgnoresK" in b]
+    names: dict = {"z3": z3, **vars(encoding)}
+    exec(block, names)  # noqa: S102 -- the docs' own code
+    graph = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0),
+                             NodeSpec("b", needs=("a",), repairs=("a",))],
+                            repair_budget=1, spend_budget=10.0)
+    enc = RunEncoding(graph, Params.of(graph), names["RepairIgnoresK"]())
+    bad = lambda s: s["repairs_used"] > enc.params.repair_budget  # noqa: E731
+    assert bmc(enc, bad, 6, "K") == NotRefuted(6, "K")
+    found = bmc(enc, bad, 12, "K")
+    assert isinstance(found, Trace) and found.steps[-1].event.startswith("Repair")
+    assert len(found.steps) - 1 == 8 and sum("Cancel" in (st.event or "") for st in found.steps)
+
+
+def test_every_name_the_api_page_uses_is_in_the_tree():
+    """A helper renamed or removed in the tree must not live on in docs/extending.md: every
+    `enc.X`, `enc.params.X`, `enc.graph.X`, `s.X(...)`, `Params.X` and every check or helper the
+    page names resolves, on a real encoding and state."""
+    from model.graph import LoopGraph, NodeSpec
+    from proofs import checks, encoding, family, g1_finishes, g2_order, g3_no_overspend, solver
+    from proofs.encoding import Params, RunEncoding, Semantics
+
+    doc = section((REPO / "docs" / "extending.md").read_text(), "## The encoding's API")
+    code = " ".join(re.findall(r"`([^`]+)`", doc))
+    graph = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", needs=("a",))])
+    enc = RunEncoding(graph, Params.symbolic(graph))
+    s = enc.fresh("t0")
+    scopes = {"enc.params": enc.params, "enc.graph": enc.graph, "enc": enc, "s": s,
+              "Params": Params, "RunEncoding": RunEncoding, "Semantics": Semantics}
+    missing = []
+    for scope, attr in re.findall(r"\b(enc\.params|enc\.graph|enc|s|Params|RunEncoding|"
+                                   r"Semantics)\.(\w+)", code):
+        if not hasattr(scopes[scope], attr):
+            missing.append(f"{scope}.{attr}")
+    for attr in re.findall(r"\.(\w+)\(", doc.split("`enc.graph.names`", 1)[1].split("|")[0]):
+        if not hasattr(enc.graph, attr):
+            missing.append(f"enc.graph.{attr}")
+    modules = (encoding, checks, family, g1_finishes, g2_order, g3_no_overspend, solver)
+    for name in re.findall(r"\b((?:check|find|S|O)_\w+|bmc|first|shapes|structural|"
+                            r"spend_invariant|needs_done|EPS|real|released|NotRefuted|"
+                            r"Unknown)\b", code):
+        if not any(hasattr(m, name) for m in modules):
+            missing.append(name)
+    kinds = re.search(r"Kinds: (.*?)\. `guard_", doc, re.S).group(1)
+    for kind in re.findall(r"`(\w+)`", kinds):
+        for part in ("guard", "update"):
+            if not hasattr(Semantics, f"{part}_{kind}"):
+                missing.append(f"Semantics.{part}_{kind}")
+    assert not missing, missing

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.admission.actions import (
@@ -65,7 +65,7 @@ def test_parser_never_raises_and_only_a_well_formed_patch_is_a_patch(reply) -> N
                                      ("a/../../x", "normal"), ("./a", "normal"),
                                      ("a//b", "normal"), ("", "empty"), ("a\\b", "backslash"),
                                      ("gate/check.py", "protected"), ("ledger.jsonl", "protected"),
-                                     ("link/x", "symlink")])
+                                     ("link/x", "symlink"), (".", "workspace itself")])
 def test_path_violations(tmp_path: Path, rel: str, why: str) -> None:
     os.symlink(".", tmp_path / "link")
     problem = path_violation(rel, tmp_path, ["gate/*", "*.jsonl"])
@@ -95,6 +95,7 @@ def test_action_record_is_content_addressed() -> None:
 
 @settings(max_examples=80)
 @given(st.text(max_size=300) | st.just("a" * 300) | st.just("d/" * 3000))
+@example(".")  # the workspace itself: once allowed, then apply_patch raised "is a folder"
 def test_path_violation_never_raises(tmp_path_factory, rel: str) -> None:
     root = tmp_path_factory.mktemp("p")
     (root / "f").write_text("x")

@@ -171,6 +171,8 @@ def path_violation(rel: str, workspace: Path, protected: Iterable[str] = ()) -> 
         return f"{rel!r}: absolute path"
     if ".." in pure.parts or pure.as_posix() != rel or "." in pure.parts:
         return f"{rel!r}: not a normal relative path (no '..', '.', or doubled slashes)"
+    if not pure.parts:  # "." is normal and stays inside, but it names the workspace, not a file
+        return f"{rel!r}: names the workspace itself, not a file in it"
     for pattern in protected:
         if fnmatchcase(rel, pattern) or any(fnmatchcase(p.as_posix(), pattern)
                                             for p in pure.parents if str(p) != "."):

@@ -35,9 +35,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     module may pull in the whole engine, and `loopproof --help` should not pay for it)."""
     parser = argparse.ArgumentParser(
         prog="loopproof",
-        description="Bounded loops for agent harnesses: run, resume, verify, bound, audit.",
-        epilog="exit codes: 0 DONE/ok, 1 gate reject, 2 bad input, 3 FAILED, "
-               "4 BUDGET_EXHAUSTED, 5 ledger corrupt or pinned file changed, 6 stopped",
+        description="Bounded loops for agent harnesses: " + ", ".join(COMMANDS) + ".",
+        epilog="exit codes: 0 DONE/ok, 1 a check the command ran did not hold, 2 bad input "
+               "(nothing written), 3 FAILED, 4 BUDGET_EXHAUSTED, 5 ledger corrupt or pinned "
+               "file changed, 6 stopped by the kill switch (resume continues)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text in COMMANDS.items():

@@ -157,3 +157,39 @@ def test_a_planted_bad_citation_is_reported(line: str, expected: str) -> None:
 ])
 def test_a_good_citation_is_not_reported(line: str) -> None:
     assert problems(ROOT / "README.md", f"# loopproof\n\n{line}\n") == []
+
+
+# ---- the README is the map: every page and every subcommand is on it ---------------------------
+
+def section(text: str, heading: str) -> str:
+    """The body of the README section `## heading`, up to the next `## `."""
+    body = text.split(f"\n## {heading}\n", 1)
+    assert len(body) == 2, f"README.md: no section '## {heading}'; fix: restore it"
+    return body[1].split("\n## ", 1)[0]
+
+
+def map_problems(text: str) -> list[str]:
+    """Pages of docs/ the README's documentation list does not link, and `loopproof` subcommands
+    its five-minute tour does not run, as `README.md: what; fix: ...` lines."""
+    from engine.cli import COMMANDS
+
+    listed = set(LINK.findall(section(text, "Documentation")))
+    tour = section(text, "A five-minute tour")
+    found = [f"README.md: the documentation list does not link docs/{p.name}; fix: add a line "
+             f"for it" for p in sorted((ROOT / "docs").glob("*.md"))
+             if f"docs/{p.name}" not in listed]
+    found += [f"README.md: the tour never runs `loopproof {name}`; fix: add a command for it"
+              for name in COMMANDS if not re.search(rf"loopproof {name}\b", tour)]
+    return found
+
+
+def test_readme_links_every_page_and_tours_every_subcommand() -> None:
+    assert map_problems((ROOT / "README.md").read_text(encoding="utf-8")) == []
+
+
+def test_a_page_or_subcommand_left_off_the_readme_is_reported() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    no_page = text.replace("- [docs/growth.md](docs/growth.md)", "- docs/growth")
+    assert any("docs/growth.md" in p for p in map_problems(no_page))
+    no_command = re.sub(r"loopproof receipt\b", "lp-receipt", text)
+    assert any("loopproof receipt" in p for p in map_problems(no_command))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from engine.system.errors import BadInput, LedgerCorrupt
 
@@ -29,11 +30,19 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (what, and where to look) and exit 2, like every
+    other bad input, instead of the usage block and the error below it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}; fix: see `{self.prog} --help`\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the `only` subcommand's module is imported, and none for `--help` or a
     missing or unknown command, which need just the list above (a fast start: a command's
     module may pull in the whole engine, and `loopproof --help` should not pay for it)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="loopproof",
         description="Bounded loops for agent harnesses: " + ", ".join(COMMANDS) + ".",
         epilog="exit codes: 0 DONE/ok, 1 a check the command ran did not hold, 2 bad input "

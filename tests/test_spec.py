@@ -72,10 +72,10 @@ BAD = {
     "missing spend_budget": (graph(node("a"), head="[graph]\nrepair_budget = 0\n"),
                              "spend_budget", "missing"),
     "no nodes": ("[graph]\nspend_budget = 1.0\n", "[node]", "no nodes"),
-    "infinite budget": (graph(node("a"), head="[graph]\nspend_budget = inf\n"), "(toml)",
-                        "no JSON form"),
+    "infinite budget": (graph(node("a"), head="[graph]\nspend_budget = inf\n"),
+                        "graph.spend_budget", "no JSON form"),
     "a date": (graph(node("a"), head="[graph]\nspend_budget = 1.0\n[other]\nwhen = 2024-01-01\n"),
-               "(toml)", "no JSON form"),
+               "other.when", "no JSON form"),
     "strict_bound not bool": (graph(node("a"), head="[graph]\nspend_budget = 1.0\n"
                                                     "strict_bound = 1\n"),
                               "strict_bound", "true or false"),

@@ -4,7 +4,8 @@ it and the checkpoint store that holds its tree, without changing anything.
 By default the ledger is `guard.jsonl` and the store `checkpoint/` next to the receipt (the
 layout a `kind = "revision"` attempt writes). Exit 0 verified, 5 broken (a tampered receipt, an
 unanchored digest, a verdict the ledger does not hold, an altered snapshot, a broken ledger),
-2 bad input (a missing or unreadable receipt).
+2 bad input (a missing or unreadable receipt, a --ledger that holds no ledger record, a
+--store that is not a folder).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from engine.admission.broker import load_receipt, verify_receipt
 from engine.admission.checkpoint import CheckpointStore
-from engine.record.ledger import verify
+from engine.record.ledger import holds_no_record, verify
 from engine.system.errors import BadInput
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
@@ -37,10 +38,19 @@ def main(args: argparse.Namespace) -> int:
     receipt = load_receipt(args.receipt)
     ledger_path = args.ledger or args.receipt.parent / "guard.jsonl"
     store_path = args.store or args.receipt.parent / "checkpoint"
+    if ledger_path.is_dir():
+        raise BadInput(str(ledger_path), "--ledger", "is a directory, not a ledger file",
+                       "give the path of the ledger file itself")
     if not ledger_path.is_file():
         raise BadInput(str(ledger_path), "--ledger", "no such ledger",
                        "name the ledger that anchors this receipt with --ledger")
+    if args.store is not None and not args.store.is_dir():  # a typo, not a tampered store
+        raise BadInput(str(args.store), "--store", "is not a folder",
+                       "give the checkpoint/ folder the revision attempt wrote (or leave --store "
+                       "out: checkpoint/ beside the receipt)")
     check = verify(ledger_path)  # reads only; a torn tail is reported, not truncated
+    if check.records == 0 and check.status != "broken":
+        raise holds_no_record(ledger_path, check.error)
     if check.status == "broken":
         problems = [f"ledger: {check.error}"]
     else:

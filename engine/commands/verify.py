@@ -1,5 +1,6 @@
 """`loopproof verify LEDGER`: check a ledger's hash chain (and, given a public key, its signed head)
-without changing the file. Exit 0 verified or torn-tail, 5 broken, 2 bad input.
+without changing the file. Exit 0 verified or torn-tail, 5 broken, 2 bad input (among it a file
+that is empty or holds only a line cut short: no run leaves one).
 
 For a run's ledger it also says how the run stands (`run`: its outcome, or why it has not ended,
 e.g. "unfinished: attempt open" after a kill inside an attempt): a chain that verifies says
@@ -11,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.record.ledger import Verification, verify
+from engine.record.ledger import Verification, holds_no_record, verify
 from engine.record.timeline import run_status
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
@@ -35,6 +36,8 @@ def check(ledger: Path, public_key: Path | None = None) -> Verification:
 
 def main(args: argparse.Namespace) -> int:
     result = check(args.ledger, args.public_key)
+    if result.records == 0 and result.status != "broken":  # not "verified, 0 records"
+        raise holds_no_record(args.ledger, result.error)
     run = None if result.status == "broken" else run_status(args.ledger, result)
     if args.json:
         out = result.as_dict()

@@ -235,6 +235,16 @@ def _failure(line: bytes, seq: int, rec: object, final: bool, records: list[dict
     return broken(f" (seq {seq}): field 'type' is missing or not a string")
 
 
+def holds_no_record(path: Path | str, why: str | None) -> BadInput:
+    """A file that is empty or holds only a line cut short is not a ledger: `Ledger.create`
+    links the file into place only once record 0 is written, so no run leaves one. Bad input,
+    not a corrupt run; nothing is changed. (A first line that is complete but fails its check
+    stays LedgerCorrupt: it cannot be told from a tampered record 0.)"""
+    return BadInput(str(path), "ledger", f"holds no ledger record ({why or 'the file is empty'})",
+                    "give the ledger `loopproof run` wrote (its record 0 is in place before the "
+                    "file appears); the file was left as it is")
+
+
 def _read(path: Path) -> BinaryIO:
     """The ledger opened for reading, or BadInput naming why it cannot be."""
     try:
@@ -442,14 +452,19 @@ class Ledger:
         return ledger
 
     @classmethod
-    def open(cls, path: Path | str, *, keep: bool = True, fold: Fold | None = None) -> Ledger:
+    def open(cls, path: Path | str, *, keep: bool = True, fold: Fold | None = None,
+             allow_empty: bool = True) -> Ledger:
         """Verify the whole chain, truncate a torn final line, and open for appending.
 
         `keep=False` holds no record (`records` then raises): a caller that needs the records
-        once, such as replay, passes `fold`, called with each verified record in order."""
+        once, such as replay, passes `fold`, called with each verified record in order.
+        `allow_empty=False` refuses (BadInput, the file untouched) a file with no complete
+        record, which no `Ledger.create` leaves: resuming a wrong file must not cut it to 0."""
         path = Path(path)
         with _read(path) as f:
             scan = _scan(f, str(path), keep=keep, fold=fold)
+        if scan.count == 0 and not scan.error and not allow_empty:  # empty, or a torn line only:
+            raise holds_no_record(path, scan.torn)  # refused before anything is cut
         if scan.error:
             raise LedgerCorrupt(scan.error)
         if scan.torn:

@@ -241,7 +241,7 @@ def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
         else:
             state.append(_start(rec))
 
-    ledger = Ledger.open(path, keep=False, fold=fold)
+    ledger = Ledger.open(path, keep=False, fold=fold, allow_empty=False)
     if not state:
         ledger.close()
         raise LedgerCorrupt("the ledger is empty; fix: start the run with `loopproof run`")

@@ -44,18 +44,36 @@ def message(records: int, head: str) -> bytes:
 def generate_keypair(private_path: Path | str, public_path: Path | str) -> None:
     """Write a new Ed25519 key pair (PEM); the private file is created 0600 and never overwritten."""
     private_path, public_path = Path(private_path), Path(public_path)
+    if private_path.absolute() == public_path.absolute():
+        raise BadInput(str(private_path), "key", "--private and --public are the same path",
+                       "give the public key a path of its own")
     for p in (private_path, public_path):
-        if p.exists():
+        if os.path.lexists(p):
             raise BadInput(str(p), "key", "already exists", "choose a new path; keys are never "
                            "overwritten")
+        if not p.parent.is_dir():
+            raise BadInput(str(p), "key", f"its folder {p.parent} does not exist",
+                           "create the folder first (private keys: one only you can read) or "
+                           "choose another path")
     key = Ed25519PrivateKey.generate()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(pem)
-    public_path.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    pems = ((private_path, 0o600, key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption())),
+            (public_path, 0o644, key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)))
+    written: list[Path] = []
+    path = private_path
+    try:
+        for path, mode, pem in pems:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            written.append(path)
+            with os.fdopen(fd, "wb") as f:
+                f.write(pem)
+    except OSError as exc:  # a read-only folder, a full disk: no half of a pair is left behind
+        for done in written:
+            done.unlink(missing_ok=True)
+        raise BadInput(str(path), "key", f"cannot be written ({exc.strerror or exc})",
+                       "choose a folder you can write to; nothing was kept") from None
 
 
 def _load_private(path: Path) -> Ed25519PrivateKey:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import Verification, verify
+from engine.record.ledger import Verification, holds_no_record, verify
 from engine.record.replay import RUN_FORMAT, Replayed, replay, run_bounds
 from engine.system.errors import BadInput, LedgerCorrupt
 
@@ -172,9 +172,16 @@ def unfinished(r: Replayed, open_attempt: Attempt | None = None) -> str | None:
 def read_records(path: Path) -> tuple[Verification, list[dict[str, Any]]]:
     """The chain check and the verified prefix's records (a broken ledger: up to the break).
     Reads only; a torn tail is left where it is."""
+    if path.is_dir():
+        raise BadInput(str(path), "LEDGER", "is a directory, not a ledger file",
+                       "give the path of the ledger file itself")
     if not path.is_file():
         raise BadInput(str(path), "LEDGER", "no such file", "give the ledger `loopproof run` wrote")
     check = verify(path)
+    if check.records == 0 and check.status != "broken":
+        raise holds_no_record(path, check.error)
+    if check.records == 0:
+        raise LedgerCorrupt(check.error or f"{path}: no verified record")
     records: list[dict[str, Any]] = []
     with open(path, "rb") as fh:
         for _ in range(check.records):
@@ -186,9 +193,6 @@ def build(path: Path) -> Timeline:
     """Read, verify and fold a run ledger into its timeline. A ledger that is not a run's (its
     record 0 is not `loopproof-run/1`) is bad input."""
     check, records = read_records(path)
-    if not records:
-        raise LedgerCorrupt(f"{path}: no verified record ({check.error}); fix: give the "
-                            f"ledger `loopproof run` wrote")
     if records[0].get("type") != "run" or records[0].get("format") != RUN_FORMAT:
         raise BadInput(str(path), "record 0", "is not the start of a loopproof run",
                        "give a ledger written by `loopproof run` (a guard ledger is read with "

@@ -84,6 +84,22 @@ def file_or_none(p: Path) -> Path | None:
         return None
 
 
+def _no_json_form(table: Any) -> str | None:
+    """The dotted name of the first date, time, inf or nan in `table` (None: none found), so
+    the error names the field, not just the file."""
+    stack: list[tuple[str, Any]] = [("", table)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+        elif not isinstance(v, (str, int, bool, float)) or (isinstance(v, float)
+                                                            and not math.isfinite(v)):
+            return where
+    return None
+
+
 def check_table(table: Any, file: str) -> None:
     """TOML dates, times, inf and nan have no canonical JSON form, integers beyond 64 bits do
     not survive the ledger's reader, and a NUL byte cannot be part of a path or an argument:
@@ -91,7 +107,9 @@ def check_table(table: Any, file: str) -> None:
     try:
         json.dumps(table, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise BadInput(file, "(toml)", f"a value has no JSON form ({exc})",
+        where = _no_json_form(table)
+        raise BadInput(file, short(where) if where else "(toml)",
+                       f"{'is' if where else 'a value has'} no JSON form ({exc})",
                        "use finite numbers, strings, booleans, lists and tables only "
                        "(no inf, nan, dates or times)") from None
     stack: list[tuple[str, Any]] = [("", table)]

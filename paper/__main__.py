@@ -1,0 +1,3 @@
+from paper.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""`python -m paper`: results/ -> paper/generated/ (macros, tables, figures) and docs/results.md.
+
+    python -m paper [--results results] [--out paper/generated] [--root .] [--check] [--json]
+
+--check writes nothing: it exits 1, one line per problem, when paper/generated/ or
+docs/results.md differ from what results/ gives now, or when the .tex or the docs hold a number
+typed by hand (paper/scan.py). Exit 2 for unusable input (a --results that is not a folder, a
+malformed paper/source_figures.toml), nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from paper import docs, figures, macros, scan, sources, tables
+from paper.tree import Results
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generate(results_dir: Path, out: Path) -> dict[str, str]:
+    """Every generated file as relative path -> text (figures are copied separately)."""
+    results = Results(results_dir)
+    _papers, figs = sources.load()
+    built = tables.build_all(results)
+    files: dict[str, str] = {}
+    fig_paths = {k: f"generated/figures/{k.replace('/', '--')}.png"
+                 for k in figures.found(results_dir)}
+    files["results.tex"] = macros.tex(results, [f for f in results.files()], fig_paths,
+                                      sources.src_macros(figs))
+    files["values.json"] = json.dumps(macros.values(results), sort_keys=True, indent=1) + "\n"
+    for name, t in built.items():
+        files[f"tables/{name}.tex"] = tables.latex(t, results)
+    papers, _ = sources.load()
+    for key in papers:
+        files[f"tables/sources-{key}.tex"] = sources.latex_table(key, figs, results)
+    files["references.tex"] = sources.bibliography(papers)
+    files["docs-results.md"] = docs.render(results, built)
+    return files
+
+
+def write(results_dir: Path, out: Path, root: Path) -> dict[str, object]:
+    files = generate(results_dir, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".generated-", dir=out.parent))
+    try:
+        for rel, text in files.items():
+            p = tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+        copied = figures.copy(results_dir, tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    (root / docs.PATH).parent.mkdir(parents=True, exist_ok=True)
+    (root / docs.PATH).write_text(files["docs-results.md"], encoding="utf-8")
+    results = Results(results_dir)
+    return {"out": str(out), "docs": docs.PATH, "files_read": results.files(),
+            "macros": len(json.loads(files["values.json"])), "tables": sorted(
+                k for k in files if k.startswith("tables/")), "figures": sorted(copied)}
+
+
+def check(results_dir: Path, out: Path, root: Path) -> list[str]:
+    """Every way the generated files or the hand-written text disagree with results/."""
+    problems = []
+    files = generate(results_dir, out)
+    for rel, text in sorted(files.items()):
+        p = out / rel
+        if not p.is_file():
+            problems.append(f"{p}: missing; fix: run python -m paper")
+        elif p.read_text(encoding="utf-8") != text:
+            problems.append(f"{p}: differs from what {results_dir} gives; fix: run python -m "
+                            "paper")
+    d = root / docs.PATH
+    if not d.is_file() or d.read_text(encoding="utf-8") != files["docs-results.md"]:
+        problems.append(f"{d}: differs from what {results_dir} gives; fix: run python -m paper")
+    for name, src in figures.found(results_dir).items():
+        copy = out / "figures" / (name.replace("/", "--") + ".png")
+        if not copy.is_file() or copy.read_bytes() != src.read_bytes():
+            problems.append(f"{copy}: not the figure in {src}; fix: run python -m paper")
+    problems += [str(f) for f in scan.scan_tex(root)]
+    problems += [str(f) for f in scan.scan_docs(root)]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m paper", description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=ROOT / "results")
+    p.add_argument("--out", type=Path, default=ROOT / "paper" / "generated")
+    p.add_argument("--root", type=Path, default=ROOT,
+                   help="the repository whose docs/results.md is written and whose text is "
+                        "scanned")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 on a difference")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    args = p.parse_args(argv)
+    if args.results.exists() and not args.results.is_dir():
+        print(f"python -m paper: --results {args.results}: not a folder; fix: name the results "
+              "folder the experiments wrote", file=sys.stderr)
+        return 2
+    try:
+        if args.check:
+            problems = check(args.results, args.out, args.root)
+            for line in problems:
+                print(line)
+            if args.json:
+                print(json.dumps({"problems": len(problems)}))
+            return 1 if problems else 0
+        summary = write(args.results, args.out, args.root)
+    except sources.BadSources as exc:
+        print(f"python -m paper: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(f"python -m paper: {summary['macros']} result macros from "
+              f"{len(summary['files_read'])} files, {len(summary['tables'])} tables, "
+              f"{len(summary['figures'])} figures -> {summary['out']}; {summary['docs']}")
+    return 0

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer clean
+.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
 
 all: check
 
@@ -82,7 +82,7 @@ bench-peer: venv
 	$(PEER)/bin/python -m pip install -q bounded-loops==0.7.6
 	$(BIN)/python -m bench --only peer --only ledger --only attempt_overhead --json
 
-reproduce: venv sandbox
+reproduce: venv sandbox latex
 	@$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
 
 # The transition experiment with a real language model (docs/transition.md): fetch and verify the
@@ -117,6 +117,28 @@ $(NB_STAMP): $(STAMP)
 notebook: $(NB_STAMP)
 	$(BIN)/python -c "from experiments.figures import install_kernel; print('kernel:', install_kernel())"
 	cd notebooks && LOOPPROOF_RESULTS=$(CURDIR)/results ../$(BIN)/jupyter lab
+
+# The paper (paper/main.tex) is built with latexmk from Debian's TeX Live: install it when it is
+# missing and we can (root with apt), else say the one command to run.
+TEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk
+latex:
+	@command -v latexmk >/dev/null 2>&1 && kpsewhich booktabs.sty >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing $(TEX_PACKAGES) (latexmk builds paper/build/loopproof.pdf)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends $(TEX_PACKAGES) >/dev/null || exit 1; \
+	  else \
+	    echo "make: latexmk is missing; run: sudo apt-get install $(TEX_PACKAGES)"; exit 1; \
+	  fi; }
+
+# results/ -> paper/generated/ (a macro per number, the tables, the figures) and docs/results.md,
+# then the PDF. The check after the build fails when a number was typed into the text.
+paper: venv latex
+	$(BIN)/python -m paper
+	cd paper && latexmk -pdf -interaction=nonstopmode -halt-on-error -outdir=build \
+	  -jobname=loopproof main.tex >build.log 2>&1 || { tail -40 build.log; exit 1; }
+	$(BIN)/python -m paper --check
+	@echo "make paper: paper/build/loopproof.pdf"
 
 clean:
 	rm -rf $(VENV) .venv-peer .pytest_cache .ruff_cache .hypothesis

@@ -101,5 +101,5 @@ def latex_value(value: Any, form: str = "auto") -> str:
         if exp.lstrip("-").isdigit():
             return f"\\ensuremath{{{mant}\\times 10^{{{exp}}}}}"
     if text.startswith("-") and text[1:2].isdigit():
-        text = "\\textminus{}" + text[1:]
+        return "\\textminus{}" + latex_text(text[1:])
     return latex_text(text)

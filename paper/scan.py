@@ -90,7 +90,7 @@ def _braced_end(text: str, i: int) -> int:
 def strip_tex(text: str) -> str:
     """The .tex with comments, key/label/file arguments and lengths blanked out."""
     text = _blank_all(text, r"(?<!\\)%[^\n]*")
-    text = _blank_all(text, r"\\Rf\{\d\}")
+    text = _blank_all(text, r"\\Rf\{\d\}\{[^{}]*\}")
     cmd = re.compile(r"\\(" + "|".join(TEX_KEY_COMMANDS) + r")\*?(?![A-Za-z])")
     pos = 0
     while (m := cmd.search(text, pos)) is not None:
@@ -150,7 +150,7 @@ def scan_tex(root: Path, allowed: dict | None = None) -> list[Finding]:
         if rel.startswith(("paper/generated/", "paper/build/")):
             continue
         text = p.read_text(encoding="utf-8")
-        out += findings(p, text, strip_tex(text), phrases, rules, rel)
+        out += findings(p, text, strip_tex(_blank_rules(text, rules)), phrases, [], rel)
     return out
 
 

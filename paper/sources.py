@@ -46,7 +46,8 @@ class BadSources(ValueError):
     """source_figures.toml does not hold what this module needs (the message names the entry)."""
 
 
-def load(path: Path = FILE) -> tuple[dict[str, Paper], list[Figure]]:
+def load(path: Path | None = None) -> tuple[dict[str, Paper], list[Figure]]:
+    path = path or FILE
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -86,9 +87,11 @@ def _ours(t: str, results: Results, latex: bool) -> str:
 def latex_table(paper: str, figures: list[Figure], results: Results) -> str:
     """A longtable body: quantity | paper (scale) | this artifact (scale) | like for like."""
     rows = [r"\begin{longtable}{@{}p{0.25\linewidth}p{0.19\linewidth}p{0.22\linewidth}"
-            r"p{0.26\linewidth}@{}}",
+            r">{\raggedright\arraybackslash}p{0.26\linewidth}@{}}",
             f"\\caption{{\\csname lpcap@sources-{paper}\\endcsname}}"
             f"\\label{{tab:sources-{paper}}}\\\\", r"\toprule",
+            r"quantity & source paper & this artifact & like for like? \\", r"\midrule",
+            r"\endfirsthead", r"\caption[]{(continued)}\\", r"\toprule",
             r"quantity & source paper & this artifact & like for like? \\", r"\midrule",
             r"\endhead"]
     for f in figures:

@@ -33,6 +33,7 @@ class Table:
     rows: list[list[Cell]] = field(default_factory=list)
     needs: str = ""            # a file (key prefix) without which the table is "not run"
     widths: list[str] | None = None  # LaTeX column types; default l then r
+    long: bool = False         # a longtable with its caption (\setcaption{name}{...}) and label
 
 
 def _cell_latex(c: Cell, results: Results) -> str:
@@ -53,16 +54,16 @@ def _cell_md(c: Cell, results: Results) -> str:
 
 def latex(t: Table, results: Results) -> str:
     cols = t.widths or (["l"] + ["r"] * (len(t.columns) - 1))
-    long = t.widths is not None
+    long = t.long
     env = "longtable" if long else "tabular"
     head = " & ".join(fmt.latex_text(c) for c in t.columns) + r" \\"
     out = [f"\\begin{{{env}}}{{@{{}}{''.join(cols)}@{{}}}}"]
     if long:  # the caption is set in the section's text: \setcaption{name}{...}
-        out.append(f"\\caption{{\\csname lpcap@{t.name}\\endcsname}}\\label{{tab:{t.name}}}"
-                   r"\\")
-    out += [r"\toprule", head, r"\midrule"]
-    if long:
-        out.append(r"\endhead")
+        out += [f"\\caption{{\\csname lpcap@{t.name}\\endcsname}}\\label{{tab:{t.name}}}"
+                r"\\", r"\toprule", head, r"\midrule", r"\endfirsthead",
+                r"\caption[]{(continued)}\\", r"\toprule", head, r"\midrule", r"\endhead"]
+    else:
+        out += [r"\toprule", head, r"\midrule"]
     if t.needs and not results.has(t.needs):
         out.append(f"\\multicolumn{{{len(cols)}}}{{l}}{{\\emph{{not run: results/"
                    f"{fmt.latex_text(t.needs.split('/')[0])}/ is absent}}}} \\\\")
@@ -105,19 +106,19 @@ def _pair(key: str) -> str:
 
 def proofs(r: Results) -> Table:
     t = Table("proofs", ["obligation", "expected", "result", "s", "what it states"],
-              needs="proofs/proofs",
-              widths=[r"p{0.27\linewidth}", "l", "l", "r", r"p{0.47\linewidth}"])
+              needs="proofs/proofs", long=True,
+              widths=[r">{\raggedright\arraybackslash}p{0.27\linewidth}", "l", "l", "r", r">{\raggedright\arraybackslash}p{0.47\linewidth}"])
     for oid in _keys(r, "proofs/proofs"):
         k = f"proofs/proofs/{oid}"
-        t.rows.append([Lit(oid), f"{{{k}/expect}}", f"{{{k}/result}}", f"{{{k}/seconds|f1}}",
+        t.rows.append([Lit(oid), f"{{{k}/expect}}", f"{{{k}/result}}", f"{{{k}/seconds|f2}}",
                        Lit(str(r.get(f"{k}/statement")) if r.has(f"{k}/statement") else "")])
     return t
 
 
 def counterexamples(r: Results) -> Table:
     t = Table("counterexamples", ["broken variant", "kind", "steps", "what Z3 found"],
-              needs="proofs/proofs", widths=[r"p{0.3\linewidth}", "l", "r",
-                                             r"p{0.5\linewidth}"])
+              needs="proofs/proofs", long=True, widths=[r">{\raggedright\arraybackslash}p{0.3\linewidth}", "l", "r",
+                                             r">{\raggedright\arraybackslash}p{0.5\linewidth}"])
     for oid in _keys(r, "proofs/proofs"):
         k = f"proofs/proofs/{oid}"
         if not r.has(f"{k}/counterexample/kind"):
@@ -209,7 +210,7 @@ def summary(study: str) -> Callable[[Results], Table]:
 
 def crash_sites(r: Results) -> Table:
     t = Table("crash_sites", ["crash site", "cases", "recovered", "trace identical",
-                              "repeated calls"], needs="crash/summary/by_site")
+                              "repeated calls"], needs="crash/summary/by_site", long=True)
     for s in _keys(r, "crash/summary/by_site"):
         k = f"crash/summary/by_site/{s}"
         t.rows.append([Lit(s), f"{{{k}/cases}}", f"{{{k}/outcome_recovered}}",
@@ -219,7 +220,7 @@ def crash_sites(r: Results) -> Table:
 
 def integrity_kinds(r: Results) -> Table:
     t = Table("integrity_kinds", ["attack", "trials", "as expected"],
-              needs="integrity/summary/by_kind")
+              needs="integrity/summary/by_kind", long=True)
     for s in _keys(r, "integrity/summary/by_kind"):
         k = f"integrity/summary/by_kind/{s}"
         t.rows.append([Lit(s), f"{{{k}/trials}}", f"{{{k}/ok}}"])
@@ -339,8 +340,8 @@ def growth_controls(r: Results) -> Table:
 
 def bench(r: Results) -> Table:
     """Every scalar figure of bench.json: timings of the reproducing machine, not claims."""
-    t = Table("bench", ["benchmark", "figure", "value"], needs="bench/bench",
-              widths=[r"p{0.3\linewidth}", r"p{0.4\linewidth}", "r"])
+    t = Table("bench", ["benchmark", "figure", "value"], needs="bench/bench", long=True,
+              widths=[r">{\raggedright\arraybackslash}p{0.3\linewidth}", r">{\raggedright\arraybackslash}p{0.4\linewidth}", "r"])
     for name in _keys(r, "bench/bench"):
         for fig in _keys(r, f"bench/bench/{name}"):
             k = f"bench/bench/{name}/{fig}"

@@ -3,8 +3,9 @@
     python -m paper [--results results] [--out paper/generated] [--root .] [--check] [--json]
 
 --check writes nothing: it exits 1, one line per problem, when paper/generated/ or
-docs/results.md differ from what results/ gives now, or when the .tex or the docs hold a number
-typed by hand (paper/scan.py). Exit 2 for unusable input (a --results that is not a folder, a
+docs/results.md differ from what results/ gives now, or when the .tex holds a number typed by
+hand (paper/scan.py). --scan-docs lists the numbers typed into README.md and docs/*.md prose
+that are neither generated nor on paper/allowed_numbers.toml (exit 1 when there is one). Exit 2 for unusable input (a --results that is not a folder, a
 malformed paper/source_figures.toml), nothing written.
 """
 
@@ -87,7 +88,6 @@ def check(results_dir: Path, out: Path, root: Path) -> list[str]:
         if not copy.is_file() or copy.read_bytes() != src.read_bytes():
             problems.append(f"{copy}: not the figure in {src}; fix: run python -m paper")
     problems += [str(f) for f in scan.scan_tex(root)]
-    problems += [str(f) for f in scan.scan_docs(root)]
     return problems
 
 
@@ -99,8 +99,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="the repository whose docs/results.md is written and whose text is "
                         "scanned")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on a difference")
+    p.add_argument("--scan-docs", action="store_true",
+                   help="list numbers typed by hand into README.md and docs/*.md; exit 1 if any")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     args = p.parse_args(argv)
+    if args.scan_docs:
+        found = scan.scan_docs(args.root)
+        for f in found:
+            print(f)
+        return 1 if found else 0
     if args.results.exists() and not args.results.is_dir():
         print(f"python -m paper: --results {args.results}: not a folder; fix: name the results "
               "folder the experiments wrote", file=sys.stderr)

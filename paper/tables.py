@@ -131,6 +131,18 @@ def counterexamples(r: Results) -> Table:
     return t
 
 
+def proof_counts(r: Results) -> Table:
+    t = Table("proof_counts", ["guarantee", "obligations", "broken variants", "as expected",
+                               "solver seconds"], needs="proofs/counts/obligations")
+    for g in _keys(r, "proofs/counts/guarantees"):
+        k = f"proofs/counts/guarantees/{g}"
+        t.rows.append([Lit(g), f"{{{k}/obligations}}", f"{{{k}/broken_variants}}",
+                       f"{{{k}/as_expected}}", f"{{{k}/seconds|f1}}"])
+    t.rows.append([Lit("all"), "{proofs/counts/obligations}", "{proofs/counts/broken_variants}",
+                   "{proofs/counts/as_expected}", "{proofs/counts/seconds|f1}"])
+    return t
+
+
 SUMMARY_ROWS: dict[str, list[tuple[str, str]]] = {
     "bounds": [
         ("explorer: graphs, cases (every DAG up to the explored size)",
@@ -352,7 +364,7 @@ def bench(r: Results) -> Table:
 
 
 BUILDERS: dict[str, Callable[[Results], Table]] = {
-    "proofs": proofs, "counterexamples": counterexamples,
+    "proofs": proofs, "proof_counts": proof_counts, "counterexamples": counterexamples,
     "bounds": summary("bounds"), "crash": summary("crash"), "crash_sites": crash_sites,
     "integrity": summary("integrity"), "integrity_kinds": integrity_kinds,
     "mutants": mutants, "mutant_flags": mutant_flags, "transition": transition,

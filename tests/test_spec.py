@@ -194,3 +194,21 @@ def test_cli_bad_spec_has_no_traceback_end_to_end(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     assert not ledger.exists()
+
+
+def test_a_large_graph_is_read_and_a_huge_file_refused(tmp_path: Path, capsys) -> None:
+    """bench/bound.py holds `loopproof bound` to 100,000-node graphs (about 12 MB of TOML): a
+    size limit below that made `make reproduce` stop at its benchmark step. A file past the limit
+    (a wrong file, not a graph) is still refused unread, one line, exit 2."""
+    from bench.bound import chain
+    big = tmp_path / "chain.toml"
+    big.write_text(chain(100_000))
+    assert big.stat().st_size > 8 << 20
+    assert cli.main(["bound", str(big), "--json"]) == 0
+    capsys.readouterr()
+    huge = tmp_path / "huge.toml"
+    with open(huge, "wb") as fh:
+        fh.truncate(spec_mod.MAX_SPEC_BYTES + 1)  # sparse: no disk used
+    assert cli.main(["bound", str(huge)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "huge.toml" in err[0] and "fix:" in err[0]

@@ -132,13 +132,10 @@ latex:
 	  fi; }
 
 # results/ -> paper/generated/ (a macro per number, the tables, the figures) and docs/results.md,
-# then the PDF. The check after the build fails when a number was typed into the text.
+# then the PDF (paper/build.py); it fails on a '??' reference, a stale generated file or a number
+# typed into the text.
 paper: venv latex
-	$(BIN)/python -m paper
-	cd paper && latexmk -pdf -interaction=nonstopmode -halt-on-error -outdir=build \
-	  -jobname=loopproof main.tex >build.log 2>&1 || { tail -40 build.log; exit 1; }
-	$(BIN)/python -m paper --check
-	@echo "make paper: paper/build/loopproof.pdf"
+	$(BIN)/python -m paper --pdf
 
 clean:
 	rm -rf $(VENV) .venv-peer .pytest_cache .ruff_cache .hypothesis

@@ -10,7 +10,9 @@ stops the run (exit 1) after saying which; `--dry-run` prints the plan only.
 
 One line per step: its name, its elapsed time and its headline figure (read from what it
 printed or wrote); everything a step prints goes to results/logs/<step>.log, so the screen
-shows one line a step and nothing is lost.
+shows one line a step and nothing is lost. The examples' run reports and the median audit are
+also kept as result files (results/examples/<name>.json, results/audit/median.json) for the
+paper, which is the last step (`python -m paper --pdf`: paper/build/loopproof.pdf).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Step:
     estimate_s: float
     ok_codes: tuple[int, ...] = (0,)
     headline: Callable[[str], str] | None = None  # its figure, from its output (stdout)
+    save: str | None = None  # a result file the step's stdout (its --json report) is kept in
 
     @property
     def log(self) -> Path:
@@ -106,12 +109,18 @@ def _figures(out: str) -> str:
     return f"{len(done)} notebooks executed ({', '.join(done)}) -> results/notebooks/"
 
 
+def _paper(out: str) -> str:
+    return next((ln.removeprefix("python -m paper: ") for ln in reversed(out.splitlines())
+                 if ln.startswith("python -m paper:") and ".pdf" in ln), "")
+
+
 def steps(scale: str, seed: int) -> list[Step]:
     py, lp = str(BIN / "python"), str(BIN / "loopproof")
     s = ("--scale", scale, "--seed", str(seed), "--json")
     ex = "results/examples"
     run = [Step(f"example {name}", (lp, "run", f"examples/{name}/graph.toml", "--ledger",
-                                    f"{ex}/{name}.jsonl", "--json"), 3, codes, _run_line)
+                                    f"{ex}/{name}.jsonl", "--json"), 3, codes, _run_line,
+                save=f"{ex}/{name}.json")
            for name, codes in (("pipeline", (0,)), ("repair", (0,)), ("budget", (0, 4)),
                                ("regress-restore", (0,)), ("median", (0,)))]
     return [
@@ -123,7 +132,7 @@ def steps(scale: str, seed: int) -> list[Step]:
         *run,
         Step("audit of examples/median's gate", (lp, "audit", "examples/median/graph.toml",
                                                   "--ledger", f"{ex}/median.jsonl", "--json"),
-             20, headline=_audit),
+             20, headline=_audit, save="results/audit/median.json"),
         Step("integrity", (py, "-m", "experiments.integrity", *s), 60,
              headline=_keys("detected", "trials", "torn_recovered", "torn_trials")),
         Step("crash", (py, "-m", "experiments.crash", *s), 150,
@@ -137,6 +146,7 @@ def steps(scale: str, seed: int) -> list[Step]:
                        "--skip", "explorer"), 240, headline=_bench),
         Step("notebooks and figures", (py, "-m", "experiments.figures", "--results", "results"),
              60, headline=_figures),
+        Step("paper", (py, "-m", "paper", "--pdf"), 40, headline=_paper),
     ]
 
 
@@ -165,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         for st in plan:
             print(f"  {st.name:36s} ~{est[st.name]:6.0f} s  {' '.join(st.argv)}")
         return 0
-    shutil.rmtree("results/examples", ignore_errors=True)
+    for folder in ("results/examples", "results/audit"):
+        shutil.rmtree(folder, ignore_errors=True)
     Path("results/examples").mkdir(parents=True)
     LOGS.mkdir(parents=True, exist_ok=True)
     took: dict[str, float] = {}
@@ -178,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         st.log.write_text(f"$ {' '.join(st.argv)}\n# exit {done.returncode}, "
                           f"{took[st.name]} s\n{done.stdout}\n# stderr\n{done.stderr}")
         ok = done.returncode in st.ok_codes
+        if ok and st.save:  # the step's report, kept as a result file (the paper reads it)
+            Path(st.save).parent.mkdir(parents=True, exist_ok=True)
+            Path(st.save).write_text(done.stdout)
         try:
             figure = (st.headline(done.stdout) if st.headline and ok else "") or ""
         except Exception:  # noqa: BLE001 - a headline that cannot be read is no reason to stop

@@ -1,6 +1,11 @@
 """`python -m paper`: results/ -> paper/generated/ (macros, tables, figures) and docs/results.md.
 
-    python -m paper [--results results] [--out paper/generated] [--root .] [--check] [--json]
+    python -m paper [--results results] [--out paper/generated] [--root .] [--check] [--pdf]
+                    [--json]
+
+--pdf then builds paper/build/loopproof.pdf with latexmk (paper/build.py) and checks it: exit 1
+for an undefined reference or a difference --check finds, exit 2 when latexmk is missing (one
+line with the command that installs it).
 
 --check writes nothing: it exits 1, one line per problem, when paper/generated/ or
 docs/results.md differ from what results/ gives now, or when the .tex holds a number typed by
@@ -18,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from paper import docs, figures, macros, scan, sources, tables
+from paper import build, docs, figures, macros, scan, sources, tables
 from paper.tree import Results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on a difference")
     p.add_argument("--scan-docs", action="store_true",
                    help="list numbers typed by hand into README.md and docs/*.md; exit 1 if any")
+    p.add_argument("--pdf", action="store_true",
+                   help="then build paper/build/loopproof.pdf with latexmk and check it")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     args = p.parse_args(argv)
     if args.scan_docs:
@@ -124,10 +131,41 @@ def main(argv: list[str] | None = None) -> int:
     except sources.BadSources as exc:
         print(f"python -m paper: {exc}", file=sys.stderr)
         return 2
+    line = (f"{summary['macros']} result macros from {len(summary['files_read'])} files, "
+            f"{len(summary['tables'])} tables, {len(summary['figures'])} figures -> "
+            f"{summary['out']}; {summary['docs']}")
+    code = 0
+    if args.pdf:
+        code = _pdf(args, summary)
+        line = (f"{summary['pages']} pages, {summary['macros']} result macros, "
+                f"{len(summary['tables'])} tables, {len(summary['figures'])} figures -> "
+                f"{summary['pdf']}") if code != 2 else line
     if args.json:
         print(json.dumps(summary, sort_keys=True))
-    else:
-        print(f"python -m paper: {summary['macros']} result macros from "
-              f"{len(summary['files_read'])} files, {len(summary['tables'])} tables, "
-              f"{len(summary['figures'])} figures -> {summary['out']}; {summary['docs']}")
-    return 0
+    elif code != 2:
+        print(f"python -m paper: {line}")
+    return code
+
+
+def _pdf(args: argparse.Namespace, summary: dict[str, object]) -> int:
+    """Build the PDF and say what a reader would stumble on; 1 when there is any."""
+    try:
+        built = build.pdf()
+    except build.NoLatex as exc:
+        print(f"python -m paper: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"python -m paper: {exc}", file=sys.stderr)
+        return 1
+    summary.update(pdf=str(built.pdf), pages=built.pages, undefined=built.undefined,
+                   overfull=built.overfull)
+    problems = [f"{built.pdf}: undefined reference {u} (prints as ??); fix: the \\label it names"
+                for u in built.undefined]
+    problems += check(args.results, args.out, args.root)
+    for o in built.overfull:
+        print(f"python -m paper: warning: a line runs into the margin by {o} (paper/build/"
+              f"{build.JOB}.log)", file=sys.stderr)
+    for p in problems:
+        print(p, file=sys.stderr)
+    summary["problems"] = len(problems)
+    return 1 if problems else 0

@@ -1,9 +1,7 @@
 """Refresh the tests' small results folder (tests/fixtures/paper-results) from a real run:
 
-    for s in bounds integrity crash transition mutants growth; do
-      python -m experiments.$s --scale smoke --seed 0 --out /tmp/r/$s; done
-    python -m proofs --json --out /tmp/r/proofs/proofs.json
-    python -m paper.fixture /tmp/r
+    python -m experiments.reproduce --scale smoke      # writes results/
+    python -m paper.fixture results
 
 Only the files `python -m paper` flattens are copied (tree.FLATTENED), so the fixture stays
 small and is what a smoke run writes, never edited by hand.

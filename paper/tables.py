@@ -305,6 +305,56 @@ TRANSITION_ROWS: list[tuple[str, str]] = [
 ]
 
 
+def examples(r: Results) -> Table:
+    """The examples `make reproduce` runs (results/examples/<name>.json, each run's report)."""
+    names = sorted(p.stem for p in (r.root / "examples").glob("*.json")
+                   if r.has(f"examples/{p.stem}/outcome"))
+    t = Table("examples", ["example", "outcome", "attempts", "W", "spend", "B", "W_c"],
+              needs=f"examples/{names[0]}/outcome" if names else "examples/pipeline/outcome")
+    for name in names:
+        k = f"examples/{name}"
+        t.rows.append([Lit(name), f"{{{k}/outcome}}", f"{{{k}/attempts_total}}", f"{{{k}/W}}",
+                       f"{{{k}/spend/settled|f2}}", f"{{{k}/spend/budget|f2}}", f"{{{k}/W_c|f2}}"])
+    return t
+
+
+AUDIT = "audit/median"
+
+
+def audit_median(r: Results) -> Table:
+    """The audit of examples/median's own gate against the tree it accepted, per tier."""
+    t = Table("audit_median", ["tier", "mutants", "destroying", "equivalent", "undetermined",
+                               "errors", "false accepts", "alpha", "Wilson upper 95%"],
+              needs=f"{AUDIT}/summary/tiers")
+    for tier in _keys(r, f"{AUDIT}/summary/tiers"):
+        k = f"{AUDIT}/summary/tiers/{tier}"
+        t.rows.append([Lit(tier), f"{{{k}/mutants}}", f"{{{k}/destroying}}",
+                       f"{{{k}/equivalent}}", f"{{{k}/undetermined}}", f"{{{k}/errors}}",
+                       f"{{{k}/false_accepts}}", f"{{{k}/alpha|f3}}",
+                       f"{{{k}/alpha_upper95|f3}}"])
+    return t
+
+
+def audit_median_accepts(r: Results) -> Table:
+    """Each false accept of that audit with the input on which the differential oracle saw the
+    mutant differ from the accepted reference."""
+    t = Table("audit_median_accepts", ["mutant", "what the differential oracle found"],
+              needs=f"{AUDIT}/gates/0/tiers", long=True,
+              widths=[r">{\raggedright\arraybackslash}p{0.25\linewidth}",
+                      r">{\raggedright\arraybackslash}p{0.7\linewidth}"])
+    for tier in _keys(r, f"{AUDIT}/gates/0/tiers"):
+        why = r.get(f"{AUDIT}/gates/0/tiers/{tier}/false_accept_why")
+        if isinstance(why, dict):
+            t.rows += [[Lit(label), Lit(str(text))] for label, text in
+                       sorted(why.items(), key=lambda kv: _natural_label(kv[0]))]
+    return t
+
+
+def _natural_label(label: str) -> tuple:
+    head, _, num = label.rpartition("#")
+    return (head, int(num)) if num.isdigit() else (label, 0)
+
+
 def transition(r: Results) -> Table:
     """The search coder beside the local model; the model's column says when it was not run."""
     t = Table("transition", ["figure", "search coder", "local model"],
@@ -369,7 +419,8 @@ BUILDERS: dict[str, Callable[[Results], Table]] = {
     "integrity": summary("integrity"), "integrity_kinds": integrity_kinds,
     "mutants": mutants, "mutant_flags": mutant_flags, "transition": transition,
     "growth": summary("growth"), "growth_arms": growth_arms, "growth_sweep": growth_sweep,
-    "growth_controls": growth_controls, "bench": bench,
+    "growth_controls": growth_controls, "bench": bench, "examples": examples,
+    "audit_median": audit_median, "audit_median_accepts": audit_median_accepts,
 }
 
 

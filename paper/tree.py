@@ -19,7 +19,8 @@ from typing import Any
 # The files whose scalars become macros (globs under results/). Other files (row-level CSV and
 # JSON, ledgers, stored replies) are read by the tables that need them, not flattened.
 FLATTENED = ("*/summary.json", "*/manifest.json", "*/timing.json", "*/timings.json",
-             "bounds/explorer.json", "bench/bench.json", "proofs/proofs.json")
+             "bounds/explorer.json", "bench/bench.json", "proofs/proofs.json", "audit/*.json",
+             "examples/*.json")
 
 
 class MissingResult(KeyError):

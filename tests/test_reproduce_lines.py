@@ -48,3 +48,29 @@ def test_the_mutants_flags_survive_the_csv(tmp_path) -> None:
     (back,) = load_results(tmp_path)["rows"]
     assert (back["vacuous"], back["self_attesting"], back["flagged"], back["repaired"]) == (
         True, False, True, True)
+
+
+def test_reproduce_keeps_the_reports_the_paper_reads_and_ends_with_the_paper() -> None:
+    """The paper reads each example's run report and the median audit from results/ (their
+    stdout was only in the logs before), and the PDF is the last thing make reproduce builds."""
+    plan = reproduce.steps("smoke", 0)
+    by = {st.name: st for st in plan}
+    assert by["audit of examples/median's gate"].save == "results/audit/median.json"
+    assert by["example median"].save == "results/examples/median.json"
+    assert plan[-1].name == "paper" and plan[-1].argv[1:] == ("-m", "paper", "--pdf")
+    assert plan[-1].headline("x\npython -m paper: 17 pages, 2160 result macros, 22 tables, "
+                             "5 figures -> paper/build/loopproof.pdf\n") == (
+        "17 pages, 2160 result macros, 22 tables, 5 figures -> paper/build/loopproof.pdf")
+
+
+def test_a_saved_report_is_written_only_when_the_step_succeeded(tmp_path, monkeypatch) -> None:
+    import sys
+    monkeypatch.chdir(tmp_path)
+    ok = reproduce.Step("ok", (sys.executable, "-c", "print('{\"a\": 1}')"), 1,
+                        save="results/x/ok.json")
+    bad = reproduce.Step("bad", (sys.executable, "-c", "print('{}'); raise SystemExit(3)"), 1,
+                         save="results/x/bad.json")
+    monkeypatch.setattr(reproduce, "steps", lambda scale, seed: [ok, bad])
+    assert reproduce.main(["--scale", "smoke"]) == 1
+    assert json.loads((tmp_path / "results/x/ok.json").read_text()) == {"a": 1}
+    assert not (tmp_path / "results/x/bad.json").exists()

@@ -7,10 +7,12 @@
 for an undefined reference or a difference --check finds, exit 2 when latexmk is missing (one
 line with the command that installs it).
 
---check writes nothing: it exits 1, one line per problem, when paper/generated/ or
-docs/results.md differ from what results/ gives now, or when the .tex holds a number typed by
+It also rewrites the generated blocks of hand-written pages (docs/transition.md's figures).
+--check writes nothing: it exits 1, one line per problem, when paper/generated/,
+docs/results.md or a generated block differ from what results/ gives now, or when the .tex holds a number typed by
 hand (paper/scan.py). --scan-docs lists the numbers typed into README.md and docs/*.md prose
-that are neither generated nor on paper/allowed_numbers.toml (exit 1 when there is one). Exit 2 for unusable input (a --results that is not a folder, a
+that are neither generated nor on paper/allowed_numbers.toml, and the entries of that list that
+no longer hold (exit 1 when there is one). Exit 2 for unusable input (a --results that is not a folder, a
 malformed paper/source_figures.toml), nothing written.
 """
 
@@ -68,6 +70,10 @@ def write(results_dir: Path, out: Path, root: Path) -> dict[str, object]:
         raise
     (root / docs.PATH).parent.mkdir(parents=True, exist_ok=True)
     (root / docs.PATH).write_text(files["docs-results.md"], encoding="utf-8")
+    for rel, rewrite in docs.blocks(results_dir).items():
+        page = root / rel
+        if page.is_file():
+            page.write_text(rewrite(page.read_text(encoding="utf-8")), encoding="utf-8")
     results = Results(results_dir)
     return {"out": str(out), "docs": docs.PATH, "files_read": results.files(),
             "macros": len(json.loads(files["values.json"])), "tables": sorted(
@@ -88,6 +94,11 @@ def check(results_dir: Path, out: Path, root: Path) -> list[str]:
     d = root / docs.PATH
     if not d.is_file() or d.read_text(encoding="utf-8") != files["docs-results.md"]:
         problems.append(f"{d}: differs from what {results_dir} gives; fix: run python -m paper")
+    for rel, rewrite in docs.blocks(results_dir).items():
+        page = root / rel
+        if page.is_file() and rewrite(text := page.read_text(encoding="utf-8")) != text:
+            problems.append(f"{page}: its generated block differs from what {results_dir} "
+                            "gives; fix: run python -m paper")
     for name, src in figures.found(results_dir).items():
         copy = out / "figures" / (name.replace("/", "--") + ".png")
         if not copy.is_file() or copy.read_bytes() != src.read_bytes():
@@ -111,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     args = p.parse_args(argv)
     if args.scan_docs:
-        found = scan.scan_docs(args.root)
+        found = [str(f) for f in scan.scan_docs(args.root)] + scan.stale(args.root)
         for f in found:
             print(f)
         return 1 if found else 0

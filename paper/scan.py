@@ -18,8 +18,11 @@ from pathlib import Path
 ALLOWED = Path(__file__).with_name("allowed_numbers.toml")
 
 DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
-# A digit run glued to a letter or underscore is part of a name (G1, CF001, sha256, x86_64).
-NAME_DIGITS = re.compile(r"(?:[A-Za-z_][A-Za-z_]*\d[\w]*|\d+[A-Za-z_]\w*)")
+# Digits that are part of a name: after a letter or underscore (G1, CF001, sha256, x86_64,
+# Qwen2.5), a model's size (0.5B, 14B), an HTTP status class (4xx) and a number in e-notation
+# (1e-9, a tolerance). A digit run glued to anything else (33s, 10x, 5MB) is a number, not a name.
+NAME_DIGITS = re.compile(r"[A-Za-z_][A-Za-z_]*\d\w*(?:\.\d+\w*)*|(?<![\w.])\d+(?:\.\d+)?B\b|\b\dxx\b|"
+                         r"(?<![\w.])\d+e-?\d+\b")
 
 # LaTeX: commands whose (optional and) mandatory arguments are keys, labels or file names.
 TEX_KEY_COMMANDS = ("R", "Rp", "Rpz", "Rsci", "Src", "IfResult", "IfResults", "IfFigure",
@@ -60,9 +63,13 @@ def _blank_all(text: str, pattern: re.Pattern[str] | str, flags: int = 0) -> str
     return text
 
 
-def _blank_phrases(text: str, phrases: list[str]) -> str:
+def _blank_phrases(text: str, phrases: list[str], source: str | None = None) -> str:
+    """Blank every occurrence of each phrase; found in `source` (the file as written, so a
+    phrase may hold inline code) and blanked at the same place in `text` (its stripped form)."""
+    source = text if source is None else source
     for ph in sorted(phrases, key=len, reverse=True):
-        text = _blank_all(text, re.escape(ph))
+        for m in reversed(list(re.finditer(re.escape(ph), source))):
+            text = _blank(text, m.start(), m.end())
     return text
 
 
@@ -114,11 +121,21 @@ def strip_tex(text: str) -> str:
 GENERATED_BLOCK = re.compile(r"<!--\s*([\w.-]+):begin\b.*?-->.*?<!--\s*\1:end\s*-->", re.S)
 
 
+def _code_block(m: re.Match[str]) -> str:
+    """A fenced block is code, blanked, except the output of a `$ command` shown in it: what a
+    command printed is a result typed by hand like any other."""
+    lines = m.group(0).split("\n")
+    shell = any(ln.startswith("$ ") for ln in lines)
+    keep = [shell and 0 < i < len(lines) - 1 and not ln.startswith("$ ")
+            for i, ln in enumerate(lines)]
+    return "\n".join(ln if k else re.sub(r".", " ", ln) for ln, k in zip(lines, keep, strict=True))
+
+
 def strip_markdown(text: str) -> str:
     """Markdown prose only: code (fenced, indented, inline), link targets, HTML comments and
     generated blocks blanked out."""
     text = GENERATED_BLOCK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-    text = _blank_all(text, r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", _code_block, text, flags=re.S | re.M)
     text = _blank_all(text, r"^(?: {4}|\t)[^\n]*$", re.M)
     text = _blank_all(text, r"`[^`\n]*`")
     text = _blank_all(text, r"\]\([^)\s]*\)")
@@ -130,7 +147,7 @@ def strip_markdown(text: str) -> str:
 def findings(path: Path, text: str, stripped: str, phrases: list[str],
              rules: list[dict], rel: str) -> Iterator[Finding]:
     s = _blank_rules(stripped, rules)
-    s = _blank_phrases(s, phrases)
+    s = _blank_phrases(s, phrases, text)
     s = _blank_all(s, NAME_DIGITS)
     lines = text.splitlines()
     for m in DIGITS.finditer(s):
@@ -154,6 +171,55 @@ def scan_tex(root: Path, allowed: dict | None = None) -> list[Finding]:
     return out
 
 
+KINDS = ("definition", "parameter", "limit", "protocol", "source", "fact", "target")
+
+
+def _texts(entry: dict) -> list[str]:
+    t = entry["text"]
+    return [t] if isinstance(t, str) else list(t)
+
+
+def stale(root: Path, allowed: dict | None = None) -> list[str]:
+    """Allow-list entries that no longer hold: a phrase its file no longer contains, a file that
+    is gone, a kind not in KINDS, an entry without a why, a rule that matches nothing. A stale
+    entry would otherwise keep allowing a number that has since changed or moved."""
+    allowed = allowed if allowed is not None else load_allowed()
+    out = []
+    docs = allowed.get("docs", {})
+    texts = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+             for p in doc_files(root) if p.is_file()}
+    for i, a in enumerate(docs.get("allow", [])):
+        where = f"paper/allowed_numbers.toml: docs.allow[{i}] ({a.get('file')})"
+        if a.get("kind") not in KINDS:
+            out.append(f"{where}: kind {a.get('kind')!r} is not one of {', '.join(KINDS)}")
+        if not str(a.get("why", "")).strip():
+            out.append(f"{where}: no why")
+        if a.get("file") not in texts:
+            out.append(f"{where}: no such file")
+            continue
+        out += [f"{where}: {t!r} is no longer in the file; fix: remove it from the list"
+                for t in _texts(a) if t not in texts[a["file"]]]
+    tex = "\n".join(p.read_text(encoding="utf-8") for p in sorted((root / "paper").rglob("*.tex"))
+                    if not p.relative_to(root).as_posix().startswith(("paper/generated/",
+                                                                       "paper/build/")))
+    out += [f"paper/allowed_numbers.toml: tex.allow {a['text']!r} is in no .tex of paper/; fix: "
+            "remove it" for a in allowed.get("tex", {}).get("allow", [])
+            if (root / "paper").is_dir() and a["text"] not in tex]
+    prose_all = "\n".join(strip_markdown(t) for t in texts.values())
+    out += [f"paper/allowed_numbers.toml: docs.rule {r['pattern']!r} matches nothing; fix: "
+            "remove it" for r in docs.get("rule", []) if not re.search(r["pattern"], prose_all)]
+    return out
+
+
+def size(allowed: dict | None = None) -> dict[str, int]:
+    """How much the list allows: rules and phrases, for the docs and the paper's .tex."""
+    allowed = allowed if allowed is not None else load_allowed()
+    docs, tex = allowed.get("docs", {}), allowed.get("tex", {})
+    return {"docs_rules": len(docs.get("rule", [])),
+            "docs_phrases": sum(len(_texts(a)) for a in docs.get("allow", [])),
+            "tex_rules": len(tex.get("rule", [])), "tex_phrases": len(tex.get("allow", []))}
+
+
 def doc_files(root: Path) -> list[Path]:
     return [root / "README.md"] + sorted((root / "docs").glob("*.md"))
 
@@ -169,8 +235,8 @@ def scan_docs(root: Path, allowed: dict | None = None,
         rel = p.relative_to(root).as_posix()
         if rel in generated or not p.is_file():
             continue
-        phrases = [a["text"] for a in docs.get("allow", [])
-                   if a.get("file", rel) == rel]
+        phrases = [t for a in docs.get("allow", []) if a.get("file", rel) == rel
+                   for t in _texts(a)]
         text = p.read_text(encoding="utf-8")
         out += findings(p, text, strip_markdown(text), phrases, rules, rel)
     return out

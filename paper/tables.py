@@ -199,6 +199,11 @@ SUMMARY_ROWS: dict[str, list[tuple[str, str]]] = {
                                    "{growth/summary/crash/cases}"),
         ("crash: cases repeating a planner call",
          "{growth/summary/crash/cases_repeating_a_planner_call}"),
+        ("crash: repeated planner calls, repeated evaluations",
+         "{growth/summary/crash/repeated_planner_calls}, "
+         "{growth/summary/crash/repeated_evaluations}"),
+        ("crash: within the policy at every prefix", "{growth/summary/crash/within_policy} of "
+                                                     "{growth/summary/crash/cases}"),
         ("resource drift: runs within budget", "{growth/summary/drift/within_budget} of "
                                                "{growth/summary/drift/runs}"),
         ("kill switch: stopped at request", "{growth/summary/kill_switch/stopped_at_request} of "
@@ -392,6 +397,20 @@ def growth_sweep(r: Results) -> Table:
     return t
 
 
+def growth_calibration(r: Results) -> Table:
+    """The simulator's calibration on the planner's path (experiments/growth/calibration.py)."""
+    t = Table("growth_calibration", ["evaluation", "GPU-hours", "levels merged", "expected rate",
+                                     "P(meets target)", "no growth"],
+              needs="growth/summary/calibration")
+    n = r.get("growth/summary/calibration/@len") if r.has("growth/summary/calibration") else 0
+    for i in range(n):
+        k = f"growth/summary/calibration/{i}"
+        t.rows.append([f"{{{k}/evaluation}}", f"{{{k}/hours|f0}}", f"{{{k}/levels|f0}}",
+                       f"{{{k}/expected_rate|f3}}", f"{{{k}/p_meets_target|f4}}",
+                       f"{{{k}/expected_rate_no_growth|f3}}"])
+    return t
+
+
 def growth_controls(r: Results) -> Table:
     t = Table("growth_controls", ["planted fault", "caught"],
               needs="growth/summary/negative_controls")
@@ -419,7 +438,8 @@ BUILDERS: dict[str, Callable[[Results], Table]] = {
     "integrity": summary("integrity"), "integrity_kinds": integrity_kinds,
     "mutants": mutants, "mutant_flags": mutant_flags, "transition": transition,
     "growth": summary("growth"), "growth_arms": growth_arms, "growth_sweep": growth_sweep,
-    "growth_controls": growth_controls, "bench": bench, "examples": examples,
+    "growth_controls": growth_controls, "growth_calibration": growth_calibration,
+    "bench": bench, "examples": examples,
     "audit_median": audit_median, "audit_median_accepts": audit_median_accepts,
 }
 

@@ -77,12 +77,15 @@ def render(results: Results, built: dict[str, tables.Table] | None = None) -> st
             else:
                 lines.append(tables.markdown(built[n], results))
     papers, figures = sources.load()
+    n = sources.counts(figures)
     lines += ["## Against the source papers", "",
               "Each headline figure of a source paper beside this artifact's figure for the "
               "same quantity (paper/source_figures.toml holds the papers' figures and where "
-              "each is given).", ""]
+              f"each is given). Of {n['all']['figures']} comparisons, {n['all']['like']} are "
+              "like for like; the others say why not.", ""]
     for key, p in papers.items():
-        lines += [f"### {p.title}", "", f"{p.authors}, {p.year}, {p.where}.", "",
+        lines += [f"### {p.title}", "", f"{p.authors}, {p.year}, {p.where}. Like for like: "
+                  f"{n[key]['like']} of {n[key]['figures']}.", "",
                   sources.markdown_table(key, figures, results)]
     return "\n".join(lines).rstrip() + "\n"
 

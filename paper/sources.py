@@ -72,9 +72,25 @@ def load(path: Path | None = None) -> tuple[dict[str, Paper], list[Figure]]:
     return papers, figures
 
 
+def counts(figures: list[Figure]) -> dict[str, dict[str, int]]:
+    """Per paper and over `all`: how many figures are compared and how many like for like."""
+    out: dict[str, dict[str, int]] = {"all": {"figures": 0, "like": 0}}
+    for f in figures:
+        for k in (f.paper, "all"):
+            c = out.setdefault(k, {"figures": 0, "like": 0})
+            c["figures"] += 1
+            c["like"] += f.like
+    return out
+
+
 def src_macros(figures: list[Figure]) -> dict[str, str]:
-    """`paper/id` -> the paper's figure as LaTeX text (\\Src{paper/id} in the text)."""
-    return {f"{f.paper}/{f.id}": fmt.latex_text(f.value) for f in figures}
+    """`paper/id` -> the paper's figure as LaTeX text (\\Src{paper/id} in the text), and
+    `paper/@figures`, `paper/@like` (also for `all`): how many comparisons, how many like for
+    like."""
+    out = {f"{f.paper}/{f.id}": fmt.latex_text(f.value) for f in figures}
+    for k, c in counts(figures).items():
+        out[f"{k}/@figures"], out[f"{k}/@like"] = str(c["figures"]), str(c["like"])
+    return out
 
 
 def _ours(t: str, results: Results, latex: bool) -> str:

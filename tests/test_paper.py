@@ -313,3 +313,13 @@ def test_the_build_reads_pages_undefined_references_and_wide_lines_from_the_log(
     pages, undefined, overfull = build.read_log(log)
     assert (pages, undefined, overfull) == (17, ["tab:gone"], ["12.5pt at lines 3--10"])
     assert build.read_log("Output written on x.pdf (1 page, 9 bytes).") == (1, [], [])
+
+
+def test_the_like_for_like_counts_are_read_from_the_source_file() -> None:
+    import tomllib
+    rows = tomllib.loads(sources.FILE.read_text())["figures"]
+    m = sources.src_macros(sources.load()[1])
+    assert m["all/@figures"] == str(len(rows))
+    assert m["all/@like"] == str(sum(r["like"] for r in rows))
+    for paper in ("bounded-loops", "looping", "guardrail"):
+        assert m[f"{paper}/@like"] == str(sum(r["like"] for r in rows if r["paper"] == paper))

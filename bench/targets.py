@@ -13,10 +13,12 @@ Better = Literal["lower", "higher"]
 
 def figure(value: float, target: float, unit: str, better: Better = "lower",
            **extra: object) -> dict[str, object]:
-    """`ratio` is value / target: met when <= 1 for a ceiling (`lower`), >= 1 for a floor."""
+    """`ratio` is value / target: met when <= 1 for a ceiling (`lower`), >= 1 for a floor. Both
+    come from the value as printed (4 places), so the printed ratio is the printed quotient."""
+    value = round(value, 4)
     ratio = value / target if target else float("inf")
     met = ratio <= 1 if better == "lower" else ratio >= 1
-    return {"value": round(value, 4), "target": target, "unit": unit, "better": better,
+    return {"value": value, "target": target, "unit": unit, "better": better,
             "ratio_to_target": round(ratio, 3), "verdict": "met" if met else "missed", **extra}
 
 

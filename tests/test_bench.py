@@ -76,3 +76,12 @@ def test_a_figure_says_met_or_missed_by_direction():
     assert figure(6.0, 5.0, "s")["verdict"] == "missed"
     assert figure(60_000, 50_000, "appends/s", "higher")["verdict"] == "met"
     assert figure(40_000, 50_000, "appends/s", "higher")["verdict"] == "missed"
+
+
+def test_a_figures_ratio_is_its_printed_value_over_its_target():
+    """The ratio is computed from the value as stored and printed (rounded to 4 places), so a
+    reader dividing the two printed numbers gets the printed ratio: 0.93251 / 5 is 0.186502
+    (0.187) while 0.93251 prints as 0.9325, whose quotient 0.1865 rounds to 0.186."""
+    for value in (0.93257, 0.93251, 0.18651, 4.99996):
+        f = figure(value, 5.0, "s")
+        assert f["ratio_to_target"] == round(f["value"] / f["target"], 3), value

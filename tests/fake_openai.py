@@ -12,6 +12,7 @@ returns more tokens than it was asked for.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -182,11 +183,22 @@ def _usage(kind: Any, prompt: int, completion: int) -> Any:
             "string": {"prompt_tokens": "12", "completion_tokens": "3"}}[kind]
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-reply (a worker killed by its test, a proxy timing out under
+    load) is not the server's error. The stock handler prints its traceback to stderr from a
+    daemon thread, which can outlive its test and land in another test's captured stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 @contextmanager
 def fake_openai(replies: list[Any], events: list[str] | None = None) -> Iterator[FakeServer]:
     """Run a FakeServer on an ephemeral port of 127.0.0.1 for the duration of the block."""
     server = FakeServer(replies, events)
-    server.httpd = ThreadingHTTPServer(("127.0.0.1", 0), server.handler())
+    server.httpd = QuietServer(("127.0.0.1", 0), server.handler())
     server.httpd.daemon_threads = True
     thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
     thread.start()

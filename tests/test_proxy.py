@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from fake_openai import Reply, fake_openai
+from fake_openai import QuietServer, Reply, fake_openai
 from proxy_helpers import UPSTREAM_KEY, run_calls
 
 from engine.run.proxy import pricing
@@ -242,3 +242,20 @@ def test_parallel_calls_reserve_atomically_and_never_pass_the_budget(tmp_path: P
         open_now += {"reserve": 1, "settle": -1}[r["type"]]
         most = max(most, open_now)
     assert most >= 2
+
+
+def test_a_client_hanging_up_prints_nothing_but_a_real_server_error_does(capsys):
+    """The fake upstream's request threads are daemons that can outlive their test: a client
+    that hung up (BrokenPipe) must not print a traceback into whichever test captures stderr
+    next (test_spec's one-line check caught one); any other error in the handler still shows."""
+    with fake_openai([]) as up:
+        for exc, shown in ((BrokenPipeError(32, "Broken pipe"), False),
+                           (ConnectionResetError(104, "reset"), False),
+                           (KeyError("a bug in the fake"), True)):
+            try:
+                raise exc
+            except Exception:  # noqa: BLE001 -- handle_error reads the exception being handled
+                up.httpd.handle_error(None, ("127.0.0.1", 1))
+            err = capsys.readouterr().err
+            assert ("Traceback" in err) == shown, (exc, err)
+    assert isinstance(up.httpd, QuietServer)

@@ -36,6 +36,9 @@ OUTSIDE = [
 # Paths that a doc names inside a worker's workspace, not in the repository.
 WORKSPACE_PATHS = {
     "tests/check.py",  # the conformance lab's candidate runs it (docs/conformance.md, CF045)
+    # what `make paper` writes (paper/cli.py, paper/build.py): outputs, absent from a fresh tree
+    "paper/generated/",
+    "paper/build/loopproof.pdf",
 }
 ISSUE = [
     re.compile(r"(?i)\bissues?\s*(?:no\.?\s*)?#?\s*\d+"),

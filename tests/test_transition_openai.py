@@ -9,8 +9,11 @@ import pytest
 from fake_openai import fake_openai
 
 from engine.admission.actions import Escalate, Keep, Patch
+from engine.admission.evidence import Evidence
 from engine.run.meter import BudgetOverrun
+from experiments.transition import chat
 from experiments.transition.coders import SOLUTION, OpenAICoder, Request, model_meter
+from experiments.transition.edits import normalize
 from experiments.transition.tasks import Case, Suite, Task
 
 SRC = "def inc(x):\n    return x + 2\n"
@@ -107,3 +110,72 @@ def test_a_reservation_that_does_not_fit_stops_before_any_request():
             coder.revise(request())
     assert server.requests == [] and "request" not in events
     assert meter.records[-1]["event"] == "Overrun"
+
+
+# --------------------------------------------------------------------------- the chat protocol
+MODULE = ("from typing import List\n\n\ndef _twice(x):\n    return 2 * x\n\n\n"
+          "def inc(xs: List[int]):\n    '''x plus one'''\n    return [_twice(x) for x in xs]\n")
+
+
+def test_the_prompt_shows_the_whole_file_and_says_the_reply_replaces_it():
+    """A Patch replaces solution.py, so the model must see every import and helper it has to
+    keep, and be told to write them (a prompt without this lost 83 of 110 patches to NameError)."""
+    msgs = chat.messages(Request(TASK, MODULE, None, (), 0, 1))
+    system, user = msgs[0]["content"], msgs[1]["content"]
+    assert f"```python\n{MODULE}```" in user          # the whole current file, verbatim
+    assert "replaces the whole file" in system
+    assert "imports" in user and "helper" in user and "complete new solution.py" in user
+    assert chat.NO_EVIDENCE in user
+    # the same words for every evidence condition: only the evidence text differs
+    ev = Evidence("h", "s", "x", {"text": "visible: FAIL"})
+    other = chat.messages(Request(TASK, MODULE, ev, (), 0, 1))[1]["content"]
+    assert other.replace("visible: FAIL", chat.NO_EVIDENCE) == user
+
+
+@pytest.mark.parametrize(("content", "claims"), [
+    (f"STATUS: DONE\n```python\n{MODULE}```", True),
+    (f"STATUS: UNSURE\n```python\n{MODULE}```\n", False),
+    (f"\n```python\n{MODULE}```  \n", False),
+    (f"STATUS: DONE\n\n```py\n{MODULE}\n```", True),
+])
+def test_a_fenced_module_is_a_patch_of_the_whole_file(content, claims):
+    r = OpenAICoder.parse(content)
+    assert r.valid and isinstance(r.action, Patch)
+    assert r.action.files[SOLUTION] == normalize(MODULE) and r.claims_done is claims
+
+
+def test_keep_and_escalate_lines_are_actions():
+    assert isinstance(OpenAICoder.parse("KEEP\n").action, Keep)
+    assert OpenAICoder.parse("KEEP").valid
+    r = OpenAICoder.parse("ESCALATE: the task contradicts its examples")
+    assert isinstance(r.action, Escalate) and r.valid and not r.claims_done
+    assert r.action.reason == "the task contradicts its examples"
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    # prose around the block: not one reply form (nothing is guessed out of free text)
+    (f"Here is the fix:\n```python\n{MODULE}```", "not_an_action"),
+    (f"STATUS: DONE\n```python\n{MODULE}```\nI changed the loop.", "not_an_action"),
+    # two blocks: which one would be the file?
+    (f"```python\n{MODULE}```\n```python\n{MODULE}```", "not_an_action"),
+    # a status line after the block or a KEEP with a patch: not a form either
+    (f"```python\n{MODULE}```\nSTATUS: DONE", "not_an_action"),
+    (f"KEEP\n```python\n{MODULE}```", "not_an_action"),
+    ("ESCALATE:   ", "not_an_action"),
+    ("keep", "not_an_action"),
+    # a bare fence is not a patch: a JSON object in it must not become the module `{...}`
+    ("```\n" + json.dumps({"action": "patch", "files": {"x.py": "1"}}) + "\n```", "wrong_file"),
+    ("STATUS: DONE", "done_only"),
+    ("STATUS: DONE\n```python\ndef inc(x:\n```", "syntax_error"),
+    ("STATUS: DONE\n```python\n\n```", "not_an_action"),   # a patch with no code
+])
+def test_anything_else_fails_closed_to_keep(content, why):
+    r = OpenAICoder.parse(content)
+    assert isinstance(r.action, Keep) and not r.valid and not r.claims_done and r.why == why
+
+
+def test_the_engine_json_schema_is_still_an_action():
+    r = OpenAICoder.parse("```json\n" + json.dumps(
+        {"action": "patch", "files": {SOLUTION: FIXED}, "note": "done"}) + "\n```")
+    assert r.valid and r.action.files[SOLUTION] == FIXED and r.claims_done
+    assert isinstance(OpenAICoder.parse('{"action": "keep"}').action, Keep)

@@ -8,7 +8,8 @@ Two adapters:
   that makes the checks named in the evidence pass. It overfits by design: it checks only what the
   evidence names. Its exact behaviour per kind of evidence is in docs/transition.md.
 - `OpenAICoder`, for any OpenAI-compatible `/chat/completions` server: each call is metered, with a
-  reservation made before the request is sent; the reply is parsed fail-closed by
+  reservation made before the request is sent; the prompt and the reply forms are
+  `experiments.transition.chat`'s, and the reply is parsed fail-closed by
   `engine.admission.actions.parse_reply`, so anything but a well-formed patch of `solution.py` is Keep.
 """
 
@@ -24,10 +25,11 @@ from typing import Any, Protocol
 
 from engine.admission.actions import Action, Escalate, Keep, Patch, parse_reply
 from engine.admission.evidence import Evidence
+from experiments.transition import chat
 from experiments.transition.edits import enumerate_edits, normalize, restorations
 from experiments.transition.tasks import Case, Task, code_hash, run_cases
 
-SOLUTION = "solution.py"
+SOLUTION = chat.SOLUTION
 SEARCH_BUDGET = 60  # edits the search coder tries per revision
 
 
@@ -149,19 +151,6 @@ class SpendMeter(Protocol):
     def settle(self, used: float, what: str = ..., **facts: Any) -> float: ...
 
 
-SYSTEM = ('You are a coder revising one Python module, solution.py. Write the complete '
-          'revised module and reply with ONE JSON object and nothing else, in this '
-          'form:\n'
-          '{"action": "patch", "files": {"solution.py": "def add(a, b):\\n    \'\'\'Return '
-          'a plus b.\'\'\'\\n    return a + b\\n"}, "note": "done"}\n'
-          'The value of "solution.py" is the whole new module as a JSON string: '
-          'newlines written as \\n, docstrings in \'\'\' quotes, never a bare " inside the '
-          'string. "note" is optional; write "done" in it if you believe the module is '
-          'correct.\n'
-          'Two other replies exist for when you cannot write a revision: {"action": '
-          '"keep"} and {"action": "escalate", "reason": "<why>"}.')
-
-
 @dataclass
 class OpenAICoder:
     """A chat model behind an OpenAI-compatible server. Price is per 1,000 tokens (prompt and
@@ -177,11 +166,7 @@ class OpenAICoder:
     name: str = field(default="openai", init=False)
 
     def messages(self, request: Request) -> list[dict[str, str]]:
-        ev = request.evidence
-        text = str(ev.payload.get("text", "")) if ev is not None else "No evidence is available."
-        user = (f"Task:\n{request.task.prompt}\n\nCurrent solution.py:\n```python\n"
-                f"{request.source}```\n\nEvidence:\n{text}\n\nRevise solution.py now.")
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        return chat.messages(request)
 
     def revise(self, request: Request) -> Reply:
         messages = self.messages(request)
@@ -215,13 +200,7 @@ class OpenAICoder:
     def parse(content: Any) -> Reply:
         """Fail closed: a reply that is not one well-formed action, or a patch of anything but
         solution.py, or code that does not parse, is Keep."""
-        text = content if isinstance(content, str) else None
-        if text is not None:
-            stripped = text.strip()
-            if stripped.startswith("```") and stripped.endswith("```"):
-                stripped = stripped.split("\n", 1)[1].rsplit("```", 1)[0] if "\n" in stripped \
-                    else ""
-            text = stripped
+        text = chat.as_reply_json(content if isinstance(content, str) else None)
         parsed = parse_reply(text)
         note = parsed.note or ""
         action = parsed.action

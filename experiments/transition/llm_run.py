@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -48,6 +49,8 @@ class Session:
     prior: dict[str, dict[str, Any]] | None = None
     source: Path | None = None
     started: float = field(default_factory=time.monotonic)
+    server: str | None = None                  # the model server's base URL (live mode)
+    cpu_start: float = field(default_factory=lambda: _cpu())
 
     def finish(self) -> dict[str, str]:
         """Called after the runs, before any result file is written: refuse a void run (model
@@ -72,7 +75,8 @@ class Session:
                       "file": self.w.filename, "size": self.w.size, "sha256": self.w.sha256,
                       "packages": [f"{n}=={self.w.version}" for n, _ in self.w.packages],
                       "verified": self.model_file is not None},
-            "runtime": {k: v for k, v in self.health.items() if k not in ("status", "model")},
+            "runtime": {k: v for k, v in self.health.items()
+                        if k not in ("status", "model", "cpu_seconds")},
             "requests": p.requests, "unique_requests": len(p.used), "model_calls": p.model_calls,
             "resumed_replies": p.resumed,
             "tokens": tokens, "model_seconds": round(p.model_seconds, 1),
@@ -81,13 +85,41 @@ class Session:
             "python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(),
         }
+        out["harness_cpu_seconds"] = round(_cpu() - self.cpu_start, 1)
         if self.mode == "model" and p.model_seconds > 0:
             out["completion_tokens_per_s"] = round(tokens["completion"] / p.model_seconds, 2)
+        cpu = self.server_cpu()
+        if cpu is not None:
+            # CPU seconds do not stretch when other processes share the cores, so they, not
+            # the wall clock, say what the run costs on an idle machine
+            loaded = float(self.health.get("cpu_seconds") or 0.0)
+            out["model_cpu_seconds"] = {"load": round(loaded, 1),
+                                        "generation": round(cpu - loaded, 1)}
+            if cpu > loaded:
+                out["completion_tokens_per_cpu_s"] = round(tokens["completion"] / (cpu - loaded),
+                                                           2)
         if self.prior is not None:
             out["replies_vs_previous_run"] = p.differences(self.prior)
         if self.source is not None:
             out["replayed_from"] = str(self.source)
         return out
+
+
+    def server_cpu(self) -> float | None:
+        """The model server's CPU seconds so far (None in replay or if it does not answer)."""
+        if self.server is None:
+            return None
+        try:
+            return float(llm_server.get_json(self.server.removesuffix("/v1") + "/health")
+                         ["cpu_seconds"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the candidates' test runs)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _progress(proxy: replies.Proxy, started: float) -> None:
@@ -116,12 +148,13 @@ def session(*, key: str, out: Path, replay: Path | None = None, cache: Path | No
                        f"choose one of {', '.join(weights.CATALOGUE)}")
     w = weights.CATALOGUE[key]
     budget = DEFAULT_BUDGET if budget is None else budget
-    started = time.monotonic()
+    started, cpu0 = time.monotonic(), _cpu()
     with ExitStack() as stack:
         if replay is not None:
             source = replay / replies.FILE
             proxy = replies.Proxy(None, replies.load(source))
-            sess = Session({}, proxy, "replay", w, source=source, started=started)
+            sess = Session({}, proxy, "replay", w, source=source, started=started,
+                           cpu_start=cpu0)
             earlier = replay / "manifest.json"
             if earlier.is_file():
                 try:
@@ -145,7 +178,7 @@ def session(*, key: str, out: Path, replay: Path | None = None, cache: Path | No
                 except BadInput:
                     prior = None
             sess = Session({}, proxy, "model", w, model_file=model_file, health=health,
-                           prior=prior, started=started)
+                           prior=prior, started=started, server=base, cpu_start=cpu0)
         url = stack.enter_context(replies.running(proxy))
         sess.spec = _spec(w, url, budget)
         yield sess

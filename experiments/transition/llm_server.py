@@ -201,7 +201,9 @@ def make_server(backend: Backend, port: int = 0) -> ThreadingHTTPServer:
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             if self.path == "/health":
-                self._send(200, {"status": "ok", "model": backend.name, **backend.info})
+                # the server's own CPU time: the run's model cost, read on a loaded machine
+                self._send(200, {"status": "ok", "model": backend.name, **backend.info,
+                                 "cpu_seconds": round(time.process_time(), 2)})
             elif self.path == "/v1/models":
                 self._send(200, {"object": "list", "data": [{"id": backend.name,
                                                              "object": "model"}]})

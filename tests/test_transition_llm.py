@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fake_openai import fake_openai
+from fake_openai import Reply, fake_openai
 
 from engine.system.errors import BadInput
 from experiments.transition import llm_run, llm_server, replies, study
@@ -153,7 +153,7 @@ def test_an_upstream_failure_voids_the_run_and_is_not_stored(tmp_path):
 
 def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
     journal = tmp_path / "journal.jsonl"
-    with fake_openai(["first"]) as upstream:
+    with fake_openai([Reply("first reply")]) as upstream:  # 2 completion tokens
         proxy = replies.Proxy(upstream.base_url, journal=journal)
         with replies.running(proxy) as url:
             a = post(url + "/chat/completions", BODY)
@@ -164,6 +164,10 @@ def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
         with replies.running(again) as url:
             assert post(url + "/chat/completions", BODY) == a
     assert again.resumed == 1 and upstream.requests == []
+    # a resumed reply cost this run nothing: the manifest's tokens/s must not count it
+    assert again.model_calls == again.called_completion_tokens == 0
+    assert proxy.called_completion_tokens == proxy.tokens()["completion"] == 2
+    assert again.tokens()["completion"] == 2
 
 
 # --------------------------------------------------------------------------- end to end

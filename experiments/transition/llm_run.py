@@ -86,8 +86,10 @@ class Session:
             "cpus": os.cpu_count(),
         }
         out["harness_cpu_seconds"] = round(_cpu() - self.cpu_start, 1)
+        # rates count this run's model calls only: resumed replies cost this run nothing
+        made = p.called_completion_tokens
         if self.mode == "model" and p.model_seconds > 0:
-            out["completion_tokens_per_s"] = round(tokens["completion"] / p.model_seconds, 2)
+            out["completion_tokens_per_s"] = round(made / p.model_seconds, 2)
         cpu = self.server_cpu()
         if cpu is not None:
             # CPU seconds do not stretch when other processes share the cores, so they, not
@@ -96,14 +98,12 @@ class Session:
             out["model_cpu_seconds"] = {"load": round(loaded, 1),
                                         "generation": round(cpu - loaded, 1)}
             if cpu > loaded:
-                out["completion_tokens_per_cpu_s"] = round(tokens["completion"] / (cpu - loaded),
-                                                           2)
+                out["completion_tokens_per_cpu_s"] = round(made / (cpu - loaded), 2)
         if self.prior is not None:
             out["replies_vs_previous_run"] = p.differences(self.prior)
         if self.source is not None:
             out["replayed_from"] = str(self.source)
         return out
-
 
     def server_cpu(self) -> float | None:
         """The model server's CPU seconds so far (None in replay or if it does not answer)."""

@@ -126,6 +126,7 @@ class Proxy:
                         continue
             self.resumed = len(self.used)
         self.requests = self.misses = self.model_calls = 0
+        self.called_completion_tokens = 0  # of this run's model calls only (rates exclude resumed)
         self.model_seconds = 0.0
         self.failure: str | None = None
         self.timeout_s = timeout_s
@@ -168,6 +169,7 @@ class Proxy:
         finally:
             self.model_seconds += time.monotonic() - t
         self.model_calls += 1
+        self.called_completion_tokens += int(e["usage"].get("completion_tokens") or 0)
         self.used[key] = e
         if self.journal is not None:
             try:

@@ -120,7 +120,7 @@ MODULE = ("from typing import List\n\n\ndef _twice(x):\n    return 2 * x\n\n\n"
 def test_the_prompt_shows_the_whole_file_and_says_the_reply_replaces_it():
     """A Patch replaces solution.py, so the model must see every import and helper it has to
     keep, and be told to write them (a prompt without this lost 83 of 110 patches to NameError)."""
-    msgs = chat.messages(Request(TASK, MODULE, None, (), 0, 1))
+    msgs = chat.messages(TASK.prompt, MODULE, None)
     system, user = msgs[0]["content"], msgs[1]["content"]
     assert f"```python\n{MODULE}```" in user          # the whole current file, verbatim
     assert "replaces the whole file" in system
@@ -128,7 +128,7 @@ def test_the_prompt_shows_the_whole_file_and_says_the_reply_replaces_it():
     assert chat.NO_EVIDENCE in user
     # the same words for every evidence condition: only the evidence text differs
     ev = Evidence("h", "s", "x", {"text": "visible: FAIL"})
-    other = chat.messages(Request(TASK, MODULE, ev, (), 0, 1))[1]["content"]
+    other = chat.messages(TASK.prompt, MODULE, ev)[1]["content"]
     assert other.replace("visible: FAIL", chat.NO_EVIDENCE) == user
 
 

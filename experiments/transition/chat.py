@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from experiments.transition.coders import Request
+from engine.admission.evidence import Evidence
 
 SOLUTION = "solution.py"
 
@@ -49,12 +47,11 @@ _ESCALATE = re.compile(r"ESCALATE:[ \t]*(?P<reason>.+)", re.S)
 _JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(?P<body>.*)\n?```", re.S)
 
 
-def messages(request: Request) -> list[dict[str, str]]:
+def messages(prompt: str, source: str, evidence: Evidence | None) -> list[dict[str, str]]:
     """The chat messages for one revision: the task, the whole current file, the evidence."""
-    ev = request.evidence
-    text = str(ev.payload.get("text", "")) if ev is not None else NO_EVIDENCE
-    user = (f"Task:\n```python\n{request.task.prompt}```\n\n"
-            f"Current solution.py (the whole file):\n```python\n{request.source}```\n\n"
+    text = str(evidence.payload.get("text", "")) if evidence is not None else NO_EVIDENCE
+    user = (f"Task:\n```python\n{prompt}```\n\n"
+            f"Current solution.py (the whole file):\n```python\n{source}```\n\n"
             f"Evidence about solution.py:\n{text}\n\n{INSTRUCTION}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 

@@ -166,7 +166,7 @@ class OpenAICoder:
     name: str = field(default="openai", init=False)
 
     def messages(self, request: Request) -> list[dict[str, str]]:
-        return chat.messages(request)
+        return chat.messages(request.task.prompt, request.source, request.evidence)
 
     def revise(self, request: Request) -> Reply:
         messages = self.messages(request)

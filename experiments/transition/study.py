@@ -52,11 +52,11 @@ class Scale:
 
 SCALES = {"smoke": Scale(3, 2, n_boot=2_000, n_flips=2_000), "default": Scale(10, 3),
           "paper": Scale(30, 5),
-          # sized for the 0.5B model on two shared CPU cores (docs/transition.md): about 15 CPU
-          # seconds a call, 45 to 80 s of wall clock at a load average of 8 to 20, and about 14
-          # distinct calls a task, so 5 tasks fit in an hour
+          # sized for the 0.5B model on two CPU cores (docs/transition.md): about 15 CPU seconds
+          # a call and about 14 distinct calls a task, so 8 tasks need about half an hour of one
+          # core, an hour when the model gets half a core
           "llm-smoke": Scale(1, 1, revisions=1, n_boot=2_000, n_flips=2_000),
-          "llm": Scale(5, 1)}
+          "llm": Scale(8, 1)}
 
 
 # --------------------------------------------------------------------------- running

@@ -70,3 +70,36 @@ def test_the_notebook_draws_both_coders_side_by_side(both):
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                       for o in c.get("outputs", []))
     assert "offline search coder" in printed and "Qwen2.5 Coder 0.5B" in printed
+
+
+def _reply(shown: str, content: str) -> str:
+    from experiments.transition import chat, replies
+    body = {"messages": chat.messages("def f(x):\n    '''task'''\n", shown, None)}
+    return json.dumps(replies.entry("/v1/chat/completions", body, content, "stop", {}))
+
+
+def test_patch_effects_tell_an_echo_from_a_docstring_edit_from_a_code_edit(tmp_path):
+    """A model that rewrites the file but leaves its code as it was moves no rate of the
+    experiment; the count must see the difference (and must not count what is not a patch)."""
+    src = "def f(x):\n    '''Add one.'''\n    return x + 2\n"
+    fence = "STATUS: DONE\n```python\n{}```"
+    path = tmp_path / "replies.jsonl"
+    path.write_text("\n".join([
+        _reply(src, fence.format(src.replace("\n", "\n\n", 1))),             # blank line only
+        _reply(src, fence.format(src.replace("Add one.", "Adds one."))),       # docstring
+        _reply(src, fence.format(src.replace("x + 2", "x + 1"))),              # the repair
+        _reply(src, fence.format("def f(x):\n    return x + 2\n")),            # docstring gone
+        _reply(src, "KEEP"),                                                   # not a patch
+        _reply(src, fence.format("def f(x:\n")),                               # does not parse
+        '{"request_sha256": "torn',
+    ]) + "\n")
+    assert report.patch_effects(path) == {"patches": 4, "unchanged": 1, "docstrings_only": 2,
+                                          "code": 1}
+    assert report.patch_effects(tmp_path / "missing.jsonl") is None
+
+
+def test_the_stored_smoke_replies_never_change_code(both):
+    effects = report.patch_effects(both / "transition-llm" / "replies.jsonl")
+    assert effects == {"patches": 7, "unchanged": 3, "docstrings_only": 4, "code": 0}
+    assert "3 return the file unchanged, 4 change only docstrings, 0 change code" in \
+        report.block(both)

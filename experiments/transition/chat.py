@@ -56,6 +56,15 @@ def messages(prompt: str, source: str, evidence: Evidence | None) -> list[dict[s
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+_CURRENT = re.compile(r"Current solution\.py \(the whole file\):\n```python\n(?P<code>.*?)```", re.S)
+
+
+def shown_file(messages: list[dict[str, str]]) -> str | None:
+    """The current solution.py a request showed the model (None if it is not in this form)."""
+    m = _CURRENT.search(messages[-1].get("content", "")) if messages else None
+    return m.group("code") if m is not None else None
+
+
 def as_reply_json(content: str | None) -> str | None:
     """The model's text in the engine's reply schema when it is one of the three reply forms;
     otherwise the text itself (a ```json fence taken off) for `parse_reply` to judge."""

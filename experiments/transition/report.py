@@ -14,11 +14,14 @@ Is Not Reliability"); where the paper's quantity has no counterpart here the cel
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from experiments.transition import chat
 
 BEGIN = "<!-- figures:begin (python -m experiments.transition.report --write) -->"
 END = "<!-- figures:end -->"
@@ -145,6 +148,54 @@ ROWS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
 ]
 
 
+def _code_only(source: str) -> str | None:
+    """The module without its docstrings, normalized (None if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def patch_effects(replies_file: Path) -> dict[str, int] | None:
+    """What each distinct reply that is a patch did to the file it was shown: returned it
+    unchanged, changed only docstrings, or changed code (by the normalized module, docstrings
+    taken out). Why: a model that rewrites the file can leave the code as it found it, and then
+    no rate of the experiment can move; this says whether it did."""
+    try:
+        lines = replies_file.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    out = {"patches": 0, "unchanged": 0, "docstrings_only": 0, "code": 0}
+    for line in lines:
+        try:
+            e = json.loads(line)
+            shown = chat.shown_file(e["request"]["messages"])
+            reply = json.loads(chat.as_reply_json(e["content"]) or "null")
+            new = reply["files"][chat.SOLUTION] if reply.get("action") == "patch" else None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if shown is None or not isinstance(new, str):
+            continue
+        before, after = _code_only(shown), _code_only(new)
+        if before is None or after is None:
+            continue
+        out["patches"] += 1
+        if ast.unparse(ast.parse(shown)) == ast.unparse(ast.parse(new)):
+            out["unchanged"] += 1
+        elif before == after:
+            out["docstrings_only"] += 1
+        else:
+            out["code"] += 1
+    return out
+
+
 def _load(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -176,11 +227,25 @@ def block(results: Path) -> str:
              source(search, "search coder (`results/transition`)"),
              source(model, "model (`results/transition-llm`)")]
     if manifest:
-        lines.append(f"- model run: {manifest.get('model_calls')} model calls for "
-                     f"{manifest.get('requests')} requests, {manifest['tokens']['total']:,} "
-                     f"tokens, {manifest.get('wall_seconds')} s wall clock, "
+        resumed = manifest.get("resumed_replies") or 0
+        cpu = manifest.get("model_cpu_seconds") or {}
+        lines.append(f"- model run: {manifest.get('requests')} requests "
+                     f"({manifest.get('unique_requests')} distinct), "
+                     f"{manifest['tokens']['total']:,} tokens; "
+                     + (f"{resumed} replies resumed from an interrupted run of the same "
+                        "requests, then " if resumed else "")
+                     + f"{manifest.get('model_calls')} model calls taking "
+                     + (f"{cpu['generation']} s of model-server CPU and " if "generation" in cpu
+                        else "")
+                     + f"{manifest.get('wall_seconds')} s wall clock, "
                      f"{manifest['runtime'].get('threads')} thread(s), load average "
                      f"{manifest.get('load_average')} at the end")
+    effects = patch_effects(results / "transition-llm" / "replies.jsonl") if model else None
+    if effects:
+        lines.append(f"- the model's distinct patch replies (`replies.jsonl`): "
+                     f"{effects['patches']} patches; {effects['unchanged']} return the file "
+                     f"unchanged, {effects['docstrings_only']} change only docstrings, "
+                     f"{effects['code']} change code")
     lines += ["", f"| figure | paper | search coder | {head} |", "|---|---|---|---|"]
     for label, key, fn in ROWS:
         lines.append(f"| {label} | {PAPER[key]} | {_cell(fn, search)} | {_cell(fn, model)} |")

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import z3
 
+from proofs.canonical import Canonical
 from proofs.solver import witness
 from proofs.trace import Step, Trace
 
@@ -73,6 +74,50 @@ class _Session:
     def add(self, *formulas: z3.BoolRef) -> None:
         self.base.extend(formulas)
 
+    def canonical(self, sys: System, model: z3.ModelRef, extra: Sequence[z3.BoolRef] = (), *,
+                  choices: Sequence[z3.ArithRef] = (),
+                  events: Sequence[Any] | Callable[[z3.ModelRef], Sequence[Any]] = (),
+                  states: Sequence[Any] = (), terms: Sequence[z3.ExprRef] = ()) -> z3.ModelRef:
+        """The canonical model of base + `extra` (proofs/canonical.py): the event chosen at
+        each step, the parameters, the events' arguments (`events` may be a function of the
+        model with the choices fixed), the states' fields, then `terms`."""
+        c = Canonical(self.what, [*self.base, *extra], model)
+        if hasattr(sys, "canonical_universe"):
+            sys.canonical_universe(c)
+        for ch in choices:
+            c.fix(ch)
+        c.fix_all(parameters(sys))
+        for ev in (events(c.model) if callable(events) else events):
+            c.fix_all(event_terms(ev))
+        for round_ in range(2):
+            c.fix_all([t for s in states for t in observables(sys, c.model, s, round_)])
+        c.fix_all(terms)
+        return c.model
+
+
+def parameters(sys: System) -> list[z3.ExprRef]:
+    """The terms a trace shows as its parameters (a_v, c_v, K, B, R, ...), if the system says."""
+    return list(sys.parameters()) if hasattr(sys, "parameters") else []
+
+
+def event_terms(ev: Any) -> list[z3.ExprRef]:
+    """An event's arguments as Z3 terms (amounts, hashes, nodes)."""
+    if hasattr(ev, "args"):
+        return list(ev.args)
+    return [x for x in (getattr(ev, "node", None), getattr(ev, "target", None),
+                        getattr(ev, "amount", None)) if isinstance(x, z3.ExprRef)]
+
+
+def observables(sys: System, model: z3.ModelRef, s: Any, round_: int) -> list[z3.ExprRef]:
+    """The terms of state `s` a trace shows. Round 0: its scalar fields; round 1: cells of its
+    arrays, chosen with the values round 0 fixed (the system's `observables`, if it has one)."""
+    if hasattr(sys, "observables"):
+        return list(sys.observables(model, s, round_))
+    if round_ > 0:
+        return []
+    fields = s.vars if hasattr(s, "vars") else s if isinstance(s, dict) else s.fields()
+    return [x for x in fields.values() if not z3.is_array(x)]
+
 
 def _trace(sys: System, kind: str, note: str, steps: list[Step],
            model: z3.ModelRef) -> Trace:
@@ -101,9 +146,11 @@ def _step(sys: System, model: z3.ModelRef, s: Any, ev: Any | None) -> Step:
 def check_init(sys: System, inv: Invariant) -> Trace | None:
     """Init => Inv."""
     s = sys.fresh("0")
-    m = _Session("Init => Inv", *sys.axioms(), sys.init(s)).sat(z3.Not(inv(s)))
+    session = _Session("Init => Inv", *sys.axioms(), sys.init(s))
+    m = session.sat(z3.Not(inv(s)))
     if m is None:
         return None
+    m = session.canonical(sys, m, [z3.Not(inv(s))], states=[s])
     return _trace(sys, "trace", "an initial state breaks the invariant",
                   [_step(sys, m, s, None)], m)
 
@@ -115,6 +162,8 @@ def check_transitions(sys: System, inv: Invariant) -> Trace | None:
     for ev in sys.events("step"):
         m = session.sat(sys.transition(s, t, ev))
         if m is not None:
+            m = session.canonical(sys, m, [sys.transition(s, t, ev)], events=[ev],
+                                  states=[s, t])
             return _trace(sys, "cti", f"{ev.label(m)} leads from a state satisfying the "
                           "invariant to one that breaks it",
                           [_step(sys, m, s, None), _step(sys, m, t, ev)], m)
@@ -124,9 +173,11 @@ def check_transitions(sys: System, inv: Invariant) -> Trace | None:
 def check_implies(sys: System, inv: Invariant, prop: Invariant, what: str) -> Trace | None:
     """Inv => Prop: the invariant is strong enough for the property it is for."""
     s = sys.fresh("s")
-    m = _Session("Inv => Prop", *sys.axioms(), inv(s)).sat(z3.Not(prop(s)))
+    session = _Session("Inv => Prop", *sys.axioms(), inv(s))
+    m = session.sat(z3.Not(prop(s)))
     if m is None:
         return None
+    m = session.canonical(sys, m, [z3.Not(prop(s))], states=[s])
     return _trace(sys, "cti", f"a state satisfies the invariant but not {what}",
                   [_step(sys, m, s, None)], m)
 
@@ -149,6 +200,8 @@ def check_unchanged(sys: System, keep: Callable[[Any, Any], z3.BoolRef],
             continue
         m = session.sat(sys.transition(s, t, ev))
         if m is not None:
+            m = session.canonical(sys, m, [sys.transition(s, t, ev)], events=[ev],
+                                  states=[s, t])
             return _trace(sys, "cti", f"{ev.label(m)} changes {what}",
                           [_step(sys, m, s, None), _step(sys, m, t, ev)], m)
     return None
@@ -186,6 +239,8 @@ def check_ranking(sys: System, inv: Invariant,
     for ev in sys.events("step"):
         m = session.sat(sys.transition(s, t, ev))
         if m is not None:
+            m = session.canonical(sys, m, [sys.transition(s, t, ev)], events=[ev],
+                                  states=[s, t], terms=[*r, *r2])
             before = [m.eval(x, model_completion=True) for x in r]
             after = [m.eval(x, model_completion=True) for x in r2]
             note = (f"{ev.label(m)} does not decrease the ranking "
@@ -239,6 +294,15 @@ class _Unrolling:
         self.events.append(evs)
         self.choice.append(sel)
 
+    def canonical(self, m: z3.ModelRef, upto: int, *extra: z3.BoolRef) -> z3.ModelRef:
+        """The canonical model of the first `upto` steps: the least run of events first."""
+        return self.session.canonical(
+            self.sys, m, extra, choices=self.choice[:upto],
+            events=lambda model: [self.events[k][model.eval(self.choice[k],
+                                                            model_completion=True).as_long()]
+                                  for k in range(upto)],
+            states=self.states[:upto + 1])
+
     def trace(self, m: z3.ModelRef, upto: int, kind: str, note: str) -> Trace:
         steps = [_step(self.sys, m, self.states[0], None)]
         for k in range(upto):
@@ -255,6 +319,7 @@ def bmc(sys: System, bad: Invariant, depth: int, what: str) -> Trace | NotRefute
     for k in range(depth + 1):
         m = u.session.sat(bad(u.states[k]))
         if m is not None:
+            m = u.canonical(m, k, bad(u.states[k]))
             return u.trace(m, k, "trace", f"a run from Init reaches a state that breaks {what}")
         if k < depth:
             u.extend()
@@ -272,9 +337,10 @@ def find_lasso(sys: System, project: Callable[[Any], Sequence[z3.ExprRef]], dept
         u.extend()
         last = project(u.states[k])
         for i in range(k):
-            m = u.session.sat(z3.And([a == b for a, b in zip(project(u.states[i]), last,
-                                                              strict=True)]))
+            repeat = z3.And([a == b for a, b in zip(project(u.states[i]), last, strict=True)])
+            m = u.session.sat(repeat)
             if m is not None:
+                m = u.canonical(m, k, repeat)
                 tr = u.trace(m, k, "lasso", f"{what}: a reachable state repeats")
                 tr.loop_start = i
                 return tr

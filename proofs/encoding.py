@@ -529,6 +529,23 @@ class RunEncoding:
         return out
 
     # ---- for traces
+    def parameters(self) -> list[z3.ExprRef]:
+        """The numbers a trace shows (proofs/canonical.py fixes them first)."""
+        p = self.params
+        b = [] if p.spend_budget is None else [p.spend_budget]
+        return [*p.attempts.values(), *p.ceilings.values(), p.repair_budget, *b,
+                *p.repairs.values()]
+
+    def observables(self, model: z3.ModelRef, s: State, round_: int) -> list[z3.ExprRef]:
+        """Round 0: every scalar field; round 1: the PASS cells a trace shows (activations up
+        to the current one, chosen after round 0 fixed the activations)."""
+        if round_ == 0:
+            return [x for x in s.vars.values() if not z3.is_array(x)]
+        if round_ > 1:
+            return []
+        return [z3.Select(s.passes(v), e) for v in self.graph.names
+                for e in range(min(max(value(model, s.act(v)), -1), 64) + 1)]
+
     @property
     def case(self) -> str:
         return describe_shape(self.graph)

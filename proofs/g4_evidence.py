@@ -34,6 +34,8 @@ class EvidenceLoop(RecordSystem):
         "RunSuite": [],       # run the suite now: evidence bound to the current hashes
         "Commit": [INT, H],   # a patch driven by evidence #k, giving tree h
     }
+    LOGS = {"n_evidence": ("ev_state", "ev_suite"),
+            "n_commits": ("cm_ev_state", "cm_ev_suite", "cm_state", "cm_suite")}
 
     def init(self, s):
         return z3.And(s["n_evidence"] == 0, s["n_commits"] == 0)

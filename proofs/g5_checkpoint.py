@@ -50,6 +50,10 @@ class CheckpointLoop(RecordSystem):
         self.gate = z3.Function("gate", H, BOOL)
         self.recert = z3.Function("recert", H, BOOL)
 
+    def shown_terms(self, s):
+        ck = s["checkpoint"]
+        return [self.gate(ck), s["admitted"][ck], self.recert(ck)]
+
     def init(self, s):
         return z3.And(z3.Not(s["has_checkpoint"]), z3.Not(s["done"]),
                       s["admitted"] == z3.K(H, z3.BoolVal(False)))

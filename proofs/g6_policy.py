@@ -58,6 +58,7 @@ class PolicyLoop(RecordSystem):
         "Write": [H],      # worker: writes its own workspace
         "Reply": [H],      # worker: its reply
     }
+    LOGS = {"n_stages": ("ran",)}
 
     def init(self, s):
         return z3.And(z3.Not(s["started"]), z3.Not(s["stopped"]), z3.Not(s["working"]),

@@ -36,6 +36,8 @@ class RecordSystem:
 
     FIELDS: dict[str, z3.SortRef] = {}
     EVENTS: dict[str, Sequence[z3.SortRef]] = {}
+    LOGS: dict[str, Sequence[str]] = {}  # count field -> the Int-indexed arrays it counts
+    SHOWN = 16  # rows of a log a trace shows
 
     def __init__(self) -> None:
         self._names: tuple[int, dict[str, str]] = (0, {})
@@ -63,6 +65,25 @@ class RecordSystem:
         assert set(upd) <= set(s), f"unknown fields {set(upd) - set(s)}"
         return z3.And(guard, *[t[k] == upd.get(k, s[k]) for k in s])
 
+    # ---- canonical counterexamples (proofs/canonical.py)
+    def observables(self, model: z3.ModelRef, s: dict[str, z3.ExprRef],
+                    round_: int) -> list[z3.ExprRef]:
+        """Round 0: the scalar fields; round 1: the shown rows of every log, then whatever
+        else the system shows (`shown_terms`)."""
+        if round_ == 0:
+            return [x for x in s.values() if not z3.is_array(x)]
+        if round_ > 1:
+            return []
+        out: list[z3.ExprRef] = []
+        for count, logs in self.LOGS.items():
+            n = max(0, min(value(model, s[count]), self.SHOWN))
+            out += [s[log][i] for i in range(n) for log in logs]
+        return out + self.shown_terms(s)
+
+    def shown_terms(self, s: dict[str, z3.ExprRef]) -> list[z3.ExprRef]:
+        """Terms a trace shows that are not fields or log rows (e.g. a gate's verdict)."""
+        return []
+
     # ---- readable values
     def show(self, model: z3.ModelRef, e: z3.ExprRef) -> Any:
         """Hashes as h0, h1, ... in the order a trace first shows them (one name per element
@@ -79,5 +100,5 @@ class RecordSystem:
     def show_list(self, model: z3.ModelRef, n: z3.ArithRef,
                   columns: Sequence[z3.ArrayRef]) -> list[list[Any]]:
         """The first n rows of some Int-indexed arrays."""
-        count = max(0, min(value(model, n), 16))
+        count = max(0, min(value(model, n), self.SHOWN))
         return [[self.show(model, c[i]) for c in columns] for i in range(count)]

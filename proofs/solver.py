@@ -10,6 +10,7 @@ from enum import StrEnum
 import z3
 
 QUERY_TIMEOUT_MS = 20_000  # a query that takes longer is `unknown`, and unknown is a failure
+SEED = 0  # every solver's random seed, fixed (counterexamples are made canonical as well)
 
 
 class Answer(StrEnum):
@@ -41,6 +42,7 @@ def ask(formulas: Iterable[z3.BoolRef], timeout_ms: int | None = None) -> Reply:
     incremental mode gives up on quantified lambdas that a fresh solver decides at once)."""
     s = z3.Solver()
     s.set("timeout", QUERY_TIMEOUT_MS if timeout_ms is None else timeout_ms)
+    s.set("random_seed", SEED)
     s.add(*formulas)
     r = s.check()
     if r == z3.sat:

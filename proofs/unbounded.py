@@ -24,6 +24,7 @@ import z3
 from model import transitions as mt
 from model.graph import LoopGraph
 from model.state import RunState
+from proofs.canonical import Canonical
 from proofs.encoding import (
     EPS,
     METERED,
@@ -113,7 +114,7 @@ class UnboundedRuns:
         self.K = z3.Int("K")
         self.B = z3.Real("B")
         self.B_unbounded = z3.Bool("B_is_inf")
-        self._names: dict[int, dict[str, str]] = {}
+        self._canonical_nodes: list[z3.ExprRef] = []
 
     # ---- the System protocol (proofs/checks.py)
     def fresh(self, tag: str) -> UState:
@@ -280,21 +281,46 @@ class UnboundedRuns:
         return (z3.And(self.live(s), z3.ForAll([x], s.status[x] == S_DONE)),
                 {"outcome": O_DONE})
 
+    # ---- canonical counterexamples (proofs/canonical.py)
+    def canonical_universe(self, c: Canonical) -> None:
+        """The fewest nodes a counterexample needs, named n0, n1, ... in a fixed order."""
+        if self.N.kind() != z3.Z3_UNINTERPRETED_SORT:
+            return  # the differential test's enumerated nodes are named already
+        size = len(c.model.get_universe(self.N) or [])
+        self._canonical_nodes = c.least_universe(self.N, max(1, size))
+
+    def parameters(self) -> list[z3.ExprRef]:
+        es = self._canonical_nodes
+        out: list[z3.ExprRef] = [self.K, self.B_unbounded, self.B]
+        for x in es:
+            out += [self.a(x), self.c(x)]
+            out += [f(x, y) for y in es for f in (self.needs, self.reach, self.repair)]
+        return out
+
+    def observables(self, model: z3.ModelRef, s: UState, round_: int) -> list[z3.ExprRef]:
+        scalars = [s.repairs_used, s.attempts_total, s.abandoned, s.settled, s.reserved,
+                   s.attempt_spend, s.outcome]
+        if round_ == 0:
+            return [t for x in self._canonical_nodes
+                    for t in (s.status[x], s.activation[x], s.attempts[x])] + scalars
+        return [s.passes[x, model.eval(s.activation[x], model_completion=True)]
+                for x in self._canonical_nodes] if round_ == 1 else []
+
     # ---- readable counterexamples
     def node_name(self, model: z3.ModelRef, x: z3.ExprRef) -> str:
         names = self._universe(model)
         return names.get(str(model.eval(x, model_completion=True)), "?")
 
     def _universe(self, model: z3.ModelRef) -> dict[str, str]:
-        key = id(model)
-        if key not in self._names:
-            elems = model.get_universe(self.N) or []
-            self._names = {key: {str(e): f"n{i}" for i, e in enumerate(elems)}}
-        return self._names[key]
+        return {str(e): name for name, e in self._elements(model)}
 
     def _elements(self, model: z3.ModelRef) -> list[tuple[str, z3.ExprRef]]:
-        names = self._universe(model)
-        return [(names[str(e)], e) for e in (model.get_universe(self.N) or [])]
+        """The model's nodes, in the canonical order when the counterexample was made canonical."""
+        if self._canonical_nodes:
+            elems = [model.eval(x, model_completion=True) for x in self._canonical_nodes]
+        else:
+            elems = list(model.get_universe(self.N) or [])
+        return [(f"n{i}", e) for i, e in enumerate(elems)]
 
     def describe(self, model: z3.ModelRef, s: UState) -> dict[str, Any]:
         nodes = {}

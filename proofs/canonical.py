@@ -1,0 +1,160 @@
+"""Canonical counterexamples: an obligation prints the same trace whatever else ran before it.
+
+Z3 picks *a* model, and which one depends on its internal state (term ids, declarations made by
+earlier obligations in the same process), so the same failure could be shown by different runs.
+A counterexample is made canonical by fixing its observable terms one at a time, in a fixed
+order, each to the least value (in a fixed order of candidates) that keeps the formulas
+satisfiable. Every step asks only whether some formulas are satisfiable, a fact about the
+formulas and not about the solver, so the result depends on the formulas alone.
+
+Candidates, least first: Bool False, True; Int by |v| then sign (0, 1, -1, 2, ...); Real the
+least |v| among integers, then halves, quarters, ... down to 1/1024 (else the model's value);
+an enumeration in declaration order; an element of an uninterpreted sort (a hash, a node) a new
+one if it can be, else the earliest it can equal. The callers order the terms so that the trace
+is also the simplest one: the event chosen at each step first (the lexicographically least run),
+then the parameters, each event's arguments, then each state's fields.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+import z3
+
+from proofs.solver import witness
+
+_FRESH = itertools.count()
+DENOMINATORS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def _has_values(t: z3.ExprRef) -> bool:
+    """A term whose model value can be written back into a formula (not an array, not an
+    element of an uninterpreted sort, whose model values mean nothing outside the model)."""
+    k = t.sort().kind()
+    return k in (z3.Z3_BOOL_SORT, z3.Z3_INT_SORT, z3.Z3_REAL_SORT, z3.Z3_DATATYPE_SORT)
+
+
+class Canonical:
+    """The formulas of one counterexample and the constraints fixed so far."""
+
+    def __init__(self, what: str, formulas: Iterable[z3.BoolRef], model: z3.ModelRef) -> None:
+        self.what = what
+        self.formulas = list(formulas)
+        self.model = model
+        self.elements: dict[str, list[z3.ExprRef]] = {}  # per uninterpreted sort, in order
+        self.fixed: set[int] = set()
+
+    def _sat(self, *extra: z3.BoolRef) -> z3.ModelRef | None:
+        return witness(f"canonical counterexample of {self.what}", [*self.formulas, *extra])
+
+    def _commit(self, constraint: z3.BoolRef, model: z3.ModelRef) -> None:
+        self.formulas.append(constraint)
+        self.model = model
+
+    def value(self, t: z3.ExprRef) -> z3.ExprRef:
+        return self.model.eval(t, model_completion=True)
+
+    # ---- fixing terms -----------------------------------------------------------------------------
+    def fix_all(self, terms: Iterable[z3.ExprRef]) -> None:
+        """Fix every term, in order. When the current values are the only ones possible (a run
+        from Init whose inputs are fixed), one question settles them all."""
+        todo = [t for t in terms if t.get_id() not in self.fixed]
+        valued = [t for t in todo if _has_values(t)]
+        if len(valued) > 1 and self._sat(z3.Or([t != self.value(t) for t in valued])) is None:
+            self.fixed.update(t.get_id() for t in valued)
+        for t in todo:
+            self.fix(t)
+
+    def fix(self, t: z3.ExprRef) -> None:
+        if t.get_id() in self.fixed:
+            return
+        self.fixed.add(t.get_id())
+        sort = t.sort()
+        if sort.kind() == z3.Z3_UNINTERPRETED_SORT:
+            self._fix_element(t)
+            return
+        if not _has_values(t):  # arrays, functions: the callers list their cells instead
+            return
+        v = self.value(t)
+        if self._sat(t != v) is None:  # forced: nothing to choose
+            return
+        if z3.is_bool(t):
+            self._first(t, [z3.BoolVal(False), z3.BoolVal(True)])
+        elif sort.kind() == z3.Z3_DATATYPE_SORT and isinstance(sort, z3.DatatypeSortRef):
+            self._first(t, [sort.constructor(i)() for i in range(sort.num_constructors())
+                            if sort.constructor(i).arity() == 0])
+        elif z3.is_int(t):
+            self._least_int(t, [])
+        else:
+            self._least_real(t)
+
+    def _first(self, t: z3.ExprRef, candidates: Sequence[z3.ExprRef]) -> None:
+        for c in candidates:
+            m = self._sat(t == c)
+            if m is not None:
+                self._commit(t == c, m)
+                return
+        self._commit(t == self.value(t), self.model)  # pragma: no cover - a candidate is sat
+
+    def _least_int(self, t: z3.ArithRef, side: list[z3.BoolRef]) -> int:
+        """Fix t (an Int) to its least |value| (non-negative first) under `side`; return it."""
+        base = self._sat(*side)
+        assert base is not None
+        self.model = base
+        lo, hi = 0, abs(self.value(t).as_long())
+        while lo < hi:
+            mid = (lo + hi) // 2
+            m = self._sat(*side, t >= -mid, t <= mid)
+            if m is None:
+                lo = mid + 1
+            else:
+                self.model, hi = m, abs(m.eval(t, model_completion=True).as_long())
+        for c in (lo, -lo):
+            m = self._sat(*side, t == c)
+            if m is not None:
+                for s in side:
+                    self.formulas.append(s)
+                self._commit(t == c, m)
+                return c
+        raise AssertionError("unreachable: |t| <= lo is satisfiable")  # pragma: no cover
+
+    def _least_real(self, t: z3.ArithRef) -> None:
+        for d in DENOMINATORS:
+            n = z3.Int(f"canonical_numerator_{next(_FRESH)}")
+            side = [t * d == z3.ToReal(n)]
+            if self._sat(*side) is not None:
+                self._least_int(n, side)
+                return
+        self._commit(t == self.value(t), self.model)
+
+    def _fix_element(self, t: z3.ExprRef) -> None:
+        reps = self.elements.setdefault(str(t.sort()), [])
+        fresh = z3.And([t != r for r in reps]) if reps else z3.BoolVal(True)
+        m = self._sat(fresh)
+        if m is not None:
+            self._commit(fresh, m)
+            reps.append(t)
+            return
+        for r in reps:
+            m = self._sat(t == r)
+            if m is not None:
+                self._commit(t == r, m)
+                return
+        raise AssertionError("unreachable: t equals some earlier element")  # pragma: no cover
+
+    def least_universe(self, sort: z3.SortRef, at_most: int) -> list[z3.ExprRef]:
+        """Make the universe of `sort` as small as it can be: k distinct named elements that
+        every element equals, for the least k. They become the first elements of the sort."""
+        x = z3.Const(f"canonical_x_{next(_FRESH)}", sort)
+        for k in range(1, at_most + 1):
+            es = [z3.Const(f"canonical_{sort}_{next(_FRESH)}", sort) for _ in range(k)]
+            cover = z3.And(z3.ForAll([x], z3.Or([x == e for e in es])),
+                           z3.Distinct(*es) if k > 1 else z3.BoolVal(True))
+            m = self._sat(cover)
+            if m is not None:
+                self._commit(cover, m)
+                self.elements[str(sort)] = list(es)
+                self.fixed.update(e.get_id() for e in es)
+                return es
+        return []

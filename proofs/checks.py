@@ -105,7 +105,8 @@ def event_terms(ev: Any) -> list[z3.ExprRef]:
     if hasattr(ev, "args"):
         return list(ev.args)
     return [x for x in (getattr(ev, "node", None), getattr(ev, "target", None),
-                        getattr(ev, "amount", None)) if isinstance(x, z3.ExprRef)]
+                        getattr(ev, "amount", None), getattr(ev, "of", None))
+            if isinstance(x, z3.ExprRef)]
 
 
 def observables(sys: System, model: z3.ModelRef, s: Any, round_: int) -> list[z3.ExprRef]:

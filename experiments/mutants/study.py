@@ -237,7 +237,16 @@ def main(argv: list[str] | None = None) -> int:
               f"held-out tier 2 {a['tier2']['false_accepts']}/{a['tier2']['destroying']} = "
               f"{a['tier2']['alpha']} (Wilson {a['tier2']['wilson95']}); "
               f"{timing['wall_s']} s; written to {args.out}")
-    return 0
+    return 0 if protocol_holds(summary) else 1
+
+
+def protocol_holds(summary: dict) -> bool:
+    """The protocol's condition before tier 2 may be read: every flagged gate was repaired and
+    the repaired, frozen set shows no tier-1 false accept. A repair that still accepts a
+    destroyed artifact fails the run (exit 1), it is not reported as a result."""
+    after = summary["after"]
+    return (not summary["unrepaired_flagged"] and not after["tier1_false_accepts_remaining"]
+            and after["tier1"]["false_accepts"] == 0)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ formulas and not about the solver, so the result depends on the formulas alone.
 Candidates, least first: Bool False, True; Int by |v| then sign (0, 1, -1, 2, ...); Real the
 least |v| among integers, then halves, quarters, ... down to 1/1024 (else the model's value);
 an enumeration in declaration order; an element of an uninterpreted sort (a hash, a node) a new
-one if it can be, else the earliest it can equal. The callers order the terms so that the trace
+one if it can be, else the earliest it can equal; a record (one constructor) field by field. The callers order the terms so that the trace
 is also the simplest one: the event chosen at each step first (the lexicographically least run),
 then the parameters, each event's arguments, then each state's fields.
 """
@@ -31,8 +31,27 @@ DENOMINATORS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 def _has_values(t: z3.ExprRef) -> bool:
     """A term whose model value can be written back into a formula (not an array, not an
     element of an uninterpreted sort, whose model values mean nothing outside the model)."""
-    k = t.sort().kind()
-    return k in (z3.Z3_BOOL_SORT, z3.Z3_INT_SORT, z3.Z3_REAL_SORT, z3.Z3_DATATYPE_SORT)
+    sort = t.sort()
+    if sort.kind() == z3.Z3_DATATYPE_SORT:
+        return _enumeration(sort)
+    return sort.kind() in (z3.Z3_BOOL_SORT, z3.Z3_INT_SORT, z3.Z3_REAL_SORT)
+
+
+def _fields(terms: Iterable[z3.ExprRef]) -> list[z3.ExprRef]:
+    """The terms, each record (a one-constructor datatype) replaced by its fields."""
+    out: list[z3.ExprRef] = []
+    for t in terms:
+        sort = t.sort()
+        if (sort.kind() == z3.Z3_DATATYPE_SORT and not _enumeration(sort)
+                and sort.num_constructors() == 1):
+            out += _fields(sort.accessor(0, i)(t) for i in range(sort.constructor(0).arity()))
+        else:
+            out.append(t)
+    return out
+
+
+def _enumeration(sort: z3.SortRef) -> bool:
+    return all(sort.constructor(i).arity() == 0 for i in range(sort.num_constructors()))
 
 
 class Canonical:
@@ -59,12 +78,53 @@ class Canonical:
     def fix_all(self, terms: Iterable[z3.ExprRef]) -> None:
         """Fix every term, in order. When the current values are the only ones possible (a run
         from Init whose inputs are fixed), one question settles them all."""
-        todo = [t for t in terms if t.get_id() not in self.fixed]
+        todo: list[z3.ExprRef] = []
+        for t in _fields(terms):
+            if t.get_id() not in self.fixed and all(t.get_id() != u.get_id() for u in todo):
+                todo.append(t)
+        self._settle(todo)
+
+    def _settle(self, todo: list[z3.ExprRef]) -> None:
+        """Fix `todo` in order: if their current values (and equalities) are forced, one
+        question says so; else each half is settled on its own, down to single terms."""
+        todo = [t for t in todo if t.get_id() not in self.fixed]
+        if len(todo) <= 1:
+            for t in todo:
+                self.fix(t)
+            return
         valued = [t for t in todo if _has_values(t)]
-        if len(valued) > 1 and self._sat(z3.Or([t != self.value(t) for t in valued])) is None:
+        elements = [t for t in todo if t.sort().kind() == z3.Z3_UNINTERPRETED_SORT]
+        differs = [t != self.value(t) for t in valued] + self._pattern_differs(elements)
+        if differs and self._sat(z3.Or(differs)) is None:
             self.fixed.update(t.get_id() for t in valued)
-        for t in todo:
-            self.fix(t)
+            self._name_forced(elements)
+            for t in todo:  # anything else (arrays): nothing to choose
+                self.fixed.add(t.get_id())
+            return
+        half = len(todo) // 2
+        self._settle(todo[:half])
+        self._settle(todo[half:])
+
+    def _pattern_differs(self, elements: list[z3.ExprRef]) -> list[z3.BoolRef]:
+        """Formulas of which one holds iff the elements (with the ones fixed before them) are
+        equal to each other otherwise than in the current model."""
+        out = []
+        for i, t in enumerate(elements):
+            others = list(self.elements.get(str(t.sort()), []))
+            others += [u for u in elements[:i] if u.sort() == t.sort()]
+            for r in others:
+                same = z3.is_true(self.model.eval(t == r, model_completion=True))
+                out.append(t != r if same else t == r)
+        return out
+
+    def _name_forced(self, elements: list[z3.ExprRef]) -> None:
+        """Elements whose equalities are forced: each is the earliest element it equals (in the
+        current model, which every model agrees with), else a new one."""
+        for t in elements:
+            reps = self.elements.setdefault(str(t.sort()), [])
+            self.fixed.add(t.get_id())
+            if not any(z3.is_true(self.model.eval(t == r, model_completion=True)) for r in reps):
+                reps.append(t)
 
     def fix(self, t: z3.ExprRef) -> None:
         if t.get_id() in self.fixed:
@@ -73,6 +133,11 @@ class Canonical:
         sort = t.sort()
         if sort.kind() == z3.Z3_UNINTERPRETED_SORT:
             self._fix_element(t)
+            return
+        if (sort.kind() == z3.Z3_DATATYPE_SORT and not _enumeration(sort)
+                and sort.num_constructors() == 1):  # a record: its fields, in order
+            for i in range(sort.constructor(0).arity()):
+                self.fix(sort.accessor(0, i)(t))
             return
         if not _has_values(t):  # arrays, functions: the callers list their cells instead
             return
@@ -97,34 +162,36 @@ class Canonical:
                 return
         self._commit(t == self.value(t), self.model)  # pragma: no cover - a candidate is sat
 
-    def _least_int(self, t: z3.ArithRef, side: list[z3.BoolRef]) -> int:
-        """Fix t (an Int) to its least |value| (non-negative first) under `side`; return it."""
-        base = self._sat(*side)
-        assert base is not None
-        self.model = base
-        lo, hi = 0, abs(self.value(t).as_long())
+    def _least_int(self, t: z3.ArithRef, side: list[z3.BoolRef],
+                   model: z3.ModelRef | None = None) -> int:
+        """Fix t (an Int) to its least |value| (non-negative first) under `side`; return it.
+        `model` satisfies the formulas and `side` (the current model when `side` is empty)."""
+        m = model if model is not None else self.model
+        lo, hi = 0, abs(m.eval(t, model_completion=True).as_long())
         while lo < hi:
             mid = (lo + hi) // 2
-            m = self._sat(*side, t >= -mid, t <= mid)
-            if m is None:
+            found = self._sat(*side, t >= -mid, t <= mid)
+            if found is None:
                 lo = mid + 1
             else:
-                self.model, hi = m, abs(m.eval(t, model_completion=True).as_long())
-        for c in (lo, -lo):
-            m = self._sat(*side, t == c)
-            if m is not None:
-                for s in side:
-                    self.formulas.append(s)
-                self._commit(t == c, m)
-                return c
-        raise AssertionError("unreachable: |t| <= lo is satisfiable")  # pragma: no cover
+                m, hi = found, abs(found.eval(t, model_completion=True).as_long())
+        self.formulas.extend(side)
+        if m.eval(t, model_completion=True).as_long() != lo:
+            positive = self._sat(t == lo)
+            if positive is None:  # |t| = lo and t != lo in every model left: t = -lo
+                self._commit(t == -lo, m)
+                return -lo
+            m = positive
+        self._commit(t == lo, m)
+        return lo
 
     def _least_real(self, t: z3.ArithRef) -> None:
         for d in DENOMINATORS:
             n = z3.Int(f"canonical_numerator_{next(_FRESH)}")
             side = [t * d == z3.ToReal(n)]
-            if self._sat(*side) is not None:
-                self._least_int(n, side)
+            m = self._sat(*side)
+            if m is not None:
+                self._least_int(n, side, m)
                 return
         self._commit(t == self.value(t), self.model)
 

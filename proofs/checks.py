@@ -89,8 +89,9 @@ class _Session:
         c.fix_all(parameters(sys))
         for ev in (events(c.model) if callable(events) else events):
             c.fix_all(event_terms(ev))
-        for round_ in range(2):
-            c.fix_all([t for s in states for t in observables(sys, c.model, s, round_)])
+        for group in (states[:1], states[1:]):  # the first state is an input; the rest follow
+            for round_ in range(2):
+                c.fix_all([t for s in group for t in observables(sys, c.model, s, round_)])
         c.fix_all(terms)
         return c.model
 

@@ -136,54 +136,76 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G3-sanity", "G3", "proved",
                f"Init and every transition are satisfiable under the G3 invariant ({FAMILY})",
                sanity.check_g3_sanity),
-    # ---- G4 evidence is bound
+    # ---- G4 evidence is bound (model/evidence.py, encoded in proofs/g4_evidence.py)
     Obligation("G4-evidence-bound", "G4", "proved",
-               "every commit was driven by evidence whose state hash and suite hash equalled "
-               "the current ones (hashes uninterpreted)", g4.check_bound),
+               "the executable evidence rules (issue, change suite, halt, bind, refresh, keep, "
+               "escalate, commit): every commit was driven by evidence this broker issued, "
+               "produced on exactly the tree the commit started from -- the tree the commit "
+               "before it gave -- by the pinned suite of its check, the candidate is the tree the "
+               "last commit gave, and everything delivered to a worker was bound the same way "
+               "when it was delivered (inductive; hashes and checks uninterpreted)",
+               g4.check_bound),
     Obligation("G4-broken-stale-accepted", "G4", "refuted",
-               "broken: a commit accepts evidence whose hashes differ -- a run from Init commits "
-               "on stale evidence", g4.run_stale_accepted),
+               "broken: evidence binds whatever tree it describes -- a run from Init delivers "
+               "evidence of another tree", g4.run_stale_accepted),
     Obligation("G4-broken-suite-unchecked", "G4", "refuted",
-               "broken: only the state hash is compared -- evidence from a changed suite "
-               "commits", g4.run_suite_unchecked),
+               "broken: only the tree is compared -- a run from Init delivers evidence of a "
+               "changed suite", g4.run_suite_unchecked),
+    Obligation("G4-broken-forged-accepted", "G4", "refuted",
+               "broken: evidence need not be issued by this broker -- a forged envelope with the "
+               "current hashes is delivered", g4.run_forged_accepted),
+    Obligation("G4-broken-deliver-unbound", "G4", "refuted",
+               "broken: evidence is delivered without the binding check", g4.run_deliver_unbound),
     Obligation("G4-sanity", "G4", "proved",
-               "Init and every transition of the evidence model are satisfiable",
-               g4.check_sanity),
-    # ---- G5 checkpoint
+               "Init and every transition of the evidence rules are satisfiable under the "
+               "invariant", g4.check_sanity),
+    # ---- G5 checkpoint (model/checkpoint.py, encoded in proofs/g5_checkpoint.py)
     Obligation("G5-checkpoint-gated", "G5", "proved",
-               "the checkpoint only holds an admitted, gate-passing state; a completed node's "
-               "receipt names it and it passed recertification", g5.check_gated),
+               "the executable checkpoint rules (issue, commit, drift, restore, recertify), with "
+               "1 or 2 admission and 1 or 2 completion checks: the checkpoint is the last "
+               "committed tree and the candidate is it (or the start); every committed tree, the "
+               "current one and each before it, was admitted by evidence this broker issued, "
+               "produced on exactly that tree by the pinned suite of every admission check, "
+               "PASS; a receipt names the checkpoint, re-certified the same way (inductive)",
+               g5.check_gated),
     Obligation("G5-checkpoint-frame", "G5", "proved",
-               "rejected proposals, malformed actions, Keep, regressions, restores and "
-               "completion never change the checkpoint; only an admitted Patch does",
-               g5.check_frame),
+               "from any state, every event but Commit leaves the checkpoint unchanged: drift, "
+               "restore, new evidence and completion never move it", g5.check_frame),
+    Obligation("G5-broken-commits-any-tree", "G5", "refuted",
+               "broken: admission evidence need not be of the committed tree -- a run from Init "
+               "commits a tree nothing was run on", g5.run_commits_any_tree),
+    Obligation("G5-broken-error-counts-as-pass", "G5", "refuted",
+               "broken: a check's error (no verdict) counts as a pass -- a run from Init commits "
+               "on an error", g5.run_error_counts_as_pass),
     Obligation("G5-broken-malformed-overwrites", "G5", "refuted",
-               "broken: a malformed action overwrites the checkpoint -- a run from Init puts an "
-               "ungated state in it", g5.run_malformed_overwrites),
+               "broken: a drifted workspace (a malformed action's files) is taken as the "
+               "checkpoint -- one step from Init", g5.run_drift_overwrites),
     Obligation("G5-broken-complete-unchecked", "G5", "refuted",
                "broken: completion issues a receipt without recertifying the checkpoint",
                g5.run_completes_unchecked),
     Obligation("G5-sanity", "G5", "proved",
-               "Init and every transition of the checkpoint model are satisfiable",
-               g5.check_sanity),
-    # ---- G6 policy pinned
+               "Init and every transition of the checkpoint rules are satisfiable under the "
+               "invariant", g5.check_sanity),
+    # ---- G6 policy pinned (model/policy.py, encoded in proofs/g6_policy.py)
     Obligation("G6-policy-pinned", "G6", "proved",
-               "every stage (Begin, Judge) that ran, ran under a policy whose digest equals the "
-               "one pinned at start (inductive); a stopped run, or one whose policy differs from "
+               "the executable policy rules (pin, edit, check, stage, resume, worker write): "
+               "every stage ran under the digest pinned at start and none before it "
+               "(inductive); from any state a stopped run, or one whose policy differs from "
                "the pin, runs no stage, stays stopped until the pinned policy is back, and the "
                "pin never changes (fail closed; digests uninterpreted)", g6.check_pinned),
     Obligation("G6-worker-no-write-path", "G6", "proved",
-               "from any state, no worker event (Write, Reply) changes the policy digest, the "
-               "pin or whether there is one (frame condition)", g6.check_worker_frame),
+               "from any state, no worker event changes the policy digest, the pin or whether "
+               "there is one (frame condition)", g6.check_worker_frame),
     Obligation("G6-broken-check-at-start-only", "G6", "refuted",
-               "broken: the policy is checked only at run start -- a run from Init changes it "
-               "after the pin and a stage runs under the changed policy",
-               g6.run_check_at_start_only),
+               "broken: the policy is checked only when it is pinned -- a run from Init changes "
+               "it and a stage runs under the changed policy", g6.run_check_at_start_only),
+    Obligation("G6-broken-repin-on-resume", "G6", "refuted",
+               "broken: a stopped run resumes by pinning the policy as it is now -- the pin "
+               "changes", g6.run_repin_on_resume),
     Obligation("G6-broken-worker-writes-policy", "G6", "refuted",
-               "broken: a worker event may write the policy -- a run from Init in which a "
-               "worker changes it", g6.run_worker_writes_policy),
+               "broken: a worker event may write the policy", g6.run_worker_writes_policy),
     Obligation("G6-sanity", "G6", "proved",
-               "Init and every transition of the policy model are satisfiable under the "
+               "Init and every transition of the policy rules are satisfiable under the "
                "invariant", g6.check_sanity),
     # ---- new obligations (`python -m proofs new`) are added above this line
 )

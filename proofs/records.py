@@ -1,6 +1,8 @@
 """A small system whose state is a record of named Z3 fields and whose events are guard + update
-pairs (everything an update does not name stays unchanged). G4 and G5 are written on it; hashes
-are an uninterpreted sort, so the proofs hold for any hash function that is a function."""
+pairs (everything an update does not name stays unchanged). G4, G5 and G6 are written on it;
+hashes and check names are uninterpreted sorts, so the proofs hold for any hash function that
+is a function and any set of checks. `Item` is a piece of evidence (model/rules.py), and `Names`
+pins concrete model values (strings) to distinct constants, for the differential tests."""
 
 from __future__ import annotations
 
@@ -14,6 +16,64 @@ from proofs.encoding import value
 from proofs.trace import number
 
 Hash = z3.DeclareSort("Hash")
+Check = z3.DeclareSort("Check")
+VerdictSort, (V_PASS, V_FAIL, V_ERROR) = z3.EnumSort("Verdict", ["pass", "fail", "error"])
+VERDICT = {"pass": V_PASS, "fail": V_FAIL, "error": V_ERROR}
+_item = z3.Datatype("Item")
+_item.declare("item", ("id", Hash), ("check", Check), ("tree", Hash), ("suite", Hash),
+              ("verdict", VerdictSort))
+Item = _item.create()
+
+
+def item_id(e: z3.ExprRef) -> z3.ExprRef:
+    return Item.id(e)
+
+
+def item_check(e: z3.ExprRef) -> z3.ExprRef:
+    return Item.check(e)
+
+
+def item_tree(e: z3.ExprRef) -> z3.ExprRef:
+    return Item.tree(e)
+
+
+def item_suite(e: z3.ExprRef) -> z3.ExprRef:
+    return Item.suite(e)
+
+
+def item_verdict(e: z3.ExprRef) -> z3.ExprRef:
+    return Item.verdict(e)
+
+
+class Names:
+    """Concrete strings as constants of a sort, distinct from each other (`distinct()`), and
+    one fixed 'anything else' constant per array field (the default of a pinned array)."""
+
+    def __init__(self, tag: str = "c") -> None:
+        self.tag = tag
+        self.consts: dict[tuple[str, str], z3.ExprRef] = {}
+
+    def of(self, sort: z3.SortRef, text: str) -> z3.ExprRef:
+        key = (str(sort), text)
+        if key not in self.consts:
+            self.consts[key] = z3.Const(f"{self.tag}:{sort}:{text}", sort)
+        return self.consts[key]
+
+    def junk(self, sort: z3.SortRef, name: str) -> z3.ExprRef:
+        return self.of(sort, f"<default of {name}>")
+
+    def item(self, e: Any) -> z3.ExprRef:
+        """A model.rules.Item as an Item term."""
+        return Item.item(self.of(Hash, e.id), self.of(Check, e.check), self.of(Hash, e.tree),
+                         self.of(Hash, e.suite), VERDICT[e.verdict])
+
+    def distinct(self) -> list[z3.BoolRef]:
+        out = []
+        for sort in (Hash, Check):
+            cs = [c for (srt, _), c in self.consts.items() if srt == str(sort)]
+            if len(cs) > 1:
+                out.append(z3.Distinct(*cs))
+        return out
 
 @dataclass(frozen=True)
 class REv:
@@ -88,12 +148,18 @@ class RecordSystem:
     def show(self, model: z3.ModelRef, e: z3.ExprRef) -> Any:
         """Hashes as h0, h1, ... in the order a trace first shows them (one name per element
         of the model's Hash universe)."""
-        if e.sort() == Hash:
+        if e.sort() in (Hash, Check):
             if self._names[0] != id(model):
                 self._names = (id(model), {})
             names = self._names[1]
-            key = str(model.eval(e, model_completion=True))
-            return names.setdefault(key, f"h{len(names)}")
+            key = f"{e.sort()}:{model.eval(e, model_completion=True)}"
+            letter = "h" if e.sort() == Hash else "c"
+            seen = sum(k.startswith(f"{e.sort()}:") for k in names)
+            return names.setdefault(key, f"{letter}{seen}")
+        if e.sort() == Item:
+            fields = [Item.id, Item.check, Item.tree, Item.suite]
+            return (f"e({', '.join(str(self.show(model, f(e))) for f in fields)}, "
+                    f"{value(model, Item.verdict(e))})")
         v = value(model, e)
         return number(v) if not isinstance(v, int | bool | str) else v
 

@@ -10,6 +10,10 @@ import math
 import pytest
 import z3
 
+from model import checkpoint as mc
+from model import evidence as me
+from model import policy as mp
+from model import rules
 from model.bounds import attempt_bound
 from model.graph import LoopGraph, NodeSpec
 from model.state import RunState, Status, initial_state
@@ -19,7 +23,6 @@ from proofs import checks, g2_order, obligations
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
 from proofs import g3_no_overspend as g3
-from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
 from proofs import g6_policy as g6
 from proofs.checks import NotRefuted, bmc, check_inductive, check_transitions, check_unchanged
@@ -200,32 +203,32 @@ def test_bound_attained_finds_w_and_nothing_beyond_it():
     assert replay(reached)[-1].attempts_total == w
 
 
-@pytest.mark.parametrize("ob_id", ["G4-broken-stale-accepted", "G4-broken-suite-unchecked"])
-def test_stale_evidence_trace_commits_stale_evidence(ob_id):
+ADMISSION = [ob.id for ob in OBLIGATIONS if ob.broken and ob.guarantee in ("G4", "G5", "G6")]
+INVARIANT = {"G4": me.bound_history, "G5": mc.gated, "G6": mp.pinned_stages}
+
+
+@pytest.mark.parametrize("ob_id", ADMISSION)
+def test_admission_counterexample_replays_through_the_executable_rules(ob_id):
+    """Every G4-G6 broken variant's trace is a run of the executable model (model/evidence.py,
+    checkpoint.py, policy.py) up to its last step, and the real model refuses that step or,
+    where the variant changes an effect, takes it to another state that keeps the invariant;
+    a trace from Init ends in a state that breaks the model's own invariant."""
     tr = cex(ob_id)
-    assert g4.commit_is_bound(tr.steps[0].state)
-    assert not g4.commit_is_bound(tr.steps[-1].state)
-    assert tr.steps[-1].event.startswith("Commit(")
-    # the stale commit names evidence produced on another tree than the one it committed on
-    commits = tr.steps[-1].state["commits(ev_state,ev_suite,state,suite)"]
-    assert any(row[0] != row[2] or row[1] != row[3] for row in commits)
-
-
-def test_malformed_trace_puts_an_ungated_state_in_the_checkpoint():
-    tr = cex("G5-broken-malformed-overwrites")
-    assert g5.checkpoint_is_gated(tr.steps[0].state)
-    assert not g5.checkpoint_is_gated(tr.steps[-1].state)
-    assert tr.steps[-1].event.startswith("Malformed(")
-
-
-def test_unchecked_completion_trace_issues_a_receipt_for_an_uncertified_state():
-    tr = cex("G5-broken-complete-unchecked")
-    last = tr.steps[-1].state
-    assert tr.steps[-1].event == "Complete"
-    assert last["done"] and last["receipt"] == last["checkpoint"]
-    assert not last["checkpoint_recertifies"]
-    assert all(not st.state["done"] or st.state["checkpoint_recertifies"]
-               for st in tr.steps[:-1])
+    invariant = INVARIANT[BY_ID[ob_id].guarantee]
+    s = tr.steps[0].state_obj
+    if tr.kind == "trace":
+        assert invariant(s) is None
+    for st in tr.steps[1:-1]:
+        s = rules.step(s, st.event_obj)
+        assert s == st.state_obj
+    last = tr.steps[-1]
+    if tr.kind == "trace":
+        assert invariant(last.state_obj) is not None
+    try:
+        real = rules.step(s, last.event_obj)
+    except Disabled:
+        return
+    assert real != last.state_obj and invariant(real) is None
 
 
 GOOD_POLICY = """\
@@ -255,22 +258,20 @@ def _policy_files(folder):
 
 
 def _replay_on_the_engine(tr: Trace, folder):
-    """Replay a G6 trace on real files with engine.policy.pin: Start pins (PolicyPin.load), Edit
-    writes the named policy, a worker Write(ws, p) of the broken variant writes the policy too,
-    and before each stage the engine's pin.check() runs. Returns, per stage, whether the policy
-    on disk then had the pinned digest and whether the engine refused the stage."""
+    """Replay a G6 trace on real files with engine.policy.pin: Pin pins (PolicyPin.load), Edit
+    writes the named policy, and each Stage is the engine's pin.check(). Returns, per stage,
+    whether the policy on disk then had the pinned digest and whether the engine refused."""
     from engine.policy.pin import PolicyChanged, PolicyPin, load_policy
 
     path, text = _policy_files(folder)
     path.write_text(text(tr.steps[0].state["current"]))
     pin, stages = None, []
     for prev, st in zip(tr.steps, tr.steps[1:], strict=False):
-        ev = st.event
-        if st.state["current"] != prev.state["current"]:  # Edit, or the broken worker's Write
+        if st.state["current"] != prev.state["current"]:
             path.write_text(text(st.state["current"]))
-        if ev == "Start":
+        if st.event == "Pin":
             pin = PolicyPin.load(path)
-        elif ev in ("Begin", "Judge"):
+        elif st.event == "Stage":
             assert pin is not None
             same = load_policy(path).digest == pin.record()["digest"]
             try:
@@ -278,61 +279,54 @@ def _replay_on_the_engine(tr: Trace, folder):
                 refused = False
             except PolicyChanged:
                 refused = True
-            stages.append((ev, same, refused))
+            stages.append((same, refused))
     return pin, stages
 
 
 def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refuses(tmp_path):
     tr = cex("G6-broken-check-at-start-only")
     events = [st.event for st in tr.steps]
-    assert "Start" in events and events[-1] in ("Begin", "Judge")
-    assert any(e.startswith("Edit(") for e in events[events.index("Start"):])
+    assert events[-1] == "Stage" and "Pin" in events
+    assert any(e.startswith("Edit(") for e in events[events.index("Pin"):])
     assert all(g6.stages_pinned(st.state) for st in tr.steps[:-1])
     last = tr.steps[-1].state
     assert not g6.stages_pinned(last) and last["stages(digest)"][-1] == last["current"]
-    # concretely: the stages before the last ran under the pinned policy and passed the real
-    # check; the last ran under a policy with another digest, and the real check refuses it
+    # on real files: the last stage ran under another digest, and the real check refuses it
     pin, stages = _replay_on_the_engine(tr, tmp_path)
-    assert stages and stages[-1] == (events[-1], False, True)
-    assert all(same and not refused for _, same, refused in stages[:-1])
-    # and the real model has no such run (within a longer bound than the counterexample)
-    assert isinstance(bmc(g6.PolicyLoop(), lambda s: z3.Not(g6.pinned_stages(s)), 6, "G6"),
+    assert stages and stages[-1] == (False, True)
+    assert all(same and not refused for same, refused in stages[:-1])
+    # and the real rules have no such run (within a longer bound than the counterexample)
+    assert isinstance(bmc(g6.PolicyRules(), lambda s: z3.Not(g6.pinned_stages(s)), 6, "G6"),
                       NotRefuted)
 
 
-def test_worker_writing_the_policy_changes_it_and_the_engine_refuses_that_setup(tmp_path):
+def test_worker_writing_the_policy_breaks_the_frame_and_the_engine_refuses_that_setup(tmp_path):
     from engine.policy.pin import PolicyPin
     from engine.system.errors import BadInput
 
     tr = cex("G6-broken-worker-writes-policy")
-    before, after = tr.steps[-2].state, tr.steps[-1].state
-    assert tr.steps[-1].event.startswith("Write(")
-    assert not before["worker_wrote"] and after["worker_wrote"]
-    assert before["current"] == before["pinned"] and after["current"] != after["pinned"]
-    # concretely: a worker that can write the policy changes its digest mid-attempt
-    pin, stages = _replay_on_the_engine(tr, tmp_path / "worker")
-    assert [s[:2] for s in stages] == [("Begin", True)]
-    assert pin is not None and pin.record()["digest"] != PolicyPin.load(pin.path).record()["digest"]
-    # the engine gives no such write path: a policy inside a worker's folder is refused
+    assert tr.kind == "cti" and tr.steps[-1].event.startswith("WorkerWrite(")
+    assert tr.steps[0].state["current"] != tr.steps[-1].state["current"]
+    assert g6.check_worker_frame() is None
+    path, text = _policy_files(tmp_path / "worker")
+    path.write_text(text("h0"))
+    pin = PolicyPin.load(path)
     pin.assert_outside(tmp_path / "elsewhere")
     with pytest.raises(BadInput, match="inside the worker's folder"):
         pin.assert_outside(tmp_path / "worker")
-    # and the frame condition of the real model fails on the broken variant, from some state
-    frame = g6.check_worker_frame(g6.WorkerWritesPolicy())
-    assert frame is not None and frame.steps[-1].event.startswith("Write(")
-    assert g6.check_worker_frame() is None
 
 
 def test_check_at_start_only_also_breaks_fail_closed():
     found = check_unchanged(g6.CheckAtStartOnly(), g6.fails_closed, allowed=(),
                             what="the fail-closed rule")
-    assert found is not None and found.steps[-1].event in ("Begin", "Judge")
+    assert found is not None and found.steps[-1].event == "Stage"
 
 
-class _WatchResume(g6.PolicyLoop):
-    """The real model plus a ghost: has a stage run since a Resume?"""
+class _WatchResume(g6.PolicyRules):
+    """The real rules plus a ghost: has a stage run since a Resume?"""
 
-    FIELDS = {**g6.PolicyLoop.FIELDS, "resumed": z3.BoolSort(), "staged_after_resume": z3.BoolSort()}
+    FIELDS = {**g6.PolicyRules.FIELDS, "resumed": z3.BoolSort(),
+              "staged_after_resume": z3.BoolSort()}
 
     def init(self, s):
         return z3.And(super().init(s), z3.Not(s["resumed"]), z3.Not(s["staged_after_resume"]))
@@ -341,33 +335,34 @@ class _WatchResume(g6.PolicyLoop):
         guard, upd = super().rule_resume(s, ev)
         return guard, {**upd, "resumed": z3.BoolVal(True)}
 
-    def stage(self, s, guard, upd):
-        return super().stage(s, guard, {**upd, "staged_after_resume": s["resumed"]})
+    def rule_stage(self, s, ev):
+        guard, upd = super().rule_stage(s, ev)
+        return guard, {**upd, "staged_after_resume": s["resumed"]}
 
 
 def test_a_change_stops_the_run_and_only_the_restored_policy_resumes_it():
-    """The real model reaches: pin, change, Halt, restore, Resume, a stage -- under the pin;
-    and it cannot resume while the policy still differs."""
+    """The real rules reach: pin, change, Check (stop), restore, Resume, a stage -- under the
+    pin; and cannot resume while the policy still differs."""
     run = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 6, "a stage after a resume")
     assert isinstance(run, Trace)
     events = [st.event for st in run.steps]
-    assert events.index("Halt") < events.index("Resume") < len(events) - 1
+    assert events.index("Check") < events.index("Resume") < len(events) - 1
     assert all(g6.stages_pinned(st.state) for st in run.steps)
-    halted = run.steps[events.index("Halt")].state
-    assert halted["stopped"] and halted["current"] != halted["pinned"]
+    stopped = run.steps[events.index("Check")].state
+    assert stopped["stopped"] and stopped["current"] != stopped["pinned"]
     early = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 5, "a stage after a resume")
     assert isinstance(early, NotRefuted)  # no shorter way: the policy must be restored before Resume
 
 
-def test_stage_record_without_the_unstarted_clause_is_not_inductive():
+def test_stage_record_without_the_unpinned_clause_is_not_inductive():
     i = z3.Int("i")
 
     def weak(s):
-        return z3.And(s["n_stages"] >= 0, z3.ForAll([i], z3.Implies(
-            z3.And(i >= 0, i < s["n_stages"]), s["ran"][i] == s["pinned"])))
+        return z3.And(s["ns"] >= 0, z3.ForAll([i], z3.Implies(
+            z3.And(i >= 0, i < s["ns"]), s["stages"][i] == s["pinned"])))
 
-    found = check_transitions(g6.PolicyLoop(), weak)
-    assert found is not None and found.steps[-1].event == "Start"
+    found = check_transitions(g6.PolicyRules(), weak)
+    assert found is not None and found.steps[-1].event == "Pin"
 
 
 def test_ranking_needs_the_ops_bound_because_claim_is_a_real_stutter():
@@ -481,7 +476,7 @@ def test_cli_table_shows_counterexamples(capsys):
 
 def test_cli_exits_nonzero_when_an_expectation_fails(monkeypatch, capsys):
     wrong = Obligation("G5-wrongly-expected", "G5", "proved", "a broken variant expected to hold",
-                       g5.run_malformed_overwrites)
+                       g5.run_drift_overwrites)
     monkeypatch.setattr(obligations, "OBLIGATIONS", (wrong,))
     assert cli.main(["--json"]) == 1
     assert json.loads(capsys.readouterr().out)[0]["result"] == "refuted"

@@ -328,23 +328,24 @@ def disagreement(semantics: Semantics, case: Case) -> str | None:
         for ev in events:
             move = enc.transition(pre, post, Ev.of_event(ev))
             if not enabled(graph, s, ev):
-                if _check(solver, move) == z3.sat:
+                if check_sat(solver, move) == z3.sat:
                     return f"{ev} is disabled in the model but the encoding takes it from {s}"
                 continue
             t = step(graph, s, ev)
-            if _check(solver, move, enc.pin(post, t)) != z3.sat:
+            if check_sat(solver, move, enc.pin(post, t)) != z3.sat:
                 return f"{ev} from {s}: the encoding rejects the model's successor {t}"
-            if _check(solver, move, z3.Not(enc.pin(post, t))) != z3.unsat:
+            if check_sat(solver, move, z3.Not(enc.pin(post, t))) != z3.unsat:
                 return f"{ev} from {s}: the encoding accepts a successor other than {t}"
     return None
 
 
-def _check(solver: z3.Solver, *formulas: z3.BoolRef) -> z3.CheckSatResult:
+def check_sat(solver: z3.Solver, *formulas: z3.BoolRef) -> z3.CheckSatResult:
+    """`solver`'s answer with `formulas` added for this question only; unknown fails."""
     solver.push()
     solver.add(*formulas)
     r = solver.check()
     solver.pop()
-    assert r != z3.unknown
+    assert r != z3.unknown, solver.reason_unknown()
     return r
 
 

@@ -29,6 +29,7 @@ from encoding_steps import (
     Case,
     cases,
     changes_a_transition,
+    check_sat,
     disagreement,
     faults,
     guard_keys,
@@ -159,24 +160,15 @@ def unbounded_disagreement(case: Case) -> str | None:
     for ev in on + off[:UNBOUNDED_DISABLED]:
         move = sys.transition(pre, post, sys.event(k, graph, s, ev))
         if not enabled(graph, s, ev):
-            if _check(solver, move) != z3.unsat:
+            if check_sat(solver, move) != z3.unsat:
                 return f"{ev} is disabled, taken from {s}"
             continue
         t = step(graph, s, ev)
-        if _check(solver, move, sys.pin_state(k, graph, post, t)) != z3.sat:
+        if check_sat(solver, move, sys.pin_state(k, graph, post, t)) != z3.sat:
             return f"{ev} from {s}: the model's successor {t} is rejected"
-        if _check(solver, move, z3.Not(sys.pin_state(k, graph, post, t))) != z3.unsat:
+        if check_sat(solver, move, z3.Not(sys.pin_state(k, graph, post, t))) != z3.unsat:
             return f"{ev} from {s}: a successor other than {t} is accepted"
     return None
-
-
-def _check(solver: z3.Solver, *formulas: z3.BoolRef) -> z3.CheckSatResult:
-    solver.push()
-    solver.add(*formulas)
-    r = solver.check()
-    solver.pop()
-    assert r != z3.unknown, solver.reason_unknown()
-    return r
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -166,8 +166,8 @@ def _stale(s: EvidenceState, cited: Item | None, policy: str) -> str | None:
 
 @dataclass(frozen=True)
 class Refresh:
-    """Cited evidence does not bind (policy "refresh"): the feedback check runs again on the
-    current tree and that fresh evidence is given instead."""
+    """Cited evidence does not bind (policy "refresh"): fresh evidence of the current tree (the
+    feedback check run again, or its latest run if that still binds) is given instead."""
 
     cited: Item | None
     fresh: Item
@@ -175,17 +175,12 @@ class Refresh:
     def why_not(self, s: EvidenceState) -> str | None:
         if (why := _stale(s, self.cited, "refresh")) is not None:
             return why
-        if (why := _issuable(s, self.fresh)) is not None:
-            return why
-        if self.fresh.tree != s.tree:
-            return f"fresh evidence must be of the current tree {s.tree[:12]}"
-        if self.fresh.suite != pinned(s.pins, self.fresh.check):
-            return "fresh evidence must come from the pinned suite"
+        if (why := why_unbound(s, self.fresh)) is not None:
+            return f"the fresh evidence does not bind either: {why}"
         return None
 
     def apply(self, s: EvidenceState) -> EvidenceState:
-        return replace(s, issued=s.issued + (self.fresh,), stale=s.stale + 1,
-                       delivered=s.delivered + ((self.fresh.id, s.tree),))
+        return replace(s, stale=s.stale + 1, delivered=s.delivered + ((self.fresh.id, s.tree),))
 
 
 @dataclass(frozen=True)
@@ -235,7 +230,7 @@ class Commit:
 def answer(s: EvidenceState, cited: Item | None, fresh: Item | None = None
            ) -> Bind | Refresh | Keep | Escalate:
     """The one event that may follow a citation: Bind when it binds, else what the policy says
-    (Refresh needs the fresh evidence the feedback check gave)."""
+    (Refresh needs the fresh evidence the feedback check gave, issued already)."""
     if cited is not None and why_unbound(s, cited) is None:
         return Bind(cited)
     if s.on_stale == "refresh":

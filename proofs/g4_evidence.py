@@ -133,11 +133,8 @@ class EvidenceRules(RecordSystem):
 
     def rule_refresh(self, s, ev):
         none, cited, fresh = ev.args
-        guard = z3.And(self.stale(s, none, cited, "refresh"), self.issuable(s, fresh),
-                       item_tree(fresh) == s["tree"],
-                       item_suite(fresh) == s["pins"][item_check(fresh)])
-        return guard, {**self.add(s, fresh), **self.deliver(s, item_id(fresh)),
-                       "stale": s["stale"] + 1}
+        guard = z3.And(self.stale(s, none, cited, "refresh"), self.binds(s, fresh))
+        return guard, {**self.deliver(s, item_id(fresh)), "stale": s["stale"] + 1}
 
     def rule_keep(self, s, ev):
         none, cited = ev.args

@@ -99,9 +99,8 @@ def _evidence_instances(kind: str, s: me.EvidenceState) -> list[Any]:
     cited = _cited(s)
     if kind == "Bind":
         return [me.Bind(e) for e in cited if e is not None]
-    if kind == "Refresh":
-        fresh = [Item(_next_id(s.issued), c, t, h) for c, h in s.pins for t in (s.tree, "t9")]
-        fresh.append(Item(_next_id(s.issued), checks[0], s.tree, "s2"))
+    if kind == "Refresh":  # fresh: each issued piece (binding or not), and a forged one
+        fresh = [*s.issued, Item("forged", checks[0], s.tree, s.pins[0][1])]
         return [me.Refresh(e, f) for e in cited for f in fresh]
     if kind == "Keep":
         return [me.Keep(e) for e in cited]

@@ -102,13 +102,12 @@ def test_repeat_limit_counts_rejections_of_the_same_tree(tmp_path: Path, limit: 
     assert broker.counts["evaluated"] == limit
 
 
-def test_a_patch_without_evidence(tmp_path: Path) -> None:
+def test_a_patch_without_evidence_is_stale(tmp_path: Path) -> None:
+    """A patch must cite evidence that binds (model/evidence.py); there is no lax mode."""
     strict = _broker(tmp_path / "a")
     strict.start()
     assert strict.submit(_patch(GOOD)).outcome is Outcome.STALE
-    lax = _broker(tmp_path / "b", require_evidence=False)
-    lax.start()
-    assert lax.submit(_patch(GOOD)).outcome is Outcome.ADMITTED
+    assert strict.checkpoint is None
 
 
 def test_feedback_check_is_separate_from_admission(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from engine.system.canonical import digest
+from engine.system.guards import refuse
 
 MAX_REPLY_BYTES = 4 << 20  # a reply larger than this is malformed, not parsed
 InvalidPolicy = Literal["keep", "escalate"]
@@ -208,7 +209,7 @@ def patch_violations(patch: Patch, workspace: Path, protected: Iterable[str] = (
 def apply_patch(patch: Patch, workspace: Path, protected: Iterable[str] = ()) -> None:
     """Write `patch` into `workspace` (normally an isolated copy). Refuses any violation first."""
     problems = patch_violations(patch, workspace, protected)
-    if problems:
+    if refuse("patch.applied_paths", "; ".join(problems) or None):
         raise ValueError("; ".join(problems))
     root = Path(workspace)
     for rel, content in sorted(patch.files.items()):

@@ -28,7 +28,10 @@ from engine.admission.checkpoint import CheckpointError
 from engine.admission.evidence import Evidence
 from engine.admission.guard import Decision, Outcome
 from engine.admission.proposals import store_proposal
+from engine.system.guards import refuse
 from engine.system.trees import copy_tree, remove_tree, tree_hash
+from model import checkpoint as mc
+from model import evidence as me
 
 
 class Admission(Binding):
@@ -72,19 +75,14 @@ class Admission(Binding):
         if (why := self._budget_spent()) is not None:
             self._stop("exhausted", why)
             return self._decide(Outcome.EXHAUSTED, why, **extra)
-        if self.policy.require_evidence or based_on is not None:
-            why = self._binding(based_on)
-            if why is not None:
-                self.counts["stale"] += 1
-                self.log.append({"type": "guard.stale", "where": "submit", "reason": why,
-                                 "proposal": extra["proposal"]})
-                if self.policy.on_stale == "escalate":
-                    self._stop("escalated", f"stale evidence: {why}")
-                    return self._decide(Outcome.ESCALATED, why, **extra)
-                fresh = self.evidence() if self.policy.on_stale == "refresh" else None
-                return self._decide(Outcome.STALE, why, refreshed=fresh, **extra)
+        why = self._binding(based_on)
+        if why is not None:
+            fresh, stopped = self._stale(based_on, why, "submit", extra["proposal"])
+            if stopped and self.status == "escalated":
+                return self._decide(Outcome.ESCALATED, why, **extra)
+            return self._decide(Outcome.STALE, why, refreshed=fresh, **extra)
         problems = patch_violations(patch, self.workspace, self.protected)
-        if problems:
+        if refuse("patch.paths", "; ".join(problems) or None):
             self.counts["unsafe"] += 1
             self.counts["rejected"] += 1
             return self._decide(Outcome.REJECTED, "unsafe patch: " + "; ".join(problems), **extra)
@@ -98,23 +96,24 @@ class Admission(Binding):
                 self.counts["rejected"] += 1
                 return self._decide(Outcome.REJECTED, f"patch cannot be applied: {exc}", **extra)
             candidate = tree_hash(copy)
-            if candidate == self.base:
+            if refuse("patch.changes", "the patch changes nothing"
+                      if candidate == self.base else None):
                 self.counts["kept"] += 1
                 return self._decide(Outcome.KEPT, "the patch changes nothing", candidate=candidate,
                                     **extra)
             seen = self._rejected.get(candidate, 0)
-            if seen >= self.policy.repeat_limit:
+            if refuse("repeat.limit", "rejected before" if seen >= self.policy.repeat_limit
+                      else None):
                 why = (f"tree {candidate[:12]} was already rejected {seen} time(s); "
                        f"escalating instead of spending the budget on it again")
                 self._stop("escalated", why)
                 return self._decide(Outcome.ESCALATED, why, candidate=candidate, **extra)
             self.counts["evaluated"] += 1
             evidence = self._evaluate(copy, candidate, "admission")
-            passed = len(evidence) == len(self.admission) and all(
-                e.verdict == "pass" and e.suite_hash == self.pinned_suites[e.check]
-                for e in evidence)
-            if passed and not self.closed:
-                self._commit(copy, evidence, extra["proposal"])
+            commit = mc.Commit(candidate, tuple(e.id for e in evidence))
+            why_not = refuse("admission.admitted", commit.why_not(self._model()[1]))
+            if why_not is None and not self.closed:
+                self._commit(copy, evidence, extra["proposal"], commit, based_on)
                 self.counts["admitted"] += 1
                 return self._decide(Outcome.ADMITTED, "every admission check passed",
                                     candidate=candidate, evidence=tuple(evidence), **extra)
@@ -122,15 +121,24 @@ class Admission(Binding):
             self._rejected[candidate] = seen + 1
             failing = next((e for e in evidence if e.verdict != "pass"), None)
             why = (f"{failing.check}: {failing.verdict} ({failing.payload.get('detail', '')})"
-                   if failing else self.status_reason)
+                   if failing else self.status_reason or str(why_not))
             return self._decide(Outcome.REJECTED, why, candidate=candidate,
                                 evidence=tuple(evidence), **extra)
         finally:
             remove_tree(parent, best_effort=True)
 
-    def _commit(self, source: Path, evidence: Sequence[Evidence], proposal: str) -> None:
+    def _commit(self, source: Path, evidence: Sequence[Evidence], proposal: str,
+                commit: mc.Commit | None = None, based_on: Evidence | None = None) -> None:
+        """`source` becomes the checkpoint: the store's own check first, then the model's
+        events (the checkpoint's Commit, and -- for a patch -- the evidence's Commit, driven by
+        the evidence it cited)."""
         required = {c.name: self.pinned_suites[c.name] for c in self.admission}
         info = self.store.commit(source, evidence, required)
+        g4, g5 = self._model()
+        commit = commit or mc.Commit(info.tree_hash, tuple(e.id for e in evidence))
+        self.g5 = commit.apply(g5)
+        if based_on is not None:
+            self.g4 = me.Commit(self._item(based_on), info.tree_hash).apply(g4)
         self.checkpoint, self.generation, self.base = info.tree_hash, info.generation, info.tree_hash
         self._checkpoint_by = proposal
         self._proposals_at_checkpoint = self.counts["proposals"]

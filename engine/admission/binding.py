@@ -12,26 +12,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.admission.evidence import Check, Evidence, run_check, stale_reason, suite_hash
+from engine.admission.evidence import Check, Evidence, run_check, suite_hash
 from engine.admission.state import BrokerState
+from engine.system.guards import refuse
+from model import checkpoint as mc
+from model import evidence as me
 
 
 class Binding(BrokerState):
-    """Issuing, binding and delivering evidence (see the module docstring)."""
+    """Issuing, binding and delivering evidence (see the module docstring). Every decision is
+    the evidence model's (model/evidence.py), asked through a named guard
+    (engine/system/guards.py); every event is applied to the broker's model states."""
+
+    def _observe_suites(self) -> None:
+        """Tell the model what each pinned suite hashes to now (the environment's ChangeSuite)."""
+        g4, _ = self._model()
+        for name in self.pinned_suites:
+            now = suite_hash(self.checks[name].identity())
+            if g4.suite_now(name) != now:
+                g4 = me.ChangeSuite(name, now).apply(g4)
+        self.g4 = g4
 
     def _pins_hold(self) -> bool:
         """Re-check the pinned suites and policy; a change stops everything (fail closed)."""
-        for name, pinned in self.pinned_suites.items():
-            now = suite_hash(self.checks[name].identity())
-            if now != pinned:
-                self._stop("failed", f"suite {name!r} changed after it was pinned "
-                                     f"({pinned[:12]} -> {now[:12]})")
-                return False
+        self._observe_suites()
+        g4, _ = self._model()
+        why = refuse("evidence.pins", me.why_pins_changed(g4))
+        if why is not None:
+            if g4.open:
+                self.g4 = me.Halt().apply(g4)
+            self._stop("failed", why)
+            return False
         if self.policy_digest is not None:
             now_p = self.policy_digest()
-            if now_p != self.pinned_policy:
-                self._stop("failed", f"policy changed after it was pinned "
-                                     f"({str(self.pinned_policy)[:12]} -> {now_p[:12]})")
+            changed = (f"policy changed after it was pinned ({str(self.pinned_policy)[:12]} "
+                       f"-> {now_p[:12]})" if now_p != self.pinned_policy else None)
+            if refuse("policy.digest", changed) is not None:
+                self._stop("failed", str(changed))
                 return False
         return True
 
@@ -44,14 +61,20 @@ class Binding(BrokerState):
         ev = run_check(check, source, self._next_id(check), scratch=self.scratch,
                        timeout_s=timeout_s)
         self._issued[ev.id] = ev
+        item = self._item(ev)
+        g4, g5 = self._model()
+        if g4.suite_now(ev.check) != ev.suite_hash:  # the suite changed under the check
+            g4 = me.ChangeSuite(ev.check, ev.suite_hash).apply(g4)
+        self.g4, self.g5 = me.Issue(item).apply(g4), mc.Issue(item).apply(g5)
         self._verdicts.append({"phase": phase, "check": check.name, "candidate": ev.state_hash,
                                "verdict": ev.verdict, "evidence_id": ev.id,
                                "execution_id": ev.execution_id})
         self.log.append({"type": "guard.evidence", "id": ev.id, "phase": phase,
                          **ev.to_json()})
-        if ev.state_hash != candidate:  # the copy differs from what was asked: fail closed
-            self._fail(f"check {check.name!r} saw tree {ev.state_hash[:12]}, "
-                       f"not {candidate[:12]}")
+        other = (f"check {check.name!r} saw tree {ev.state_hash[:12]}, not {candidate[:12]}"
+                 if ev.state_hash != candidate else None)
+        if refuse("evidence.same_tree", other) is not None:  # fail closed
+            self._fail(str(other))
         return ev
 
     def _evaluate(self, source: Path, candidate: str, phase: str) -> list[Evidence]:
@@ -79,16 +102,35 @@ class Binding(BrokerState):
         return ev
 
     def _binding(self, evidence: Evidence | None) -> str | None:
-        """Why `evidence` may not drive a revision of the current candidate, or None."""
-        if evidence is None:
-            return "no evidence was cited"
-        if self._issued.get(evidence.id) != evidence:
-            return (f"evidence {evidence.execution_id!r} was not issued by this broker "
-                    f"(edited, forged or from another run)")
-        pinned = self.pinned_suites.get(evidence.check)
-        if pinned is None:
-            return f"evidence names unknown check {evidence.check!r}"
-        return stale_reason(evidence, self.base, pinned)
+        """Why `evidence` may not drive a revision of the current candidate, or None: the
+        model's `why_unbound` (issued by this broker, this tree, the pinned suite)."""
+        g4, _ = self._model()
+        cited = None if evidence is None else self._item(evidence)
+        return refuse("evidence.bound", me.why_unbound(g4, cited))
+
+    def _stale(self, evidence: Evidence | None, why: str, where: str,
+               proposal: str | None = None) -> tuple[Evidence | None, bool]:
+        """Cited evidence that does not bind, answered as the guard policy says (the model's
+        Refresh, Keep or Escalate): (the fresh evidence, or None; whether revisions stopped)."""
+        self.counts["stale"] += 1
+        self.log.append({"type": "guard.stale", "where": where, "reason": why,
+                         **({"proposal": proposal} if proposal else {})})
+        cited = None if evidence is None else self._item(evidence)
+        g4, _ = self._model()
+        if self.policy.on_stale == "refresh" and not self.closed:
+            fresh = self.evidence()
+            refresh = me.Refresh(cited, self._item(fresh))
+            if (not_fresh := refresh.why_not(self._model()[0])) is not None:
+                self._fail(f"no fresh evidence binds: {not_fresh}")  # fail closed
+                return None, True
+            self.g4 = refresh.apply(self._model()[0])
+            return fresh, False
+        if self.policy.on_stale == "escalate":
+            self.g4 = me.Escalate(cited).apply(g4)
+            self._stop("escalated", f"stale evidence: {why}")
+            return None, True
+        self.g4 = me.Keep(cited).apply(g4)
+        return None, False
 
     def deliver(self, evidence: Evidence | None) -> Evidence | None:
         """The gate between evidence and a worker: `evidence` itself (the same object) if it
@@ -96,13 +138,11 @@ class Binding(BrokerState):
         None (keep) or None with revisions stopped (escalate)."""
         self._require_started()
         self._ensure_base()
+        if not self.closed:
+            self._pins_hold()
         why = self._binding(evidence)
-        if why is None:
+        if why is None and evidence is not None:
+            self.g4 = me.Bind(self._item(evidence)).apply(self._model()[0])
             return evidence
-        self.counts["stale"] += 1
-        self.log.append({"type": "guard.stale", "where": "deliver", "reason": why})
-        if self.policy.on_stale == "refresh" and not self.closed:
-            return self.evidence()
-        if self.policy.on_stale == "escalate":
-            self._stop("escalated", f"stale evidence: {why}")
-        return None
+        fresh, _ = self._stale(evidence, why or "no evidence was cited", "deliver")
+        return fresh

@@ -41,6 +41,11 @@ The transaction is split by step, each module readable knowing only those before
 engine/admission/guard.py (policy, outcomes, logs), state.py (the broker's state), binding.py
 (steps 1 and 3), admit.py (steps 2 and 4), recertify.py and receipt.py (step 5), proposals.py
 (the proposal store). This module adds `start` and the loops that drive a broker.
+
+Every decision is a rule of the executable model -- model/evidence.py (G4) and
+model/checkpoint.py (G5) -- asked through a named guard (engine/system/guards.py), as the runner
+asks `model.step`; the broker keeps the model's states (`g4`, `g5`) and applies to them each
+event that happens.
 """
 
 from __future__ import annotations
@@ -68,6 +73,9 @@ from engine.admission.receipt import (
 )
 from engine.admission.recertify import Recertification
 from engine.system.errors import BadInput
+from engine.system.guards import refuse
+from model import checkpoint as mc
+from model import evidence as me
 
 __all__ = [  # the broker's public names (most defined in the modules named above)
     "RECEIPT_VERSION", "AdmissionBroker", "Completion", "Decision", "EventLog", "GuardPolicy",
@@ -99,6 +107,10 @@ class AdmissionBroker(Recertification):
         self.pinned_suites = {n: suite_hash(c.identity()) for n, c in sorted(self.checks.items())}
         self.pinned_policy = self.policy_digest() if self.policy_digest else None
         self.base = self.store.snapshot(self.workspace)  # raises UnsafeTree on an escaping link
+        self.g4 = me.initial_evidence(self.base, self.pinned_suites, self.policy.on_stale)
+        self.g5 = mc.initial_checkpoint(self.base, self.pinned_suites,
+                                        tuple(c.name for c in self.admission),
+                                        tuple(c.name for c in self.completion))
         self.status = "open"
         self.log.append({"type": "guard.start", "tree": self.base, "suites": self.pinned_suites,
                          "policy": self.pinned_policy, "guard": asdict(self.policy),
@@ -107,8 +119,9 @@ class AdmissionBroker(Recertification):
         for e in evidence:  # the feedback check may already have judged the initial tree
             if e.check == self.feedback.name:
                 self._feedback_cache = e
-        if all(e.verdict == "pass" for e in evidence) and len(evidence) == len(self.admission):
-            self._commit(self.store.path_of(self.base), evidence, "initial")
+        commit = mc.Commit(self.base, tuple(e.id for e in evidence))
+        if refuse("admission.admitted", commit.why_not(self.g5)) is None:
+            self._commit(self.store.path_of(self.base), evidence, "initial", commit)
         return self.evidence()
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from engine.admission.evidence import Evidence
 from engine.system.canonical import canonical
+from engine.system.guards import refuse
 from engine.system.trees import (
     clear_dir,
     copy_tree,
@@ -28,6 +29,7 @@ from engine.system.trees import (
     remove_tree,
     tree_hash,
 )
+from model.rules import Item, admitted
 
 
 class CheckpointError(Exception):
@@ -73,8 +75,9 @@ class CheckpointStore:
         if not path.is_dir():
             raise CheckpointError(f"{path}: no snapshot for tree {h[:12]}")
         actual = tree_hash(path)
-        if actual != h:
-            raise CheckpointError(f"{path}: snapshot was altered (now hashes to {actual[:12]})")
+        altered = f"{path}: snapshot was altered (now hashes to {actual[:12]})"
+        if refuse("store.intact", altered if actual != h else None):
+            raise CheckpointError(altered)
         return path
 
     # ---- HEAD ---------------------------------------------------------------------------------
@@ -91,15 +94,14 @@ class CheckpointStore:
     def commit(self, candidate: Path, evidence: Sequence[Evidence],
                required_suites: Mapping[str, str]) -> CheckpointInfo:
         """Make `candidate` the checkpoint. Refused unless, for every required check name, there
-        is PASS evidence from that check's suite hash bound to exactly this candidate's tree."""
+        is PASS evidence from that check's suite hash bound to exactly this candidate's tree (the
+        model's rule, model/rules.py `admitted`: the store checks it again, on its own)."""
         h = self.snapshot(candidate)
-        for name, suite in sorted(required_suites.items()):
-            if not any(e.check == name and e.suite_hash == suite and e.state_hash == h
-                       and e.verdict == "pass" for e in evidence):
-                raise CheckpointError(f"tree {h[:12]} has no PASS from {name!r} bound to it; "
-                                      f"only an admitted candidate can become the checkpoint")
-        if not required_suites:
-            raise CheckpointError("no admission checks: nothing can be admitted without a gate")
+        items = [Item(e.id, e.check, e.state_hash, e.suite_hash, e.verdict) for e in evidence]
+        why = refuse("store.admitted", admitted(items, h, sorted(required_suites.items()),
+                                                sorted(required_suites)))
+        if why is not None:
+            raise CheckpointError(why)
         previous = self.head()
         info = CheckpointInfo(h, tuple(sorted(e.id for e in evidence)),
                               0 if previous is None else previous.generation + 1)

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from engine.system.canonical import digest
+from engine.system.guards import refuse
 from engine.system.process import ProcessError, gate_environment, run_command
 from engine.system.sandbox import UNSANDBOXED, Confinement
 from engine.system.secrets import redact_text, secret_values
@@ -173,7 +174,7 @@ class CommandCheck:
                 "files": _file_identity(self.named_files())}
 
     def run(self, candidate: Path, timeout_s: float | None = None) -> CheckResult:
-        why = working_dir_violation(candidate, self.cwd)
+        why = refuse("verifier.cwd", working_dir_violation(candidate, self.cwd))
         if why is not None:
             return CheckResult("error", f"invalid verifier: {why}", {"returncode": None})
         limit = self.timeout_s if timeout_s is None else max(0.01, min(self.timeout_s, timeout_s))

@@ -27,7 +27,6 @@ class GuardPolicy:
     candidate_budget: int = 10  # patches evaluated by the admission checks, at most
     wall_budget_s: float | None = None  # seconds for revisions after start(); None: unlimited
     repeat_limit: int = 1  # a tree rejected this many times escalates when proposed again
-    require_evidence: bool = True  # a Patch must cite evidence bound to the current tree
 
     def __post_init__(self) -> None:
         if self.on_stale not in ("refresh", "keep", "escalate"):

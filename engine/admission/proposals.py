@@ -16,6 +16,7 @@ from typing import Any
 from engine.record.ledger import canonical
 from engine.system.canonical import digest
 from engine.system.errors import LedgerCorrupt
+from engine.system.guards import refuse
 
 
 def store_proposal(proposals_dir: Path, record: Mapping[str, Any]) -> str:
@@ -44,7 +45,8 @@ def stored_proposals(state_dir: Path, records: Iterable[Mapping[str, Any]]) -> l
             raise LedgerCorrupt(f"{path}: proposal {d[:12]} unreadable ({exc}); fix: restore "
                                 f"the proposal store from a trusted copy") from None
         body = {k: v for k, v in stored.items() if k != "digest"}
-        if digest(body) != d or stored.get("digest") != d:
+        if refuse("proposal.digest", "altered" if digest(body) != d or stored.get("digest") != d
+                  else None):
             raise LedgerCorrupt(f"{path}: proposal {d[:12]} does not match its digest; fix: "
                                 f"restore the proposal store from a trusted copy")
         out.append(stored)

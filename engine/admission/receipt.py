@@ -20,6 +20,7 @@ from engine.admission.state import BrokerState
 from engine.record.ledger import verify as verify_chain
 from engine.system.canonical import digest
 from engine.system.errors import BadInput
+from engine.system.guards import refuse
 
 RECEIPT_VERSION = 1
 
@@ -92,10 +93,12 @@ def verify_receipt(receipt: Mapping[str, Any], records: Iterable[Mapping[str, An
         return verify_receipt_in_run(receipt, records, store)
     problems = []
     body = {k: v for k, v in receipt.items() if k != "digest"}
-    if digest(body) != receipt.get("digest"):
+    if refuse("receipt.digest", "receipt content does not match its digest (edited after "
+              "issue)" if digest(body) != receipt.get("digest") else None):
         problems.append("receipt content does not match its digest (edited after issue)")
     anchors = {r.get("digest") for r in records if r.get("type") == "guard.receipt"}
-    if receipt.get("digest") not in anchors:
+    if refuse("receipt.anchored", "receipt digest is not anchored in the ledger"
+              if receipt.get("digest") not in anchors else None):
         problems.append("receipt digest is not anchored in the ledger")
     evidence = {r.get("id"): r for r in records if r.get("type") == "guard.evidence"}
     for v in receipt.get("verdicts", []):

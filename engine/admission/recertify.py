@@ -3,7 +3,8 @@
 Why again: admission judged the candidate when it was proposed; the checkpoint store, the
 workspace or the suites may have changed since. `complete()` re-checks the pins, restores the
 workspace, re-runs the completion checks on a fresh copy of the checkpoint snapshot and, only if
-every one passes on exactly that tree under the pinned suite, writes the receipt
+every one passes on exactly that tree under the pinned suite (the model's Recertify,
+model/checkpoint.py, asked through the guard "recertify.admitted"), writes the receipt
 (engine/admission/receipt.py) and anchors its digest in the ledger (`guard.receipt`).
 """
 
@@ -14,6 +15,8 @@ from engine.admission.checkpoint import CheckpointError
 from engine.admission.guard import Completion
 from engine.admission.receipt import build_receipt
 from engine.record.ledger import canonical
+from engine.system.guards import refuse
+from model import checkpoint as mc
 
 
 class Recertification(Admission):
@@ -43,12 +46,15 @@ class Recertification(Admission):
                   for c in self.completion]
         bad = [e for e in recert if e.verdict != "pass" or e.state_hash != self.checkpoint
                or e.suite_hash != self.pinned_suites[e.check]]
-        if bad or self.status == "failed":
+        certify = mc.Recertify(tuple(e.id for e in recert))
+        why_not = refuse("recertify.admitted", certify.why_not(self._model()[1]))
+        if why_not is not None or self.status == "failed":
             why = "; ".join(f"{e.check}: {e.verdict} ({e.payload.get('detail', '')})"
-                            for e in bad) or self.status_reason
+                            for e in bad) or self.status_reason or str(why_not)
             self._stop("failed", f"recertification failed: {why}")
             self.log.append({"type": "guard.recertification_failed", "reason": why})
             return Completion(False, self.status_reason)
+        self.g5 = certify.apply(self._model()[1])
         receipt = build_receipt(self, recert, restored)
         path = self.state_dir / "receipt.json"
         path.write_bytes(canonical(receipt))

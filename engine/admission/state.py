@@ -3,7 +3,8 @@ decide, budgets, restoring the workspace to the current candidate).
 
 Why a base of its own: binding, admission and recertification (engine/admission/binding.py,
 admit.py, recertify.py) each add one step of the transaction on top of this state, in that
-order, so each can be read knowing only what lies below it. Every field is declared here.
+order, so each can be read knowing only what lies below it. Every field is declared here,
+including the executable model's states (`g4`, `g5`) that every step asks before it acts.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from engine.admission.guard import (
     Outcome,
 )
 from engine.system.errors import BadInput
+from engine.system.guards import refuse
 from engine.system.trees import UnsafeTree, tree_hash
+from model import checkpoint as mc
+from model import evidence as me
+from model.rules import Item
 
 
 class BrokerState:
@@ -81,6 +86,10 @@ class BrokerState:
                        "unsafe": 0, "invalid": 0, "stale": 0, "kept": 0, "restores": 0}
         self._proposals_at_checkpoint = 0
         self._completion: Completion | None = None
+        # the model's states (model/evidence.py, model/checkpoint.py), set at start: every
+        # decision below is asked of them, and each event that happens is applied to them
+        self.g4: me.EvidenceState | None = None
+        self.g5: mc.CheckpointState | None = None
 
     def _protected_check_files(self) -> tuple[str, ...]:
         """Workspace paths a check depends on: its named files that lie in the workspace, and
@@ -137,22 +146,40 @@ class BrokerState:
         return max(0.01, self.policy.wall_budget_s - (self.clock() - self._t0))
 
     def _budget_spent(self) -> str | None:
-        if self.counts["evaluated"] >= self.policy.candidate_budget:
-            return f"candidate budget exhausted ({self.policy.candidate_budget} evaluated)"
-        if (self.policy.wall_budget_s is not None
-                and self.clock() - self._t0 >= self.policy.wall_budget_s):
-            return f"wall budget exhausted ({self.policy.wall_budget_s:g}s)"
-        return None
+        cap = self.policy.candidate_budget
+        why = (f"candidate budget exhausted ({cap} evaluated)"
+               if self.counts["evaluated"] >= cap else None)
+        if refuse("budget.candidates", why):
+            return why
+        wall = self.policy.wall_budget_s
+        why = (f"wall budget exhausted ({wall:g}s)"
+               if wall is not None and self.clock() - self._t0 >= wall else None)
+        return refuse("budget.wall", why)
+
+    @staticmethod
+    def _item(ev: Evidence) -> Item:
+        """Evidence as the model sees it: its id covers the whole envelope."""
+        return Item(ev.id, ev.check, ev.state_hash, ev.suite_hash, ev.verdict)
+
+    def _model(self) -> tuple[me.EvidenceState, mc.CheckpointState]:
+        assert self.g4 is not None and self.g5 is not None, "the broker has not started"
+        return self.g4, self.g5
 
     def _ensure_base(self, advance: bool = False) -> list[str]:
-        """If the workspace is not exactly the current candidate, restore it (exactly).
+        """If the workspace is not exactly the current candidate, restore it (exactly): the
+        model's Restore (model/checkpoint.py), asked through the guard "workspace.restored".
         `advance`: the candidate just moved to a newly admitted checkpoint (not a recovery)."""
         try:
             now: str | None = tree_hash(self.workspace)
         except UnsafeTree:
             now = None  # e.g. a symlink out of the workspace was planted: restore removes it
-        if now == self.base:
+        _, g5 = self._model()
+        if now != g5.workspace:  # drifted behind the broker (model: Drift)
+            self.g5 = g5 = mc.Drift(now or "<unsafe tree>").apply(g5)
+        drifted = "the workspace is not the candidate" if now != self.base else None
+        if refuse("workspace.restored", drifted) is None:
             return []
+        self.g5 = mc.Restore().apply(g5)
         try:
             leftovers = self.store.restore(self.base, self.workspace)
         except CheckpointError as exc:

@@ -8,6 +8,10 @@ file's bytes, a gate or suite file, the public key — stops the run with Policy
 naming the field. On resume, `PolicyPin.resume(path, recorded)` compares against the digests
 recorded at start, so a change made while the run was down is caught too.
 
+The decision is the policy model's (model/policy.py): the pin holds a `PolicyState` pinned to
+the recorded digests, and `check()` asks it whether a stage may run, through the guard
+"policy.pinned" (engine/system/guards.py).
+
 Workers have no write path to the policy: the runner gives a worker only its own workspace as
 working directory and a filtered environment (engine.system.process.safe_environment), and
 `PolicyPin.assert_outside(root)` refuses a policy whose files lie inside a worker's root.
@@ -21,13 +25,15 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from engine.system.canonical import digest as canonical_digest
 from engine.system.errors import BadInput, LedgerCorrupt
+from engine.system.guards import refuse
 from engine.system.trees import file_sha256
+from model import policy as mp
 
 RELEASE_CONDITIONS: dict[str, str] = {
     "all_done": "the run ended DONE (every node has a PASS for its current activation)",
@@ -278,6 +284,10 @@ class PolicyPin:
         self.path = path
         self.expected = expected
         self.policy: Policy | None = None
+        # the policy model (model/policy.py), pinned to the recorded digests: every check asks
+        # it whether a stage may run
+        self.state = mp.Pin().apply(mp.PolicyState(current=_summary(
+            expected["file_digest"], expected["files"])))
 
     @classmethod
     def load(cls, path: Path | str) -> PolicyPin:
@@ -311,40 +321,57 @@ class PolicyPin:
                 "fields": dict(self.expected["fields"]),
                 "files": {k: dict(v) for k, v in self.expected["files"].items()}}
 
-    def check(self) -> None:
-        """Raise PolicyChanged naming the changed field if anything pinned differs now."""
+    def check(self, stage: str = "stage") -> None:
+        """Before a stage: ask the policy model whether it may run (`model.policy.Stage`, the
+        guard "policy.pinned"); if not, the run stops (the model's Check) and PolicyChanged
+        names the changed field."""
+        now, problem = self._observe()
+        state = replace(self.state, current=now)
+        why = refuse("policy.pinned", mp.Stage(stage).why_not(state))
+        if why is not None:
+            if mp.Check().why_not(state) is None:
+                state = mp.Check().apply(state)
+            self.state = state
+            fix = ("fix: restore the pinned version (digest recorded in the ledger's first "
+                   "record), then resume")
+            raise PolicyChanged(f"{problem or why}; {fix}")
+        self.state = state
+
+    def _observe(self) -> tuple[str, str | None]:
+        """The digest of the policy as its files hash now (over the same parts as the pin) and,
+        when it is not the pinned one, what changed, named."""
         exp = self.expected
         where = str(self.path)
-        fix = "fix: restore the pinned version (digest recorded in the ledger's first record), then resume"
         try:
             raw = self.path.read_bytes()
         except OSError as exc:
-            raise PolicyChanged(f"{where}: policy: the pinned policy file cannot be read "
-                                f"({exc.strerror or exc}); {fix}") from None
-        if hashlib.sha256(raw).hexdigest() != exp["file_digest"]:
+            return (_summary("unreadable", {}), f"{where}: policy: the pinned policy file cannot "
+                    f"be read ({exc.strerror or exc})")
+        file_digest = hashlib.sha256(raw).hexdigest()
+        files = {fname: {p: _sha_or_gone(Path(p)) for p in ps} for fname, ps in exp["files"].items()}
+        now = _summary(file_digest, files)
+        if file_digest != exp["file_digest"]:
             try:
-                now = parse_policy(raw, self.path)
+                parsed = parse_policy(raw, self.path)
             except BadInput as exc:
-                raise PolicyChanged(f"{where}: policy: changed since the run started and no "
-                                    f"longer loads ({exc.field}: {exc.problem}); {fix}") from None
-            changed = sorted(set(now.fields) ^ set(exp["fields"])
-                             | {k for k in now.fields if exp["fields"].get(k) != now.fields[k]})
+                return now, (f"{where}: policy: changed since the run started and no longer "
+                             f"loads ({exc.field}: {exc.problem})")
+            changed = sorted(set(parsed.fields) ^ set(exp["fields"])
+                             | {k for k in parsed.fields if exp["fields"].get(k) != parsed.fields[k]})
             if changed:
-                raise PolicyChanged(f"{where}: policy field(s) {', '.join(changed)} changed since "
-                                    f"the run started; {fix}")
-            raise PolicyChanged(f"{where}: policy: the file's bytes changed since the run started "
-                                f"(comments or layout only; no field changed); {fix}")
-        for fname, files in exp["files"].items():
-            for p, digest in files.items():
-                try:
-                    found = file_sha256(Path(p))
-                except OSError:
-                    raise PolicyChanged(f"{where}: {fname}: pinned file {p} is gone; {fix}"
-                                        ) from None
+                return now, (f"{where}: policy field(s) {', '.join(changed)} changed since the "
+                             f"run started")
+            return now, (f"{where}: policy: the file's bytes changed since the run started "
+                         f"(comments or layout only; no field changed)")
+        for fname, ps in exp["files"].items():
+            for p, digest in ps.items():
+                found = files[fname][p]
+                if found == "gone":
+                    return now, f"{where}: {fname}: pinned file {p} is gone"
                 if found != digest:
-                    raise PolicyChanged(f"{where}: {fname}: pinned file {p} changed since the "
-                                        f"run started (sha256 {digest[:12]}... -> "
-                                        f"{found[:12]}...); {fix}")
+                    return now, (f"{where}: {fname}: pinned file {p} changed since the run "
+                                 f"started (sha256 {digest[:12]}... -> {found[:12]}...)")
+        return now, None
 
     def assert_outside(self, *roots: Path) -> None:
         """BadInput if the policy, a pinned file or a key lies inside a worker's root."""
@@ -357,9 +384,24 @@ class PolicyPin:
         for root in roots:
             r = Path(root).resolve()
             for fname, p in named:
-                if p.resolve().is_relative_to(r):
-                    raise BadInput(str(self.path), fname, f"{p} lies inside the worker's folder {r}",
+                inside = f"{p} lies inside the worker's folder {r}"
+                if refuse("policy.outside", inside if p.resolve().is_relative_to(r) else None):
+                    raise BadInput(str(self.path), fname, inside,
                                    "keep the policy, gate files and keys outside every workspace")
+
+
+def _sha_or_gone(path: Path) -> str:
+    try:
+        return file_sha256(path)
+    except OSError:
+        return "gone"
+
+
+def _summary(file_digest: str, files: Mapping[str, Mapping[str, str]]) -> str:
+    """One digest over what the pin covers: the policy file's bytes (so its fields) and every
+    pinned file's content. Equal summaries: the same policy, as far as a run can tell."""
+    return canonical_digest({"file": file_digest,
+                             "files": {k: dict(v) for k, v in files.items()}})
 
 
 def _read_or_bad(path: Path) -> bytes:

@@ -11,6 +11,7 @@ from typing import Any
 from engine.record.replay import run_bounds
 from engine.run.integrity import Integrity
 from engine.run.journal import Journal
+from engine.system.guards import refuse
 from model import Finish, Outcome
 
 EXIT_CODES = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
@@ -28,7 +29,7 @@ def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
     run finished."""
     journal.ledger.verify_owned()  # never a Finish after a chain the engine did not write
     unmet = integrity.release_unmet(approved_by)
-    if unmet:
+    if refuse("policy.release", ", ".join(unmet) or None):
         from engine.policy.pin import RELEASE_CONDITIONS
         journal.note({"type": "release_unmet", "unmet": unmet, "settled": journal.state.settled,
                       "why": {c: RELEASE_CONDITIONS[c] for c in unmet}})

@@ -25,6 +25,7 @@ from engine.record.ledger import Ledger
 from engine.run.journal import Journal
 from engine.run.spec import Spec
 from engine.system.errors import BadInput, LedgerCorrupt
+from engine.system.guards import refuse
 from engine.system.trees import file_digest
 
 
@@ -55,7 +56,7 @@ def load_policy(spec: Spec, root: Path) -> Any:
     problems = pin.policy.admits(spend_budget=spec.graph.spend_budget,
                                  repair_budget=spec.graph.repair_budget,
                                  attempt_bound=b["W"])
-    if problems:
+    if refuse("policy.budgets", "; ".join(problems) or None):
         raise BadInput(str(spec.path), "[graph] policy", "; ".join(problems),
                        "lower the graph's budgets, or have the policy's owner raise them")
     pin.assert_outside(root)
@@ -136,7 +137,7 @@ class Integrity:
         for path in paths:
             expected = self.pins[path]
             found = self.digest(path)
-            if found != expected:
+            if refuse("run.gate_files", "changed" if found != expected else None):
                 self.journal.note({"type": "pin_changed", "node": node, "file": path,
                                    "expected": expected, "found": found})
                 raise PinChanged(f"{path}: a file a gate depends on changed since the run "

@@ -3,7 +3,9 @@
 The program is `calc.py` with `add(a, b)`. Three suites judge it: *visible* (2 + 3), *challenge*
 (-2 + 5 and 0 + 0) and *hidden* (-3 + 4). One gate script serves all three; marker files in the
 candidate inject verifier faults (SLOW sleeps past the timeout, CRASH dies by SIGSEGV, ERR exits
-3, FORK leaves a grandchild behind and hangs, FORKEXIT leaves one and exits, SECRET fails if a secret-looking variable reached it).
+3, FORK leaves a grandchild behind and hangs, FORKEXIT leaves one and exits, SECRET fails if a
+secret-looking variable reached it, RACE appends to the broker's own copy of the candidate, which
+lies beside the check's copy).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ for marker in ("FORK", "FORKEXIT"):
         if marker == "FORKEXIT":
             sys.exit(0)  # leaves the grandchild behind
         time.sleep(30)
+if os.path.exists("RACE"):  # rewrite the broker's own copy of the candidate, beside this one
+    import glob
+    for other in glob.glob(os.path.join(os.getcwd(), "..", "..", "candidate-*", "candidate")):
+        with open(os.path.join(other, "calc.py"), "a") as fh:
+            fh.write("# raced\\n")
 if os.path.exists("SECRET"):
     leaked = [k for k in os.environ if "KEY" in k or "TOKEN" in k or "SECRET" in k]
     sys.exit(1 if leaked else 0)

@@ -15,6 +15,7 @@ from engine.admission.conformance.cases import (  # noqa: F401  (importing regis
     checkpoint,
     evidence,
     liveness,
+    policy,
     receipts,
     verifier,
 )

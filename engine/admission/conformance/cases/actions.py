@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from engine.admission.actions import Escalate, Keep, parse_reply
+from engine.admission.actions import Escalate, Keep, Patch, apply_patch, parse_reply
 from engine.admission.broker import (
     Outcome,
 )
@@ -231,3 +231,26 @@ def cf045(tmp: Path) -> None:
                               "calc.py": BROKEN}), based_on=ev)
     assert d.outcome is Outcome.REJECTED and "protected path" in d.reason
     assert b.counts["evaluated"] == 0 and lab.program() == CORRECT
+
+
+@case("CF053", "applying a patch refuses unsafe paths on its own",
+      obligation="typed actions, the applier's own layer: apply_patch writes nothing when a "
+                 "path is protected, leaves the workspace or goes through a link (whatever the "
+                 "broker's check above it did)",
+      fault="apply_patch is called directly with a patch writing policy.toml (protected), "
+            "../outside.txt and a path through an in-workspace link to a folder outside",
+      expected="each is refused (ValueError) before any file is written")
+def cf053(tmp: Path) -> None:
+    lab = Lab(tmp, CORRECT)
+    (lab.ws / "link").symlink_to(lab.outside, target_is_directory=True)
+    before = sorted(os.listdir(lab.ws))
+    for files in ({"policy.toml": "x", "calc.py": BROKEN}, {"../outside.txt": "x"},
+                  {"link/planted.py": "x"}):
+        try:
+            apply_patch(Patch(files), lab.ws, ["policy.toml"])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"apply_patch wrote {files}")
+        assert sorted(os.listdir(lab.ws)) == before and lab.program() == CORRECT
+        assert not os.listdir(lab.outside) and not (tmp / "outside.txt").exists()

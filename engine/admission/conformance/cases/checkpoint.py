@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from engine.admission.broker import (
@@ -13,9 +14,10 @@ from engine.admission.broker import (
     load_receipt,
     verify_receipt,
 )
-from engine.admission.checkpoint import CheckpointStore
+from engine.admission.checkpoint import CheckpointError, CheckpointStore
 from engine.admission.conformance.cases.registry import case, no_receipt, record_types
 from engine.admission.conformance.lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
+from engine.admission.evidence import Evidence
 from engine.record.ledger import Ledger
 from engine.run.runner import Runner
 from engine.run.spec import load as load_spec
@@ -231,3 +233,41 @@ def cf042(tmp: Path) -> None:
     assert d.outcome is Outcome.CLOSED and "altered" in d.reason and b.status == "failed"
     assert not b.complete().completed
     no_receipt(lab)
+
+
+@case("CF052", "the checkpoint store alone refuses unadmitted trees",
+      obligation="G5, the store's own layer: HEAD moves only with a PASS of every required check "
+                 "on exactly that tree by its pinned suite (whatever the broker above it did)",
+      fault="the store is asked directly to commit the workspace with: an error verdict on "
+            "exactly its tree; a PASS of another tree; a PASS from another suite; a PASS of "
+            "one of the two required checks only; no required check at all",
+      expected="each commit is refused (CheckpointError); HEAD stays empty")
+def cf052(tmp: Path) -> None:
+    lab = Lab(tmp, WRONG)
+    b = lab.broker(admission=["visible"])
+    ev = b.start()
+    assert b.checkpoint is None and ev.verdict == "fail"
+    h = tree_hash(lab.ws)
+    suite = b.pinned_suites["visible"]
+
+    def forged(**change: object) -> Evidence:
+        fields = {"state_hash": h, "suite_hash": suite, "verdict": "pass", **change}
+        verdict = fields.pop("verdict")
+        return replace(ev, state_hash=fields["state_hash"], suite_hash=fields["suite_hash"],
+                       payload={**ev.payload, "verdict": verdict})
+
+    store = CheckpointStore(tmp / "store")
+    attempts = [([forged(verdict="error")], {"visible": suite}),
+                ([forged(state_hash="0" * 64)], {"visible": suite}),
+                ([forged(suite_hash="1" * 64)], {"visible": suite}),
+                ([forged()], {"visible": suite, "challenge": suite}),
+                ([forged()], {})]
+    for evidence, required in attempts:
+        try:
+            store.commit(lab.ws, evidence, required)
+        except CheckpointError:
+            continue
+        raise AssertionError(f"the store committed {evidence[0].to_json()} for {required}")
+    assert store.head() is None
+    store.commit(lab.ws, [forged()], {"visible": suite})  # and the real thing is taken
+    assert store.head().tree_hash == h

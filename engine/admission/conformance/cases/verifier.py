@@ -145,3 +145,22 @@ def cf038(tmp: Path) -> None:
     assert ev.verdict == "pass" and ev.state_hash == b.checkpoint == tree_hash(lab.ws)
     assert lab.program() == CORRECT
     assert (b.store.path_of(str(b.checkpoint)) / "calc.py").read_text() == CORRECT
+
+
+@case("CF051", "a verifier rewrites the broker's copy between two checks",
+      obligation="G4: evidence is of exactly the tree the check was asked to judge; a "
+                 "difference fails closed",
+      fault="a patch adds a RACE marker: the visible check, unsandboxed, appends to the broker's "
+            "own copy of the candidate (beside its own copy) and exits 0, so the challenge check "
+            "sees another tree",
+      expected="the broker fails closed naming the tree the check saw; nothing is admitted; the "
+               "checkpoint stays the start")
+def cf051(tmp: Path) -> None:
+    lab = Lab(tmp, CORRECT)
+    b = lab.broker()
+    ev = b.start()
+    ckpt = b.checkpoint
+    d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "RACE": ""}), based_on=ev)
+    assert b.status == "failed" and "saw tree" in b.status_reason, (b.status, b.status_reason)
+    assert d.outcome is not Outcome.ADMITTED and b.checkpoint == ckpt
+    assert b.store.head().tree_hash == ckpt and lab.program() == CORRECT

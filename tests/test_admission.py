@@ -24,6 +24,10 @@ from engine.admission.evidence import CallableCheck, CheckResult, Evidence
 from engine.run.spec import load as load_spec
 from engine.system.errors import BadInput
 from engine.system.trees import tree_hash
+from model import checkpoint as mc
+from model import evidence as me
+from model import rules
+from model.rules import Item
 
 GOOD, BAD = "k = 4\n", "k = 12\n"
 
@@ -232,8 +236,8 @@ class BrokerMachine(RuleBasedStateMachine):
         if not self.broker.closed:
             self.current = self.broker.evidence()
 
-    @rule(src=st.sampled_from(SOURCES), tag=st.integers(0, 3),
-          cite=st.sampled_from(["current", "old", "none"]))
+    @rule(src=st.sampled_from(SOURCES), tag=st.integers(0, 3),  # mostly current: commits
+          cite=st.sampled_from(["current", "current", "current", "old", "none"]))
     def patch(self, src: str, tag: int, cite: str) -> None:
         ev = {"current": self.current, "none": None,
               "old": self.old[0] if self.old else None}[cite]
@@ -273,6 +277,46 @@ class BrokerMachine(RuleBasedStateMachine):
                                                                            "admission")}
         assert passed == {"visible", "challenge"}
         assert self.broker.counts["evaluated"] <= 6
+
+
+    @invariant()
+    def the_broker_ledger_replays_through_the_executable_model(self) -> None:
+        """The engine against the model (as tests/test_engine_stateful.py for G1-G3): the
+        broker's own record, replayed through model/checkpoint.py by `step` (Disabled if the
+        record shows an event the rule forbids), ends where the broker is, and G5's and G4's
+        invariants hold on the model states the broker keeps."""
+        replayed = _replay_g5(self.broker.records, [c.name for c in self.broker.admission],
+                              [c.name for c in self.broker.completion])
+        assert replayed.checkpoint == self.broker.checkpoint
+        assert replayed.generation == (self.broker.generation
+                                       if self.broker.checkpoint is not None else -1)
+        assert mc.gated(replayed) is None
+        assert [t for t, _ in replayed.history] == [t for t, _ in self.broker.g5.history]
+        assert mc.gated(self.broker.g5) is None and me.bound_history(self.broker.g4) is None
+        assert self.broker.g4.tree == self.broker.base
+
+
+def _replay_g5(records, admission: list[str], completion: list[str]) -> mc.CheckpointState:
+    """model/checkpoint.py's state after the events a broker's record shows: each piece of
+    evidence issued, each checkpoint committed with its admission evidence, the receipt."""
+    start = next(r for r in records if r["type"] == "guard.start")
+    s = mc.initial_checkpoint(start["tree"], start["suites"], tuple(admission),
+                              tuple(completion))
+    check_of: dict[str, str] = {}
+    recert: dict[str, str] = {}  # completion check -> its latest recertification evidence
+    for r in records:
+        if r["type"] == "guard.evidence":
+            check_of[r["id"]] = r["payload"]["check"]
+            if r["phase"] == "recertification":
+                recert[r["payload"]["check"]] = r["id"]
+            s = rules.step(s, mc.Issue(Item(r["id"], r["payload"]["check"], r["state_hash"],
+                                            r["suite_hash"], r["payload"]["verdict"])))
+        elif r["type"] == "guard.checkpoint":
+            by_check = {check_of[i]: i for i in r["evidence_ids"]}
+            s = rules.step(s, mc.Commit(r["tree"], tuple(by_check[c] for c in admission)))
+        elif r["type"] == "guard.receipt":
+            s = rules.step(s, mc.Recertify(tuple(recert[c] for c in completion)))
+    return s
 
 
 def _patch_file(text: str) -> str:

@@ -29,6 +29,7 @@ from model.transitions import (
     EVENT_TYPES,
     Abandon,
     Begin,
+    Cancel,
     Claim,
     Event,
     Fail,
@@ -118,7 +119,7 @@ def instances(kind: str, graph: LoopGraph, s: RunState) -> list[Event]:
     if kind == "Finish":
         return [Finish()]
     cls = {"Begin": Begin, "Refuse": Refuse, "Abandon": Abandon, "Claim": Claim,
-           "Fail": Fail}[kind]
+           "Cancel": Cancel, "Fail": Fail}[kind]
     return [cls(v) for v in names]
 
 
@@ -232,7 +233,7 @@ def field_values(graph: LoopGraph, s: RunState, field: str) -> list[object]:
         return [0, 1, 2, 3]
     if family == "attempts":
         return list(range(graph.node(node).attempts + 2))
-    if family == "passes":
+    if family in ("passes", "cancelled"):
         return [True, False]
     if family == "repairs_used":
         return list(range(graph.repair_budget + 2))
@@ -244,24 +245,24 @@ def field_values(graph: LoopGraph, s: RunState, field: str) -> list[object]:
 
 
 def with_field(graph: LoopGraph, s: RunState, field: str, x: object) -> RunState:
-    """`s` with `field` set to `x` (for `passes`: whether the node's current activation has a
-    PASS)."""
+    """`s` with `field` set to `x` (for `passes` and `cancelled`: whether the node's current
+    activation has a PASS, was cancelled)."""
     family, _, node = field.partition(":")
+    fresh = {"_census": None}  # the status census is derived: counted again, never copied
     if not node:
-        return replace(s, **{family: x})
+        return replace(s, **{family: x}, **fresh)
     i = graph.index(node)
-    if family == "passes":
-        here = (node, s.activation[i])
-        return replace(s, passes=s.passes | {here} if x else s.passes - {here})
+    if family in ("passes", "cancelled"):
+        here, old_set = (node, s.activation[i]), getattr(s, family)
+        return replace(s, **{family: old_set | {here} if x else old_set - {here}}, **fresh)
     old = getattr(s, family)
-    return replace(s, **{family: old[:i] + (x,) + old[i + 1:]})
+    return replace(s, **{family: old[:i] + (x,) + old[i + 1:]}, **fresh)
 
 
 def all_fields(graph: LoopGraph) -> list[str]:
     """Every field of a state of `graph`, node fields named per node."""
-    node = [f"{f}:{v}" for f in ("status", "activation", "attempts", "passes")
-            for v in graph.names]
-    return node + [f for f in FIELDS if f not in ("status", "activation", "attempts", "passes")]
+    node = [f"{f}:{v}" for f in NODE_FIELDS for v in graph.names]
+    return node + [f for f in FIELDS if f not in NODE_FIELDS]
 
 
 def fields_of(term: z3.ExprRef) -> list[str]:
@@ -415,7 +416,7 @@ def guard_keys(case: Case) -> set[str]:
 
 def _bump(x: z3.ExprRef, s: State, node: str) -> z3.ExprRef:
     """A value one step away from `x`, whatever `x` is: +1, +1/4, the next enum constant, the
-    current activation's PASS flipped."""
+    current activation's PASS (or cancel) flipped."""
     sort = x.sort()
     if sort in (StatusSort, OutcomeSort):
         values = [sort.constructor(i)() for i in range(sort.num_constructors())]
@@ -432,8 +433,9 @@ def _bump(x: z3.ExprRef, s: State, node: str) -> z3.ExprRef:
     raise TypeError(f"no bump for {sort}")  # pragma: no cover
 
 
-FIELDS = ("status", "activation", "attempts", "passes", "repairs_used", "attempts_total",
-          "abandoned", "settled", "reserved", "attempt_spend", "outcome")
+NODE_FIELDS = ("status", "activation", "attempts", "passes", "cancelled")
+FIELDS = (*NODE_FIELDS, "repairs_used", "attempts_total", "abandoned", "settled", "reserved",
+          "attempt_spend", "outcome")
 DROPPED = "guard without "
 
 
@@ -453,7 +455,7 @@ class Fault:
 def _field(enc: RunEncoding, ev: Ev, family: str) -> str:
     """The state field a perturbed effect writes: a node field of the event's node (of the
     first node when the event names none), or the global field."""
-    if family in ("status", "activation", "attempts", "passes"):
+    if family in NODE_FIELDS:
         return f"{family}:{ev.node or enc.graph.names[0]}"
     return family
 

@@ -8,7 +8,7 @@ held to this: the per-shape run encoding (proofs/encoding.py, used by G1, G2-fam
 the unbounded one (proofs/unbounded.py, used by G2) with its node sort made exactly the graph's
 nodes (same code, same quantifiers).
 
-Every kind the model declares is the step under test in its own test (1/11 of the cases each),
+Every kind the model declares is the step under test in its own test (an equal share of the cases),
 enabled in at least MIN_ENABLED of them and disabled in at least MIN_DISABLED (Hypothesis
 `event()` statistics record both; the assertion is the test's). Each per-kind test then checks
 that it catches every fault generated for that kind (tests/encoding_steps.py): a test that

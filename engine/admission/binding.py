@@ -17,6 +17,7 @@ from engine.admission.state import BrokerState
 from engine.system.guards import refuse
 from model import checkpoint as mc
 from model import evidence as me
+from model import policy as mp
 
 
 class Binding(BrokerState):
@@ -45,8 +46,9 @@ class Binding(BrokerState):
             return False
         if self.policy_digest is not None:
             now_p = self.policy_digest()
-            changed = (f"policy changed after it was pinned ({str(self.pinned_policy)[:12]} "
-                       f"-> {now_p[:12]})" if now_p != self.pinned_policy else None)
+            # G6's rule for a stage (model/policy.py): it runs only under the pinned policy
+            changed = mp.Stage("revision").why_not(mp.PolicyState(
+                current=now_p, pinned=str(self.pinned_policy)))
             if refuse("policy.digest", changed) is not None:
                 self._stop("failed", str(changed))
                 return False

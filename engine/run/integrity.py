@@ -27,6 +27,7 @@ from engine.run.spec import Spec
 from engine.system.errors import BadInput, LedgerCorrupt
 from engine.system.guards import refuse
 from engine.system.trees import file_digest
+from model import policy as mp
 
 
 class PinChanged(LedgerCorrupt):
@@ -137,7 +138,10 @@ class Integrity:
         for path in paths:
             expected = self.pins[path]
             found = self.digest(path)
-            if refuse("run.gate_files", "changed" if found != expected else None):
+            # G6's rule for a stage (model/policy.py): it runs only under what was pinned
+            held = mp.Stage(node or "release").why_not(mp.PolicyState(current=found,
+                                                                      pinned=expected))
+            if refuse("run.gate_files", held):
                 self.journal.note({"type": "pin_changed", "node": node, "file": path,
                                    "expected": expected, "found": found})
                 raise PinChanged(f"{path}: a file a gate depends on changed since the run "

@@ -171,6 +171,7 @@ def unbounded_disagreement(case: Case) -> str | None:
     return None
 
 
+@pytest.mark.slow  # make reproduce: a Repair case's quantified query ran past 120 s under load
 @pytest.mark.parametrize("kind", KINDS)
 def test_unbounded_encoding_with_every_kind_as_the_step_under_test(kind):
     seen: Counter[bool] = Counter()

@@ -72,8 +72,8 @@ def _attempted(records: list[dict]) -> list[str]:
 
 @case("CF046", "policy field changed mid-run",
       obligation="G6: the policy is checked before every stage; a change stops the run",
-      fault="node a's worker raises the policy's spend budget (budget.spend 60 -> 61) in the "
-            "pinned policy file; no gate file changes",
+      fault="node a's worker raises the policy's spend budget (budget.spend) in the pinned "
+            "policy file; no gate file changes",
       expected="exit 5 naming budget.spend; a pin_changed record for the policy; node b never "
                "begins")
 def cf046(tmp: Path) -> None:
@@ -97,7 +97,7 @@ def cf047(tmp: Path) -> None:
 
 @case("CF048", "graph budget beyond the policy's",
       obligation="G6: the policy bounds the graph: a graph asking for more spend is refused",
-      fault="the graph's spend budget is 100, the policy allows 60",
+      fault="the graph asks for a larger spend budget than the policy allows",
       expected="the run is refused before it starts, naming the spend budget; no ledger")
 def cf048(tmp: Path) -> None:
     code, _, refused = _run(tmp, budget=100.0)

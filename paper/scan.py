@@ -42,9 +42,14 @@ class Finding:
     context: str
 
     def __str__(self) -> str:
+        fix = ("use a macro or a generated table (\\R{key}), or add it to paper/allowed_numbers"
+               ".toml ([[tex.allow]]) with why it is not a result" if self.path.endswith(".tex")
+               else "a result goes in docs/results.md (paper/docs.py) and the prose points "
+               "there; a number that is not a result (a default, a limit, a definition) goes "
+               f"in paper/allowed_numbers.toml as a phrase of [[docs.allow]] for {self.path}, "
+               "with its kind and why")
         return (f"{self.path}:{self.line}: {self.number!r} typed by hand in "
-                f"\"{self.context.strip()}\"; fix: use a macro or a generated table "
-                "(\\R{key}), or add it to paper/allowed_numbers.toml with why it is not a result")
+                f"\"{self.context.strip()}\"; fix: {fix}")
 
 
 def load_allowed(path: Path = ALLOWED) -> dict:

@@ -34,7 +34,6 @@ change together and are read together.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import io
 import json
@@ -46,7 +45,7 @@ from typing import BinaryIO
 
 from engine.record.owned import FIX as OWNED_FIX
 from engine.record.owned import LedgerLost, Written, read_all, why_not_owned
-from engine.system import faults
+from engine.system import collector, faults
 from engine.system.canonical import canonical
 from engine.system.errors import BadInput, LedgerCorrupt
 
@@ -145,13 +144,8 @@ def _blocks(f: BinaryIO, stop: int | None = None) -> Iterator[tuple[list[bytes],
 def _scan(f: BinaryIO, name: str, keep: bool = True, fold: Fold | None = None) -> _Scan:
     """`_verify_lines` with the cyclic GC paused: building 100,000 record dicts would otherwise
     trigger dozens of full collections that find nothing to free."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         return _verify_lines(f, name, keep, fold)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _verify_lines(f: BinaryIO, name: str, keep: bool, fold: Fold | None) -> _Scan:

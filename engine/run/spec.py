@@ -23,7 +23,6 @@ import importlib
 import math
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from engine.run.values import (
     short,
 )
 from engine.run.worker import CommandWorker, Worker
+from engine.system import collector, toml_reader
 from engine.system import programs as programs_mod
 from engine.system.errors import BadInput
 from engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
@@ -139,13 +139,17 @@ class NodeTable(dict):
     """One `[node.NAME]` table, with the node's name and file for error messages."""
 
     def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path,
-                 programs: dict[str, str] | None = None) -> None:
+                 programs: dict[str, str] | None = None,
+                 args: dict[tuple[str, Path], str] | None = None) -> None:
         super().__init__(table)
         self.name = name
         self.spec_path = spec_path
         # program as written -> the absolute file it was resolved to at run start (shared by the
         # spec's nodes; given from the ledger's first record on resume, never looked up again)
         self.programs = programs if programs is not None else {}
+        # (argv item, spec folder) -> resolve_arg's answer, shared by one load's nodes: a
+        # 100,000-node graph names the same few items 200,000 times, one stat each otherwise
+        self.args = args if args is not None else {}
 
     def error(self, field_name: str, problem: str, fix: str) -> BadInput:
         return BadInput(str(self.spec_path), f"node {self.name!r}, field {field_name!r}",
@@ -172,7 +176,9 @@ class NodeTable(dict):
         if not isinstance(raw, list) or not raw or not all(isinstance(a, str) and a for a in raw):
             raise self.error(field_name, f"must be a non-empty list of non-empty strings, got {raw!r}",
                              f'write {field_name} = ["program", "arg", ...]')
-        argv = tuple(resolve_arg(a, spec_dir) for a in raw)
+        args = self.args
+        argv = tuple(args[(a, spec_dir)] if (a, spec_dir) in args
+                     else args.setdefault((a, spec_dir), resolve_arg(a, spec_dir)) for a in raw)
         prog = argv[0]
         if prog not in self.programs:
             try:
@@ -279,7 +285,8 @@ class Spec:
                 for k, v in programs.items()):
             raise BadInput(ledger_name, "records[0].spec.programs", "is not a map of program "
                            "names to absolute paths", "restore the ledger from a trusted copy")
-        return _build(path, spec_dir, table, digest, dict(programs))
+        with collector.paused():
+            return _build(path, spec_dir, table, digest, dict(programs))
 
     def bounds(self) -> dict[str, Any]:
         """W and W_c (model.bounds.GLOSS), the budget B, and whether W_c fits B."""
@@ -289,8 +296,13 @@ class Spec:
 
 
 def load(path: str | Path) -> Spec:
-    """Read and validate graph.toml; `BadInput` (exit 2) on any problem, before any write."""
-    path = Path(path)
+    """Read and validate graph.toml; `BadInput` (exit 2) on any problem, before any write.
+    (The cyclic GC is paused meanwhile: a large spec is millions of new objects, no cycles.)"""
+    with collector.paused():
+        return _load(Path(path))
+
+
+def _load(path: Path) -> Spec:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or /dev/zero would never end
             raise BadInput(str(path), "(file)", "is not a regular file",
@@ -306,8 +318,8 @@ def load(path: str | Path) -> Spec:
         raise BadInput(str(path), "(file)", f"is larger than {MAX_SPEC_BYTES} bytes",
                        "give the right file (a graph.toml of 100,000 nodes is about 12 MB)")
     try:
-        table = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        table = toml_reader.loads(raw.decode("utf-8"))
+    except (toml_reader.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BadInput(str(path), "(toml)", f"malformed TOML: {exc}",
                        "fix the syntax at the position given") from None
     except RecursionError:
@@ -320,6 +332,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
            programs: dict[str, str] | None = None) -> Spec:
     name = str(path)
     programs = {} if programs is None else programs
+    args: dict[tuple[str, Path], str] = {}
 
     def bad(where: str, problem: str, fix: str) -> BadInput:
         return BadInput(name, where, problem, fix)
@@ -364,7 +377,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
             raise bad(f"node {short(node_name)}", why, NAME_FIX)
         if not isinstance(nt, dict):
             raise bad(f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
-        node = NodeTable(node_name, nt, path, programs)
+        node = NodeTable(node_name, nt, path, programs, args)
         kind_name = nt.get("kind", "command")
         if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
             importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import

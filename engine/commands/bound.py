@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from engine.run import spec as spec_mod
-from model.bounds import GLOSS
 from engine.system import collector
+from model.bounds import GLOSS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -197,18 +197,20 @@ def test_cli_bad_spec_has_no_traceback_end_to_end(tmp_path: Path) -> None:
 
 
 def test_a_large_graph_is_read_and_a_huge_file_refused(tmp_path: Path, capsys) -> None:
-    """bench/bound.py holds `loopproof bound` to 100,000-node graphs (about 12 MB of TOML): a
-    size limit below that made `make reproduce` stop at its benchmark step. A file past the limit
-    (a wrong file, not a graph) is still refused unread, one line, exit 2."""
+    """bench/bound.py holds `loopproof bound` to 100,000-node graphs (about 12 MB of TOML): it
+    asks for them with --max-spec-bytes (the 1 MiB default made `make reproduce` stop at its
+    benchmark step). A file past the limit (a wrong file, not a graph) is still refused unread,
+    one line, exit 2, and without the flag so is the 12 MB graph."""
     from bench.bound import chain
     big = tmp_path / "chain.toml"
     big.write_text(chain(100_000))
     assert big.stat().st_size > 8 << 20
-    assert cli.main(["bound", str(big), "--json"]) == 0
+    assert cli.main(["bound", str(big), "--json", "--max-spec-bytes", str(64 << 20)]) == 0
     capsys.readouterr()
     huge = tmp_path / "huge.toml"
     with open(huge, "wb") as fh:
-        fh.truncate(spec_mod.MAX_SPEC_BYTES + 1)  # sparse: no disk used
-    assert cli.main(["bound", str(huge)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "huge.toml" in err[0] and "fix:" in err[0]
+        fh.truncate((64 << 20) + 1)  # sparse: no disk used
+    for path, flag in ((huge, ["--max-spec-bytes", str(64 << 20)]), (big, [])):
+        assert cli.main(["bound", str(path), *flag]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and path.name in err[0] and "fix:" in err[0], err

@@ -25,6 +25,7 @@ from engine.record.timeline import read_records
 from engine.run.gate import CommandGate
 from engine.run.handoff import INPUTS, accepted_root
 from engine.run.spec import load
+from engine.run.values import MAX_SPEC_BYTES
 from engine.system.errors import BadInput
 from engine.system.trees import file_digest, tree_digest
 
@@ -35,9 +36,10 @@ class Skipped:
     why: str
 
 
-def graph_loops(graph: Path, ledger: Path) -> tuple[list[Loop], list[Skipped]]:
+def graph_loops(graph: Path, ledger: Path,
+                max_spec_bytes: int = MAX_SPEC_BYTES) -> tuple[list[Loop], list[Skipped]]:
     """The audit loops of `graph`'s command nodes that accepted a tree in the run of `ledger`."""
-    spec = load(graph)
+    spec = load(graph, max_spec_bytes)
     check, records = read_records(ledger)
     if not records or records[0].get("type") != "run":
         raise BadInput(str(ledger), "--ledger", "is not a run's ledger",

@@ -23,6 +23,7 @@ from pathlib import Path
 from engine.audit.catalogue import GATE_DIR, load_catalogue
 from engine.audit.instrument import audit
 from engine.audit.judge import Judge
+from engine.run.values import add_size_argument
 from engine.system.errors import BadInput
 from engine.system.sandbox import BACKENDS, DEFAULT
 
@@ -50,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tier2", type=int, default=DEFAULT_TIER2_CAP, metavar="N",
                         help=f"at most N tier-2 mutants per loop, a seeded sample "
                              f"(default {DEFAULT_TIER2_CAP}; 0 for all)")
+    add_size_argument(parser)
     parser.add_argument("--gate-dir", default=GATE_DIR,
                         help="audit <loop>/<GATE_DIR> where present (e.g. gate.repaired)")
 
@@ -113,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
             raise BadInput(str(args.catalog), "--ledger", "a graph is audited against a run",
                            "give --ledger L: the run whose accepted trees are the references")
         from engine.commands._graph_loops import graph_loops
-        loops, skips = graph_loops(args.catalog, args.ledger)
+        loops, skips = graph_loops(args.catalog, args.ledger, args.max_spec_bytes)
         skipped = [{"node": k.node, "why": k.why} for k in skips]
         if not loops:
             raise BadInput(str(args.ledger), "--ledger", "nothing to audit in this graph and run: "

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from engine.run import spec as spec_mod
+from engine.run.values import add_size_argument
 from engine.system import collector
 from model.bounds import GLOSS
 
@@ -18,11 +19,12 @@ from model.bounds import GLOSS
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("graph", type=Path, metavar="GRAPH.toml", help="the graph spec")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_size_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     with collector.paused():  # W and W_c of a large graph build indices, not cycles
-        b = spec_mod.load(args.graph).bounds()
+        b = spec_mod.load(args.graph, args.max_spec_bytes).bounds()
     if args.json:
         print(json.dumps(b, sort_keys=True))
     else:

@@ -12,6 +12,7 @@ from pathlib import Path
 from engine.commands._report import finish, runner_progress, warn_unsandboxed
 from engine.run import spec as spec_mod
 from engine.run.runner import Runner
+from engine.run.values import add_size_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,10 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kill switch: when this file exists the run stops at the next safe "
                              "point (default: the graph's stop_file, else L.stop)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_size_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
-    spec = spec_mod.load(args.graph)
+    spec = spec_mod.load(args.graph, args.max_spec_bytes)
     warn_unsandboxed(spec.sandbox)
     with runner_progress(args.json) as progress:
         runner = Runner.start(spec, args.ledger, stop_file=args.stop_file, progress=progress)

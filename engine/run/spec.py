@@ -35,9 +35,11 @@ from engine.run.values import (
     MAX_COUNT,
     MAX_PRICE,
     MAX_SECONDS,
+    MAX_SPEC_BYTES,
     MAX_SPEND,
     MIN_PRICE,
     NAME_FIX,
+    SIZE_FLAG,
     check_table,
     exists,
     file_or_none,
@@ -110,9 +112,6 @@ COMMAND_FIELDS: dict[str, str] = {
 DEFAULT_TIMEOUT_S = 60.0
 GATE_ERRORS = ("retry", "stop")
 
-# A graph.toml larger than this is refused unread (a wrong file, not a graph). Not smaller: a
-# 100,000-node graph, the size bench/bound.py holds `loopproof bound` to, is about 12 MB.
-MAX_SPEC_BYTES = 64 << 20
 
 Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
 
@@ -295,28 +294,32 @@ class Spec:
                 "fits": w_c <= self.graph.spend_budget + 1e-9}
 
 
-def load(path: str | Path) -> Spec:
+def load(path: str | Path, max_bytes: int = MAX_SPEC_BYTES) -> Spec:
     """Read and validate graph.toml; `BadInput` (exit 2) on any problem, before any write.
+    A file over `max_bytes` is refused unread past the limit: a hand-written graph is a few
+    lines, so a larger one is almost surely the wrong file; a generated graph of many thousand
+    nodes asks for more with `--max-spec-bytes` (`values.add_size_argument`).
     (The cyclic GC is paused meanwhile: a large spec is millions of new objects, no cycles.)"""
     with collector.paused():
-        return _load(Path(path))
+        return _load(Path(path), max_bytes)
 
 
-def _load(path: Path) -> Spec:
+def _load(path: Path, max_bytes: int) -> Spec:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or /dev/zero would never end
             raise BadInput(str(path), "(file)", "is not a regular file",
                            "give the path of a graph.toml file")
         with open(path, "rb") as fh:
-            raw = fh.read(MAX_SPEC_BYTES + 1)
+            raw = fh.read(max_bytes + 1)
         resolved = path.resolve()
     except (OSError, ValueError) as exc:
         raise BadInput(str(path), "(file)", f"cannot read the spec: "
                        f"{getattr(exc, 'strerror', None) or exc}",
                        "give the path of an existing graph.toml") from None
-    if len(raw) > MAX_SPEC_BYTES:
-        raise BadInput(str(path), "(file)", f"is larger than {MAX_SPEC_BYTES} bytes",
-                       "give the right file (a graph.toml of 100,000 nodes is about 12 MB)")
+    if len(raw) > max_bytes:
+        raise BadInput(str(path), "(file)", f"is larger than the limit of {max_bytes} bytes",
+                       f"a graph.toml is a few lines, so give the right file; a generated graph "
+                       f"this large needs {SIZE_FLAG} N on the command line")
     try:
         table = toml_reader.loads(raw.decode("utf-8"))
     except (toml_reader.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from proofs import checks, family
-from proofs.obligations import Result, discharge, select
+from proofs.obligations import Result, discharge_all, select
 
 
 def table(results: list[Result]) -> str:
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-depth", type=int, default=0, metavar="N",
                     help="bounded searches (BMC, lassos) try every depth up to at least N "
                          "(default: each obligation's own depth); the shortest run is printed")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                    help="obligations discharged in N processes at once (default: the number "
+                         "of cores; the results are the same whatever N is)")
     args = ap.parse_args(argv)
     if args.max_depth < 0:
         print(f"python -m proofs: --max-depth {args.max_depth} is negative; fix: give a depth "
@@ -73,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m proofs: --only {' '.join(args.only)} matches no obligation; "
               "fix: use an id prefix or a guarantee such as G2", file=sys.stderr)
         return 2
-    results = [discharge(ob) for ob in obligations]
+    results = discharge_all(obligations, args.jobs)
     doc = json.dumps([r.to_json() for r in results], indent=2, sort_keys=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

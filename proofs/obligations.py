@@ -11,6 +11,7 @@ placeholders are still there) never match an expectation.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -258,6 +259,44 @@ def discharge(ob: Obligation) -> Result:
     except NotImplementedError as e:  # a skeleton of `python -m proofs new`, not filled in
         cex, result, error = None, "unwritten", str(e)
     return Result(ob, result, round(time.perf_counter() - start, 3), cex, error, depth, hint)
+
+
+_PENDING: list[Obligation] = []  # what the forked processes of `discharge_all` discharge
+
+
+def discharge_all(obligations: list[Obligation], jobs: int = 1) -> list[Result]:
+    """Every obligation's Result, in the given order, whatever `jobs` is.
+
+    Why processes: the obligations are independent and Z3 is single-threaded, so `jobs` forked
+    processes share them out (the per-shape families, the slowest, first), which halves
+    `python -m proofs` on two cores. Each obligation gets a process of its own, forked before
+    any Z3 term exists, so the model Z3 picks for a counterexample does not depend on which
+    obligations ran before it in the same context: the same counterexamples whatever `jobs` is
+    and whatever order the processes finish in. A counterexample comes back as data (its
+    steps, states and parameters); the Z3 encoding it came from stays where it was found."""
+    if len(obligations) <= 1:
+        return [discharge(ob) for ob in obligations]
+    _PENDING[:] = obligations
+    order = sorted(range(len(obligations)),
+                   key=lambda i: FAMILY not in obligations[i].statement)
+    done: dict[int, Result] = {}
+    try:
+        with multiprocessing.get_context("fork").Pool(max(1, min(jobs, len(obligations))),
+                                                      maxtasksperchild=1) as pool:
+            for i, fields in pool.imap_unordered(_discharge_at, order):
+                done[i] = Result(obligations[i], *fields)
+    finally:
+        _PENDING.clear()
+    return [done[i] for i in range(len(obligations))]
+
+
+def _discharge_at(i: int) -> tuple[int, tuple[Any, ...]]:
+    r = discharge(_PENDING[i])
+    if r.counterexample is not None:
+        r.counterexample.system = None
+        for st in r.counterexample.steps:
+            st.state_obj = st.event_obj = None
+    return i, (r.result, r.seconds, r.counterexample, r.error, r.depth, r.hint)
 
 
 def select(only: list[str] | None) -> list[Obligation]:

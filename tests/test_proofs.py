@@ -575,3 +575,32 @@ def test_paid_crashes_bound_needs_its_assumption():
         assert (found is not None) == want_cex
         if found is not None:
             assert found.steps[-1].event == "Abandon(a)"
+
+
+def test_cli_gives_the_same_results_whatever_the_jobs(capsys):
+    """Each obligation is discharged in a process of its own, forked before any Z3 term: the
+    counterexamples Z3 picks do not depend on the order the processes finish in."""
+    runs = []
+    for jobs in ("1", "2", "3"):
+        assert cli.main(["--json", "--only", "G2", "G4", "--jobs", jobs]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        runs.append([{k: v for k, v in r.items() if k != "seconds"} for r in rows])
+    assert runs[0] == runs[1] == runs[2]
+    assert [r["id"] for r in runs[0]] == [ob.id for ob in OBLIGATIONS
+                                          if ob.guarantee in ("G2", "G4")]
+    assert any("counterexample" in r for r in runs[0])
+
+
+def test_an_unknown_in_a_forked_process_is_still_a_failure(monkeypatch, capsys):
+    def undecided():
+        from proofs.solver import Unknown
+        raise Unknown("a query", "timeout")
+
+    monkeypatch.setattr(obligations, "OBLIGATIONS", (
+        Obligation("G1-undecided", "G1", "proved", "times out", undecided),
+        Obligation("G5-gated", "G5", "proved", "holds", g5.check_gated)))
+    assert cli.main(["--json", "--jobs", "2"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["id"], r["result"]) for r in rows] == [("G1-undecided", "unknown"),
+                                                      ("G5-gated", "proved")]
+    assert "timeout" in rows[0]["error"]

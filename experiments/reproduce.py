@@ -4,9 +4,11 @@ and one line per step with its elapsed time.
     python -m experiments.reproduce [--scale default] [--seed 0] [--dry-run]
 
 Why a driver instead of a list of Make lines: the estimate needs the steps as data, and each
-step's line needs its time. Estimates are seconds on two idle cores at default scale, replaced by
-the durations of the last completed run when results/reproduce.json exists. A step that fails
-stops the run (exit 1) after saying which; `--dry-run` prints the plan only.
+step's line needs its time. Estimates are seconds on two idle cores at the scale asked for: the
+durations of the last completed run at that scale when results/reproduce.json holds one, else
+each step's default-scale figure times its study's work at that scale (`WORK`: a step that takes
+no --scale costs the same at every scale). A step that fails stops the run (exit 1) after saying
+which; `--dry-run` prints the plan only.
 
 One line per step: its name, its elapsed time and its headline figure (read from what it
 printed or wrote); everything a step prints goes to results/logs/<step>.log, so the screen
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -36,14 +39,34 @@ TIMES = Path("results/reproduce.json")
 LOGS = Path("results/logs")
 
 
+# Each study's work at a scale, relative to default (from its SCALES: units of work, e.g. seeds x
+# sites, graphs, trajectories x revisions). A scale not listed costs what default costs.
+WORK: dict[str, dict[str, float]] = {
+    "smoke": {"bounds": 0.05, "integrity": 0.2, "crash": 0.1, "transition": 0.2, "mutants": 0.2,
+              "growth": 0.1},
+    "paper": {"bounds": 1.6, "integrity": 2.0, "crash": 5.0, "transition": 5.0, "mutants": 3.0,
+              "growth": 3.0},
+}
+
+
 @dataclass(frozen=True)
 class Step:
     name: str
     argv: tuple[str, ...]
-    estimate_s: float
+    estimate_s: float  # on two idle cores at default scale
     ok_codes: tuple[int, ...] = (0,)
     headline: Callable[[str], str] | None = None  # its figure, from its output (stdout)
     save: str | None = None  # a result file the step's stdout (its --json report) is kept in
+
+    @property
+    def study(self) -> str | None:
+        """The experiment whose `--scale` this step passes on (None: the step has no scale)."""
+        if "--scale" not in self.argv:
+            return None
+        return next((a.split(".", 1)[1] for a in self.argv if a.startswith("experiments.")), None)
+
+    def estimate(self, scale: str) -> float:
+        return self.estimate_s * (WORK.get(scale, {}).get(self.study, 1.0) if self.study else 1.0)
 
     @property
     def log(self) -> Path:
@@ -150,12 +173,32 @@ def steps(scale: str, seed: int) -> list[Step]:
     ]
 
 
-def _estimates(plan: list[Step]) -> dict[str, float]:
+def _last_runs() -> dict[str, dict[str, float]]:
+    """results/reproduce.json: {scale: {step: seconds}} (an older file, one flat map, was a run
+    at default scale)."""
     try:
         last = json.loads(TIMES.read_text())
     except (OSError, ValueError):
-        last = {}
-    return {st.name: float(last.get(st.name, st.estimate_s)) for st in plan}
+        return {}
+    if not isinstance(last, dict):
+        return {}
+    if last and all(isinstance(v, int | float) for v in last.values()):
+        return {"default": last}
+    return {k: v for k, v in last.items() if isinstance(v, dict)}
+
+
+def _estimates(plan: list[Step], scale: str) -> tuple[dict[str, float], bool]:
+    """Seconds per step at `scale`, and whether they are the last run's at that scale."""
+    last = _last_runs().get(scale, {})
+    timed = bool(last) and all(st.name in last for st in plan)
+    return {st.name: float(last[st.name]) if timed else st.estimate(scale) for st in plan}, timed
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every finished child (and the children they waited for): a loaded machine
+    stretches a step's elapsed time, much less its CPU time."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,11 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="print the plan and the estimate only")
     args = p.parse_args(argv)
     plan = steps(args.scale, args.seed)
-    est = _estimates(plan)
+    est, timed = _estimates(plan, args.scale)
     total = sum(est.values())
     print(f"reproduce: {len(plan)} steps, about {total / 60:.0f} min on 2 idle cores "
-          f"({'last run' if TIMES.exists() else 'estimate'}); scale {args.scale}, seed {args.seed}",
-          flush=True)
+          f"({'the last run at this scale' if timed else 'estimate'}); scale {args.scale}, "
+          f"seed {args.seed}", flush=True)
     if args.dry_run:
         for st in plan:
             print(f"  {st.name:36s} ~{est[st.name]:6.0f} s  {' '.join(st.argv)}")
@@ -182,12 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     took: dict[str, float] = {}
     start = time.perf_counter()
     for i, st in enumerate(plan, 1):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), _children_cpu()
         done = subprocess.run(st.argv, capture_output=True, text=True,
                               env=dict(os.environ, MPLBACKEND="Agg"))
         took[st.name] = round(time.perf_counter() - t, 1)
+        cpu_s = round(_children_cpu() - cpu, 1)
         st.log.write_text(f"$ {' '.join(st.argv)}\n# exit {done.returncode}, "
-                          f"{took[st.name]} s\n{done.stdout}\n# stderr\n{done.stderr}")
+                          f"{took[st.name]} s, {cpu_s} CPU-s\n{done.stdout}\n# stderr\n"
+                          f"{done.stderr}")
         ok = done.returncode in st.ok_codes
         if ok and st.save:  # the step's report, kept as a result file (the paper reads it)
             Path(st.save).parent.mkdir(parents=True, exist_ok=True)
@@ -197,13 +242,15 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001 - a headline that cannot be read is no reason to stop
             figure = ""
         mark = figure or "ok" if ok else f"FAILED (exit {done.returncode}), see {st.log}"
-        print(f"[{i:2d}/{len(plan)}] {st.name:34s} {took[st.name]:6.1f} s  {mark}", flush=True)
+        print(f"[{i:2d}/{len(plan)}] {st.name:34s} {took[st.name]:6.1f} s {cpu_s:6.1f} CPU-s  "
+              f"{mark}", flush=True)
         if not ok:
             print(f"reproduce: stopped at {st.name!r}; its output is in {st.log}; rerun: "
                   f"{' '.join(st.argv)}", file=sys.stderr)
             return 1
     TIMES.parent.mkdir(parents=True, exist_ok=True)
-    TIMES.write_text(json.dumps(took, indent=2, sort_keys=True) + "\n")
+    TIMES.write_text(json.dumps(_last_runs() | {args.scale: took}, indent=2, sort_keys=True)
+                     + "\n")
     print(f"reproduce: all {len(plan)} steps in {(time.perf_counter() - start) / 60:.1f} min; "
           f"results in results/, each step's output in {LOGS}/, executed notebooks in "
           f"results/notebooks/")

@@ -74,3 +74,33 @@ def test_a_saved_report_is_written_only_when_the_step_succeeded(tmp_path, monkey
     assert reproduce.main(["--scale", "smoke"]) == 1
     assert json.loads((tmp_path / "results/x/ok.json").read_text()) == {"a": 1}
     assert not (tmp_path / "results/x/bad.json").exists()
+
+
+def test_the_estimate_follows_the_scale(tmp_path, monkeypatch) -> None:
+    """The estimate printed before a run is for the scale asked for: smaller for smoke, larger
+    for paper, and a last run counts only at its own scale (an older flat file was default)."""
+    monkeypatch.setattr(reproduce, "TIMES", tmp_path / "reproduce.json")
+    total = {sc: sum(reproduce._estimates(reproduce.steps(sc, 0), sc)[0].values())
+             for sc in ("smoke", "default", "paper")}
+    assert total["smoke"] < total["default"] < total["paper"]
+    by = {st.name: st for st in reproduce.steps("smoke", 0)}
+    assert by["crash"].study == "crash" and by["bench"].study is None
+    assert by["bench"].estimate("smoke") == by["bench"].estimate("paper")  # bench takes no scale
+    smoke = reproduce.steps("smoke", 0)
+    (tmp_path / "reproduce.json").write_text(json.dumps({"smoke": {st.name: 1.0 for st in smoke}}))
+    assert reproduce._estimates(smoke, "smoke") == ({st.name: 1.0 for st in smoke}, True)
+    est, timed = reproduce._estimates(reproduce.steps("default", 0), "default")
+    assert not timed and sum(est.values()) == total["default"]
+    (tmp_path / "reproduce.json").write_text(json.dumps({st.name: 2.0 for st in smoke}))
+    assert reproduce._estimates(smoke, "default")[1] is True
+    assert reproduce._estimates(smoke, "smoke")[1] is False
+
+
+def test_the_dry_run_prints_the_scaled_estimate(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(reproduce, "TIMES", tmp_path / "reproduce.json")
+    lines = {}
+    for sc in ("smoke", "paper"):
+        assert reproduce.main(["--dry-run", "--scale", sc]) == 0
+        lines[sc] = capsys.readouterr().out.splitlines()[0]
+    minutes = {sc: int(line.split("about ")[1].split(" min")[0]) for sc, line in lines.items()}
+    assert minutes["smoke"] < minutes["paper"], lines

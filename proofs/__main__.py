@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from proofs import checks, family
@@ -27,7 +28,7 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def report(results: list[Result]) -> str:
+def report(results: list[Result], elapsed: float | None = None, jobs: int = 1) -> str:
     out = [table(results), ""]
     for r in results:
         if r.counterexample is not None or r.error or r.hint:
@@ -43,6 +44,8 @@ def report(results: list[Result]) -> str:
     refuted = sum(1 for r in results if r.obligation.broken and r.ok)
     out.append(f"{len(results)} obligations, {len(results) - len(bad)} as expected "
                f"({refuted} broken variants refuted), {total:.1f} s"
+               + (f" of obligations in {jobs} processes, {elapsed:.1f} s elapsed"
+                  if elapsed is not None and jobs > 1 else "")
                + (f"; MISMATCH: {', '.join(bad)}" if bad else ""))
     return "\n".join(out)
 
@@ -77,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m proofs: --only {' '.join(args.only)} matches no obligation; "
               "fix: use an id prefix or a guarantee such as G2", file=sys.stderr)
         return 2
+    start = time.perf_counter()
     results = discharge_all(obligations, args.jobs)
+    elapsed = time.perf_counter() - start
     doc = json.dumps([r.to_json() for r in results], indent=2, sort_keys=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(doc + "\n")
-    print(doc if args.json else report(results))
+    print(doc if args.json else report(results, elapsed, min(args.jobs, len(results))))
     return 0 if all(r.ok for r in results) else 1
 
 

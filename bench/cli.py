@@ -70,13 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: unknown benchmark(s) {unknown}; fix: choose from {sorted(registry)}",
               file=sys.stderr)
         return 2
-    results = {}
+    results: dict[str, dict] = {}
+    load_before = os.getloadavg()[0]
     for name, fn in sorted(registry.items()):
         if (not args.only or name in args.only) and name not in args.skip:
             print(f"bench: {name} ...", file=sys.stderr, flush=True)
             results[name] = fn(args)
             for label, f in figures(results[name], f"{name}."):
                 print(f"  {line(label, f)}", file=sys.stderr, flush=True)
+    # what the timings ran beside: on a shared machine every wall-clock figure is stretched
+    results["machine"] = {"cores": os.cpu_count(), "load_1min_before": round(load_before, 2),
+                          "load_1min_after": round(os.getloadavg()[0], 2)}
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = args.out / "bench.json.tmp"
     tmp.write_text(json.dumps(results, sort_keys=True, indent=2) + "\n")
@@ -89,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
             for key, value in result.items():
                 print(f"  {key}: {value}")
     met = [f["verdict"] for r in results.values() for _, f in figures(r)]
+    m = results["machine"]
     print(f"bench: {met.count('met')} figures met their target, {met.count('missed')} missed "
-          f"(a shared machine disturbs every timing; ratios are measured side by side)",
+          f"(load {m['load_1min_before']:g} -> {m['load_1min_after']:g} on {m['cores']} cores: "
+          f"a load above the cores disturbs every timing; ratios are measured side by side)",
           file=sys.stderr)
     return 0
 

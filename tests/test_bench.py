@@ -1,6 +1,7 @@
 """The benchmark command at a tiny size: it runs, merges registered figures, cleans up."""
 
 import json
+import os
 
 from bench import cli as bench
 from bench.registry import BENCHMARKS
@@ -17,9 +18,12 @@ def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
                            "--only", "ledger", "--only", "fake"]) == 0
     finally:
         del BENCHMARKS["fake"]
-    printed = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    assert f"on {os.cpu_count()} cores" in captured.err.splitlines()[-1]
     stored = json.loads((tmp_path / "bench.json").read_text())
     assert printed == stored and stored["fake"] == {"records_seen": 60}
+    assert set(stored["machine"]) == {"cores", "load_1min_before", "load_1min_after"}
     ledger = stored["ledger"]
     assert ledger["records"] == 60 and ledger["fsync_records"] == 5
     assert ledger["appends_per_s_group"] > 0 and ledger["verified_records_per_s"] > 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pytest
 import z3
@@ -63,11 +64,14 @@ def test_obligation_gives_its_expected_result(ob: Obligation, monkeypatch):
             empty.append(self)
 
     monkeypatch.setattr(checks, "NotRefuted", Spy)
+    cpu = time.process_time()
     r = discharge(ob)
+    cpu = time.process_time() - cpu
     assert r.result == ob.expect, (r.error or r.hint
                                    or (r.counterexample and r.counterexample.render()))
     assert (r.counterexample is not None) == (ob.expect == "refuted")
-    assert r.seconds < 30
+    # CPU seconds, not wall-clock: a loaded machine stretched G1's 10 CPU-s to 31 s elapsed
+    assert cpu < 30, f"{ob.id} took {cpu:.1f} CPU-s (elapsed {r.seconds} s)"
     # a proof never rests on a bounded search that found nothing (that proves nothing)
     assert not empty, f"{ob.id} is 'proved' but a bounded search found no run: {empty}"
 

@@ -22,6 +22,11 @@ def test_each_step_has_a_log_and_the_headlines_read_the_figures() -> None:
                        indent=2)
     assert by["audit of examples/median's gate"].headline(audit) == (
         "tier 2: 11 false accepts of 15 destroying (0 equivalent, 0 undetermined)")
+    bounds = ('{"explorer_cases": 605295, "explorer_mismatches": 0, "explorer_seconds": 2859.61, '
+              '"max_peer_over_w": 4.0, "random_graphs": 300, "worst_equals_w": 300, '
+              '"worst_exceeds_w": 0}')  # what `python -m experiments.bounds --json` printed
+    assert by["bounds (explorer, random graphs)"].headline(bounds) == (
+        "explorer_cases 605295, explorer_mismatches 0, worst_equals_w 300, random_graphs 300")
     crash = json.dumps({"cases": 3, "outcome_recovered": 3, "budget_violations": 0,
                         "lost_verdicts": 0})
     assert by["crash"].headline(crash) == ("cases 3, outcome_recovered 3, budget_violations 0, "

@@ -72,3 +72,13 @@ def test_the_readme_timings_block_is_the_benchmarks_steps():
     shown = text[text.index(BEGIN):text.index(END)]
     rows = [line for line in shown.splitlines() if line.startswith("| ") and " s |" in line]
     assert [r.split(" | ")[0][2:] for r in rows] == [what for _, what, _, _ in STEPS]
+
+
+def test_the_copied_tree_holds_every_test_helper_the_differential_test_imports(tmp_path):
+    """bench/extending.py times the differential test on its copy: a tests/ helper module it
+    imports but the copy lacks fails make reproduce's bench step (encoding_steps.py did)."""
+    root = tmp_path / "repo"
+    copy_tree(root)
+    done = py(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+              "tests/test_encoding.py")
+    assert done.returncode == 0, done.stdout[-2000:]

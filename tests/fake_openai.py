@@ -7,14 +7,23 @@ A reply is a string (the message content, non-streamed, usage {"total_tokens": 5
 ("status", code) for an HTTP error, or ("raw", bytes) for a body that is not the API's shape, or
 a `Reply`: a scripted upstream that streams when asked, is slow, lies about usage, errors, or
 returns more tokens than it was asked for.
+
+Why it stops as it does: a server left running past its test writes into the next test's
+output (a handler that wakes from a scripted delay after its client has gone raised BrokenPipe,
+and socketserver printed the traceback into whatever test was running then). So leaving the block
+wakes every scripted delay, shuts every open connection, and joins every handler thread; a client
+gone mid-reply is expected and silent; any other error in a handler fails the test that owns the
+server, at the end of its block.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import sys
 import threading
-import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,6 +56,9 @@ class FakeServer:
         self.lock = threading.Lock()
         self.default: Any = "{}"  # the reply once the script is used up
         self.on_request: Any = None  # called with the request's body before it is answered
+        self.closing = threading.Event()  # set when the block ends: scripted delays end early
+        self.live: set[socket.socket] = set()  # open connections, shut when the block ends
+        self.errors: list[str] = []  # handler errors other than a client gone mid-reply
 
     @property
     def base_url(self) -> str:
@@ -66,6 +78,21 @@ class FakeServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with server.lock:
+                    server.live.add(self.connection)
+
+            def finish(self) -> None:
+                with server.lock:
+                    server.live.discard(self.connection)
+                with contextlib.suppress(OSError):  # the client may be gone already
+                    super().finish()
+
+            def pause(self, seconds: float) -> bool:
+                """Sleep a scripted delay; False if the server is closing meanwhile."""
+                return not server.closing.wait(seconds) if seconds > 0 else True
 
             def send(self, status: int, data: bytes, ctype: str = "application/json") -> None:
                 self.send_response(status)
@@ -109,7 +136,8 @@ class FakeServer:
                 return self.send(200, data)
 
             def scripted(self, r: Reply, body: dict[str, Any], n_bytes: int) -> None:
-                time.sleep(r.delay_s)
+                if not self.pause(r.delay_s):
+                    return None
                 if r.status != 200:
                     return self.send(r.status, json.dumps({"error": {
                         "message": "scripted failure", "type": "server_error", "param": None,
@@ -157,7 +185,8 @@ class FakeServer:
                         piece = w if i == 0 else " " + w
                         chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}
                                if chat else {"index": 0, "text": piece, "finish_reason": None}])
-                        time.sleep(r.chunk_delay_s)
+                        if not self.pause(r.chunk_delay_s):
+                            return
                     chunk([{"index": 0, "delta": {}, "finish_reason": "stop"} if chat else
                            {"index": 0, "text": "", "finish_reason": "stop"}])
                     if include_usage and usage is not None:
@@ -185,26 +214,43 @@ def _usage(kind: Any, prompt: int, completion: int) -> Any:
 
 class QuietServer(ThreadingHTTPServer):
     """A client that hangs up mid-reply (a worker killed by its test, a proxy timing out under
-    load) is not the server's error. The stock handler prints its traceback to stderr from a
-    daemon thread, which can outlive its test and land in another test's captured stderr."""
+    load) is not the server's error; any other handler error is kept for the owner's block end
+    instead of printed from a request thread into whichever test captures stderr then."""
+
+    daemon_threads = False  # server_close joins every handler thread
+    block_on_close = True
+    fake: FakeServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], ConnectionError):
+        """Silent for a client gone mid-reply (expected: the proxy cuts calls); any other
+        error is kept for the block's end instead of printed into some test's output."""
+        if isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipe, reset, aborted
             return
-        super().handle_error(request, client_address)
+        with self.fake.lock:
+            self.fake.errors.append(traceback.format_exc())
 
 
 @contextmanager
 def fake_openai(replies: list[Any], events: list[str] | None = None) -> Iterator[FakeServer]:
-    """Run a FakeServer on an ephemeral port of 127.0.0.1 for the duration of the block."""
+    """Run a FakeServer on an ephemeral port of 127.0.0.1 for the duration of the block; on
+    leaving it, every handler has ended (see the module docstring)."""
     server = FakeServer(replies, events)
-    server.httpd = QuietServer(("127.0.0.1", 0), server.handler())
-    server.httpd.daemon_threads = True
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    httpd = QuietServer(("127.0.0.1", 0), server.handler())
+    httpd.fake = server
+    server.httpd = httpd
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="fake-openai", daemon=True)
     thread.start()
     try:
         yield server
     finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        server.closing.set()
+        httpd.shutdown()
+        with server.lock:
+            for conn in list(server.live):
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()  # joins every handler thread
         thread.join(5)
+    if server.errors:
+        raise AssertionError("the fake upstream's handlers failed:\n" + "\n".join(server.errors))

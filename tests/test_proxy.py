@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import select
+import socket
 import threading
 import time
 from pathlib import Path
 
+import pytest
 from fake_openai import QuietServer, Reply, fake_openai
 from proxy_helpers import UPSTREAM_KEY, run_calls
 
@@ -182,6 +185,38 @@ def test_the_token_is_required_and_only_three_endpoints_exist(tmp_path: Path):
     assert paths == ["/v1/models"]  # nothing else reached the upstream
 
 
+def _headers_then_body(s, path: str, token: str) -> str:
+    """A client that sends its headers, then its body a moment later (as http.client does, in
+    two sends): the status it reads, or what went wrong."""
+    body = b'{"model": "m", "messages": []}'
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(s.socket)
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode())
+        if select.select([sock], [], [], 1.0)[0]:
+            return "answered before the body was sent"
+        try:
+            sock.sendall(body)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        except OSError as exc:
+            return repr(exc)
+    return data.split(b" ", 2)[1].decode()
+
+
+def test_a_refused_request_is_read_whole_before_the_answer(tmp_path: Path):
+    """Answering 401/404 before the body arrives, then closing, broke the client's send of its
+    body (BrokenPipe) instead of showing it the refusal: the proxy reads the body first."""
+    with fake_openai([]) as up:
+        out = run_calls(tmp_path, up.base_url, lambda s: [
+            _headers_then_body(s, "/v1/chat/completions", "sk-guess"),
+            _headers_then_body(s, "/v1/files", s.token)])
+        assert up.requests == []
+    assert out.value == ["401", "404"]
+
+
 def test_inputs_whose_tokens_bytes_cannot_bound_are_refused_before_any_reserve(tmp_path: Path):
     image = [{"type": "text", "text": "what is this"},
              {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]
@@ -244,18 +279,20 @@ def test_parallel_calls_reserve_atomically_and_never_pass_the_budget(tmp_path: P
     assert most >= 2
 
 
-def test_a_client_hanging_up_prints_nothing_but_a_real_server_error_does(capsys):
-    """The fake upstream's request threads are daemons that can outlive their test: a client
-    that hung up (BrokenPipe) must not print a traceback into whichever test captures stderr
-    next (test_spec's one-line check caught one); any other error in the handler still shows."""
-    with fake_openai([]) as up:
-        for exc, shown in ((BrokenPipeError(32, "Broken pipe"), False),
-                           (ConnectionResetError(104, "reset"), False),
-                           (KeyError("a bug in the fake"), True)):
+def test_a_client_hanging_up_prints_nothing_but_a_real_server_error_fails_the_owner(capsys):
+    """A request thread of the fake upstream must not print a traceback into whichever test
+    captures stderr next (test_spec's one-line check caught one): a client that hung up
+    (BrokenPipe, reset) is silent and not an error; any other error in the handler is kept and
+    fails the block that owns the server."""
+    with (pytest.raises(AssertionError, match="KeyError: 'a bug in the fake'"),
+          fake_openai([]) as up):
+        for exc, kept in ((BrokenPipeError(32, "Broken pipe"), 0),
+                          (ConnectionResetError(104, "reset"), 0),
+                          (KeyError("a bug in the fake"), 1)):
             try:
                 raise exc
             except Exception:  # noqa: BLE001 -- handle_error reads the exception being handled
                 up.httpd.handle_error(None, ("127.0.0.1", 1))
-            err = capsys.readouterr().err
-            assert ("Traceback" in err) == shown, (exc, err)
+            assert capsys.readouterr().err == "", exc
+            assert len(up.errors) == kept, (exc, up.errors)
     assert isinstance(up.httpd, QuietServer)

@@ -190,6 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         if hmac.compare_digest(got.encode(), want.encode()):
             return True
         self.close_connection = True
+        self.discard_body()
         self.reply(401, error_body("this proxy takes the attempt's OPENAI_API_KEY only",
                                    "invalid_request_error", "invalid_api_key"))
         self.proxy.record(self.proxy.next_id(), endpoint=self.path, refused=True, status=401,
@@ -197,9 +198,25 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def not_found(self) -> None:
+        self.discard_body()
         self.reply(404, error_body(f"loopproof's proxy serves {CHAT}, {COMPLETIONS} and "
                                    f"{MODELS} only, not {self.path}", "invalid_request_error",
                                    "unknown_url"))
+
+    def discard_body(self) -> None:
+        """Read and drop the request's body before refusing it. Why: a refusal answered before
+        the client has sent its body, then closed, fails that client's send (EPIPE, or a reset
+        that loses the answer) instead of showing it the 401 or 404. A body with no usable
+        length, or too large to read, is not waited for: that connection closes anyway."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            return
+        if 0 < length <= pricing.MAX_BODY:
+            with contextlib.suppress(OSError):
+                self.rfile.read(length)
 
     def read_body(self) -> bytes | None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():

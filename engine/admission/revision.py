@@ -42,8 +42,8 @@ from engine.admission.checkpoint import CheckpointError, CheckpointStore
 from engine.admission.evidence import CommandCheck, run_check
 from engine.record.ledger import Ledger, canonical
 from engine.run.gate import ACCEPT, ERROR, REJECT, GateResult
+from engine.run.kinds import NodeTable, register_kind
 from engine.run.meter import BudgetOverrun
-from engine.run.spec import NodeTable, register_kind
 from engine.run.worker import AttemptContext
 from engine.system.canonical import digest
 from engine.system.process import ProcessError, safe_environment

@@ -10,51 +10,73 @@ bounds or the ledger's 64-bit integers), every string is free of NUL bytes, and 
 one safe path component (`engine.run.values.NAME_RULE`): names become folder names under the run's folders.
 
 A node's `kind` (default "command") picks a factory from `KINDS`; another module adds a kind
-with `register_kind` without editing this file. A factory is called as
-`factory(node_table, spec_dir) -> (Worker, Gate)` and rejects its own bad fields with
-`node_table.error(field, problem, fix)`.
+with `register_kind` without editing this file (both in engine/run/kinds.py, with `NodeTable`,
+the table a factory reads). What one field may hold is checked in engine/run/spec_checks.py;
+this module decides which tables are read, in what order, and builds the `Spec`.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib
-import math
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import CommandGate, Gate
+from engine.run.gate import Gate
+from engine.run.kinds import (
+    COMMAND_FIELDS,
+    DEFAULT_TIMEOUT_S,
+    KIND_MODULES,
+    KINDS,
+    Factory,
+    Kind,
+    NodeTable,
+    register_kind,
+    resolve_arg,
+)
 from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.config import parse as parse_llm
+from engine.run.spec_checks import (
+    LIMIT_FIELDS,
+    eval_reserve_of,
+    graph_ranges,
+    is_price,
+    listed_paths,
+    llm_table,
+    node_names,
+    node_ranges,
+    optional_path,
+    required,
+    tree_limit,
+    unknown_keys,
+)
 from engine.run.values import (
-    MAX_COUNT,
     MAX_PRICE,
-    MAX_SECONDS,
     MAX_SPEC_BYTES,
-    MAX_SPEND,
     MIN_PRICE,
     NAME_FIX,
     SIZE_FLAG,
     check_table,
-    exists,
-    file_or_none,
     name_problem,
-    number_in,
     short,
 )
-from engine.run.worker import CommandWorker, Worker
+from engine.run.worker import Worker
 from engine.system import collector, toml_reader
-from engine.system import programs as programs_mod
 from engine.system.errors import BadInput
 from engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
 from engine.system.sandbox import BACKENDS, DEFAULT
 from model import GraphError, LoopGraph, NodeSpec
 from model.bounds import attempt_bound, spend_bound
+
+# Names that live in engine.run.kinds and engine.run.spec_checks, importable from here as before.
+__all__ = [
+    "COMMAND_FIELDS", "GATE_ERRORS", "GRAPH_FIELDS", "KINDS", "KIND_MODULES", "LIMIT_FIELDS",
+    "NODE_FIELDS", "BadInput", "Factory", "Kind", "NodeConfig", "NodeTable", "PlannerConfig",
+    "Spec", "is_price", "load", "register_kind", "resolve_arg",
+]
 
 # ---- the fields --------------------------------------------------------------------------------
 
@@ -71,10 +93,6 @@ GRAPH_FIELDS: dict[str, str] = {
     "max_files": f"every node's default for max_files (default {DEFAULT_MAX_FILES})",
     "max_workspace_bytes": f"every node's default for max_workspace_bytes (default "
                            f"{DEFAULT_MAX_BYTES})",
-}
-LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)
-    "max_files": (1, 10_000_000),
-    "max_workspace_bytes": (0, 1 << 40),
 }
 NODE_FIELDS: dict[str, str] = {
     "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
@@ -105,108 +123,7 @@ NODE_FIELDS: dict[str, str] = {
                            "files at their full size); more is an error verdict, checked before "
                            "anything is copied",
 }
-COMMAND_FIELDS: dict[str, str] = {
-    "worker": "argv list; runs with the node's workspace as working directory",
-    "gate": "argv list; runs with a read-only snapshot copy of the workspace as working directory",
-}
-DEFAULT_TIMEOUT_S = 60.0
 GATE_ERRORS = ("retry", "stop")
-
-
-Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A node kind: its factory and the extra fields it reads (for unknown-field errors)."""
-
-    factory: Factory
-    fields: frozenset[str]
-
-
-KINDS: dict[str, Kind] = {}
-# Kinds defined in other engine modules, imported the first time a spec names them.
-KIND_MODULES: dict[str, str] = {"revision": "engine.admission.revision"}
-
-
-def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:
-    """Make `kind = name` available in graph.toml. `fields` are the kind's own node fields."""
-    KINDS[name] = Kind(factory, frozenset(fields))
-
-
-class NodeTable(dict):
-    """One `[node.NAME]` table, with the node's name and file for error messages."""
-
-    def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path,
-                 programs: dict[str, str] | None = None,
-                 args: dict[tuple[str, Path], str] | None = None) -> None:
-        super().__init__(table)
-        self.name = name
-        self.spec_path = spec_path
-        # program as written -> the absolute file it was resolved to at run start (shared by the
-        # spec's nodes; given from the ledger's first record on resume, never looked up again)
-        self.programs = programs if programs is not None else {}
-        # (argv item, spec folder) -> resolve_arg's answer, shared by one load's nodes: a
-        # 100,000-node graph names the same few items 200,000 times, one stat each otherwise
-        self.args = args if args is not None else {}
-
-    def error(self, field_name: str, problem: str, fix: str) -> BadInput:
-        return BadInput(str(self.spec_path), f"node {self.name!r}, field {field_name!r}",
-                        problem, fix)
-
-    def seconds(self, key: str, default: float = DEFAULT_TIMEOUT_S) -> float:
-        """A wall-clock limit: a finite number of seconds > 0."""
-        v = self.get(key, default)
-        if not number_in(v, 0.0, MAX_SECONDS) or v <= 0:
-            raise self.error(key, f"must be a number of seconds > 0 and at most "
-                             f"{MAX_SECONDS:g}, got {short(v)}", f"set {key} = 20")
-        return float(v)
-
-    def argv(self, field_name: str, spec_dir: Path, *, required: bool = True) -> tuple[str, ...]:
-        """A non-empty list of strings, with items that name a file under the spec's folder
-        made absolute, and a first item resolved to one absolute file (engine/system/programs.py:
-        on the engine's PATH without relative entries, through Python shims)."""
-        if field_name not in self:
-            if not required:
-                return ()
-            raise self.error(field_name, "is missing",
-                             f'add {field_name} = ["program", "arg", ...] to [node.{self.name}]')
-        raw = self[field_name]
-        if not isinstance(raw, list) or not raw or not all(isinstance(a, str) and a for a in raw):
-            raise self.error(field_name, f"must be a non-empty list of non-empty strings, got {raw!r}",
-                             f'write {field_name} = ["program", "arg", ...]')
-        args = self.args
-        argv = tuple(args[(a, spec_dir)] if (a, spec_dir) in args
-                     else args.setdefault((a, spec_dir), resolve_arg(a, spec_dir)) for a in raw)
-        prog = argv[0]
-        if prog not in self.programs:
-            try:
-                self.programs[prog] = programs_mod.resolve(prog, spec_dir)
-            except programs_mod.ProgramNotFound:
-                raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under "
-                                 f"{spec_dir}", "give an installed program or a path relative "
-                                 "to the spec's folder") from None
-        return (self.programs[prog], *argv[1:])
-
-
-def resolve_arg(arg: str, spec_dir: Path) -> str:
-    """An argv item that names an existing file or folder relative to the spec's folder becomes
-    its absolute path; anything else (a program on PATH, a flag, a literal) is kept as written."""
-    if Path(arg).is_absolute():
-        return arg
-    candidate = spec_dir / arg
-    # absolute, symlinks kept: a venv's bin/python is a link, and following it would run the
-    # base interpreter without the venv's packages
-    return os.path.normpath(candidate.absolute()) if exists(candidate) else arg
-
-
-def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
-    worker = CommandWorker(node.argv("worker", spec_dir), node.seconds("timeout_s"))
-    gate = CommandGate(node.argv("gate", spec_dir), node.seconds("gate_timeout_s"))
-    return worker, gate
-
-
-register_kind("command", _command_factory, COMMAND_FIELDS)
 
 
 # ---- the loaded spec ---------------------------------------------------------------------------
@@ -343,31 +260,31 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     if not isinstance(table, dict):
         raise bad("(toml)", "the spec is not a table", "write [graph] and [node.NAME] tables")
     check_table(table, name)
-    _unknown(table, {"graph", "node", "planner"}, "top-level table", name, "")
+    unknown_keys(table, {"graph", "node", "planner"}, "top-level table", name, "")
     g = table.get("graph")
     if not isinstance(g, dict):
         raise bad("[graph]", "the [graph] table is missing", "add [graph] with spend_budget = B")
-    _unknown(g, set(GRAPH_FIELDS), "[graph] field", name, "")
+    unknown_keys(g, set(GRAPH_FIELDS), "[graph] field", name, "")
     if "spend_budget" not in g:
         raise bad("[graph] spend_budget", "is missing", "add spend_budget = B (spend units)")
     strict = g.get("strict_bound", False)
     if not isinstance(strict, bool):
         raise bad("[graph] strict_bound", f"must be true or false, got {strict!r}",
                   "write strict_bound = true or false")
-    policy = _opt_path(g, "policy", spec_dir, name, must_exist=True)
-    stop_file = _opt_path(g, "stop_file", spec_dir, name, must_exist=False)
+    policy = optional_path(g, "policy", spec_dir, name, must_exist=True)
+    stop_file = optional_path(g, "stop_file", spec_dir, name, must_exist=False)
     price = g.get("price", 1.0)
     if not is_price(price):
         raise bad("[graph] price", f"must be a number of spend units per second > 0 "
                   f"(from {MIN_PRICE:g} to {MAX_PRICE:g}), got {short(price)}",
                   "set price = 1.0 (or leave it out)")
-    _ranges(g, name)
+    graph_ranges(g, name)
     sandbox = g.get("sandbox", DEFAULT)
     if not isinstance(sandbox, str) or sandbox not in BACKENDS:
         raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {short(sandbox)}",
                   f'write sandbox = "{DEFAULT}" (or leave it out)')
     graph_table = NodeTable("", g, path)
-    defaults = {key: _limit(graph_table, key, default) for key, default in
+    defaults = {key: tree_limit(graph_table, key, default) for key, default in
                 (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
 
     nodes_t = table.get("node")
@@ -388,29 +305,29 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
             raise node.error("kind", f"unknown kind {kind_name!r}",
                              f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
         kind = KINDS[kind_name]
-        _unknown(nt, set(NODE_FIELDS) | kind.fields, "field", name, node_name)
-        _node_ranges(node)
-        names = _names(node, "needs"), _names(node, "repairs")
+        unknown_keys(nt, set(NODE_FIELDS) | kind.fields, "field", name, node_name)
+        node_ranges(node)
+        names = node_names(node, "needs"), node_names(node, "repairs")
         specs.append(NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
-                              spend_ceiling=_required(node, "spend_ceiling"),
+                              spend_ceiling=required(node, "spend_ceiling"),
                               needs=names[0], repairs=names[1]))
         timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
         gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
-        gate_files = _files(node, spec_dir)
-        writable = _files(node, spec_dir, "writable", folders=True)
-        eval_reserve = _eval_reserve(node)
+        gate_files = listed_paths(node, spec_dir)
+        writable = listed_paths(node, spec_dir, "writable", folders=True)
+        eval_reserve = eval_reserve_of(node)
         network = nt.get("network", False)
         if not isinstance(network, bool):
             raise node.error("network", f"must be true or false, got {network!r}",
                              "write network = true (or leave it out: no network)")
-        limits = Limits(*(_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
+        limits = Limits(*(tree_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
         gate_errors = nt.get("gate_errors", "retry")
         if gate_errors not in GATE_ERRORS:
             raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "
                              f"{gate_errors!r}", 'write gate_errors = "stop" (or leave it out: '
                              '"retry")')
         worker, gate = kind.factory(node, spec_dir)
-        llm = _llm(node, worker)
+        llm = llm_table(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
                                         gate_files, worker, gate, eval_reserve, llm, network,
                                         writable, limits, gate_errors)
@@ -434,7 +351,7 @@ def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:
     if not isinstance(t, dict):
         raise BadInput(name, "[planner]", "must be a table",
                        'write [planner] with command = ["program", ...]')
-    _unknown(t, {"command", "timeout_s"}, "[planner] field", name, "")
+    unknown_keys(t, {"command", "timeout_s"}, "[planner] field", name, "")
     argv = t.get("command")
     if (not isinstance(argv, list) or not argv
             or not all(isinstance(a, str) and a for a in argv)):
@@ -445,133 +362,3 @@ def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:
         raise BadInput(name, "[planner] timeout_s", f"must be a number of seconds > 0, got "
                        f"{timeout!r}", "write timeout_s = 30")
     return PlannerConfig(tuple(resolve_arg(a, spec_dir) for a in argv), float(timeout))
-
-
-def is_price(v: Any) -> bool:
-    """A price: a number of spend units per second in [MIN_PRICE, MAX_PRICE] (booleans are not
-    numbers)."""
-    return number_in(v, MIN_PRICE, MAX_PRICE)
-
-
-def _ranges(g: Mapping[str, Any], file: str) -> None:
-    """[graph] numbers within their ranges (their types and signs are the model's to check)."""
-    for key, high in (("spend_budget", MAX_SPEND), ("repair_budget", MAX_COUNT)):
-        v = g.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
-            raise BadInput(file, f"[graph] {key}", f"{short(v)} is out of range (at most "
-                           f"{high:g})", f"set {key} to a number up to {high:g}")
-
-
-def _node_ranges(node: NodeTable) -> None:
-    """A node's numbers within their ranges (their types and signs are the model's to check)."""
-    for key, high in (("spend_ceiling", MAX_SPEND), ("attempts", MAX_COUNT)):
-        v = node.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
-            raise node.error(key, f"{short(v)} is out of range (at most {high:g})",
-                             f"set {key} to a number up to {high:g}")
-
-
-
-def _llm(node: NodeTable, worker: Worker) -> LlmConfig | None:
-    """The node's `llm` table, for a command worker only; its key variable must be set now."""
-    if "llm" not in node:
-        return None
-    cfg = parse_llm(node["llm"], node.error)
-    if not isinstance(worker, CommandWorker):
-        raise node.error("llm", "model access is given to command workers only",
-                         'use kind = "command" with a worker argv, or remove [llm]')
-    if cfg.api_key_env is not None and cfg.key() is None:
-        raise node.error("llm.api_key_env", f"{cfg.api_key_env} is not set in the engine's "
-                         "environment", f"export {cfg.api_key_env}=<the upstream key> before "
-                         "`loopproof run` / `resume`")
-    return cfg
-
-
-def _limit(node: NodeTable, key: str, default: int) -> int:
-    """A tree limit: an integer in its range (`LIMIT_FIELDS`); `node` may be the [graph] table,
-    whose value is every node's default."""
-    low, high = LIMIT_FIELDS[key]
-    v = node.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
-        where = f"node {node.name!r}, field {key!r}" if node.name else f"[graph] {key}"
-        raise BadInput(str(node.spec_path), where, f"must be an integer from {low} to {high}, "
-                       f"got {short(v)}", f"set {key} = {default} (the default) or leave it out")
-    return v
-
-
-def _eval_reserve(node: NodeTable) -> float:
-    """The part of c_v held back for the gate: a number in [0, spend_ceiling]. (A non-number
-    spend_ceiling is left for the model's check, which names it.)"""
-    v = node.get("eval_reserve", 0.0)
-    ceiling = node.get("spend_ceiling")
-    if not number_in(v, 0.0, MAX_SPEND):
-        raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
-                         "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
-    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
-        raise node.error("eval_reserve", f"{v!r} exceeds spend_ceiling = {ceiling!r}",
-                         "lower eval_reserve or raise spend_ceiling")
-    return float(v)
-
-
-def _unknown(t: Mapping[str, Any], allowed: set[str], what: str, file: str, node: str) -> None:
-    for key in t:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, sorted(allowed), n=1)
-            fix = f"did you mean {close[0]!r}?" if close else f"use one of {sorted(allowed)}"
-            where = f"node {node!r}, field {key!r}" if node else f"{what} {key!r}"
-            raise BadInput(file, where, f"unknown {what}", fix)
-
-
-def _required(node: NodeTable, key: str) -> Any:
-    if key not in node:
-        raise node.error(key, "is missing", f"add {key} = <number> to [node.{node.name}]")
-    return node[key]
-
-
-def _names(node: NodeTable, key: str) -> tuple[str, ...]:
-    v = node.get(key, [])
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise node.error(key, f"must be a list of node names, got {v!r}",
-                         f'write {key} = ["other_node"]')
-    return tuple(v)
-
-
-def _files(node: NodeTable, spec_dir: Path, key: str = "gate_files", *,
-           folders: bool = False) -> tuple[Path, ...]:
-    v = node.get(key, [])
-    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
-        raise node.error(key, f"must be a list of paths, got {v!r}",
-                         f'write {key} = ["path/relative/to/spec"]')
-    out = []
-    for f in v:
-        try:  # a path that cannot exist (too long, a NUL byte, a link loop) is not one
-            p = (spec_dir / f).resolve()
-            found = p.is_file() or (folders and p.is_dir())
-        except (OSError, ValueError, RuntimeError):
-            found = False
-        if not found:
-            kind = "a file or folder" if folders else "a file"
-            raise node.error(key, f"{short(f)} is not {kind} under {spec_dir}",
-                             f"list existing {'paths' if folders else 'files'}, relative to "
-                             "the spec's folder")
-        out.append(p)
-    return tuple(out)
-
-
-def _opt_path(g: Mapping[str, Any], key: str, spec_dir: Path, file: str, *,
-              must_exist: bool) -> Path | None:
-    if key not in g:
-        return None
-    v = g[key]
-    if not isinstance(v, str) or not v:
-        raise BadInput(file, f"[graph] {key}", f"must be a path string, got {v!r}",
-                       f'write {key} = "relative/to/spec"')
-    found = file_or_none(spec_dir / v)
-    if must_exist and found is None:
-        raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a file under {spec_dir}",
-                       "give an existing file, relative to the spec's folder")
-    try:
-        return found or (spec_dir / v).resolve()
-    except (OSError, RuntimeError) as exc:
-        raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a usable path ({exc})",
-                       "give a short path, relative to the spec's folder") from None

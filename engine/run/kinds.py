@@ -1,0 +1,125 @@
+"""Node kinds: the `[node.NAME]` table a kind's factory reads, the registry of kinds, and the
+built-in "command" kind.
+
+Why a module of its own: a kind is the one place where graph.toml grows without editing the spec
+loader (engine.admission.revision registers "revision"). A factory is called as
+`factory(node_table, spec_dir) -> (Worker, Gate)` and rejects its own bad fields with
+`node_table.error(field, problem, fix)`; `NodeTable` gives it the readers every kind shares (a
+wall-clock limit, an argv whose program is resolved once per load).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.run.gate import CommandGate, Gate
+from engine.run.values import MAX_SECONDS, exists, number_in, short
+from engine.run.worker import CommandWorker, Worker
+from engine.system import programs as programs_mod
+from engine.system.errors import BadInput
+
+COMMAND_FIELDS: dict[str, str] = {
+    "worker": "argv list; runs with the node's workspace as working directory",
+    "gate": "argv list; runs with a read-only snapshot copy of the workspace as working directory",
+}
+DEFAULT_TIMEOUT_S = 60.0  # a worker's or gate's wall-clock limit when the node gives none
+
+
+Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A node kind: its factory and the extra fields it reads (for unknown-field errors)."""
+
+    factory: Factory
+    fields: frozenset[str]
+
+
+KINDS: dict[str, Kind] = {}
+# Kinds defined in other engine modules, imported the first time a spec names them.
+KIND_MODULES: dict[str, str] = {"revision": "engine.admission.revision"}
+
+
+def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:
+    """Make `kind = name` available in graph.toml. `fields` are the kind's own node fields."""
+    KINDS[name] = Kind(factory, frozenset(fields))
+
+
+class NodeTable(dict):
+    """One `[node.NAME]` table, with the node's name and file for error messages."""
+
+    def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path,
+                 programs: dict[str, str] | None = None,
+                 args: dict[tuple[str, Path], str] | None = None) -> None:
+        super().__init__(table)
+        self.name = name
+        self.spec_path = spec_path
+        # program as written -> the absolute file it was resolved to at run start (shared by the
+        # spec's nodes; given from the ledger's first record on resume, never looked up again)
+        self.programs = programs if programs is not None else {}
+        # (argv item, spec folder) -> resolve_arg's answer, shared by one load's nodes: a
+        # 100,000-node graph names the same few items 200,000 times, one stat each otherwise
+        self.args = args if args is not None else {}
+
+    def error(self, field_name: str, problem: str, fix: str) -> BadInput:
+        return BadInput(str(self.spec_path), f"node {self.name!r}, field {field_name!r}",
+                        problem, fix)
+
+    def seconds(self, key: str, default: float = DEFAULT_TIMEOUT_S) -> float:
+        """A wall-clock limit: a finite number of seconds > 0."""
+        v = self.get(key, default)
+        if not number_in(v, 0.0, MAX_SECONDS) or v <= 0:
+            raise self.error(key, f"must be a number of seconds > 0 and at most "
+                             f"{MAX_SECONDS:g}, got {short(v)}", f"set {key} = 20")
+        return float(v)
+
+    def argv(self, field_name: str, spec_dir: Path, *, required: bool = True) -> tuple[str, ...]:
+        """A non-empty list of strings, with items that name a file under the spec's folder
+        made absolute, and a first item resolved to one absolute file (engine/system/programs.py:
+        on the engine's PATH without relative entries, through Python shims)."""
+        if field_name not in self:
+            if not required:
+                return ()
+            raise self.error(field_name, "is missing",
+                             f'add {field_name} = ["program", "arg", ...] to [node.{self.name}]')
+        raw = self[field_name]
+        if not isinstance(raw, list) or not raw or not all(isinstance(a, str) and a for a in raw):
+            raise self.error(field_name, f"must be a non-empty list of non-empty strings, got {raw!r}",
+                             f'write {field_name} = ["program", "arg", ...]')
+        args = self.args
+        argv = tuple(args[(a, spec_dir)] if (a, spec_dir) in args
+                     else args.setdefault((a, spec_dir), resolve_arg(a, spec_dir)) for a in raw)
+        prog = argv[0]
+        if prog not in self.programs:
+            try:
+                self.programs[prog] = programs_mod.resolve(prog, spec_dir)
+            except programs_mod.ProgramNotFound:
+                raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under "
+                                 f"{spec_dir}", "give an installed program or a path relative "
+                                 "to the spec's folder") from None
+        return (self.programs[prog], *argv[1:])
+
+
+def resolve_arg(arg: str, spec_dir: Path) -> str:
+    """An argv item that names an existing file or folder relative to the spec's folder becomes
+    its absolute path; anything else (a program on PATH, a flag, a literal) is kept as written."""
+    if Path(arg).is_absolute():
+        return arg
+    candidate = spec_dir / arg
+    # absolute, symlinks kept: a venv's bin/python is a link, and following it would run the
+    # base interpreter without the venv's packages
+    return os.path.normpath(candidate.absolute()) if exists(candidate) else arg
+
+
+def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
+    worker = CommandWorker(node.argv("worker", spec_dir), node.seconds("timeout_s"))
+    gate = CommandGate(node.argv("gate", spec_dir), node.seconds("gate_timeout_s"))
+    return worker, gate
+
+
+register_kind("command", _command_factory, COMMAND_FIELDS)

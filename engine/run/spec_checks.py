@@ -1,0 +1,165 @@
+"""The field checks of graph.toml's tables: one function per field (or family of fields) of
+`[graph]` and `[node.NAME]`, each raising `BadInput` with one line naming the file, the table,
+the field and the fix.
+
+Why a module of its own: engine.run.spec decides which checks a table gets and in what order
+(structural rules are the model's); what one field may hold is read here, one field at a time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.run.kinds import NodeTable
+from engine.run.proxy.config import LlmConfig
+from engine.run.proxy.config import parse as parse_llm
+from engine.run.values import (
+    MAX_COUNT,
+    MAX_PRICE,
+    MAX_SPEND,
+    MIN_PRICE,
+    file_or_none,
+    number_in,
+    short,
+)
+from engine.run.worker import CommandWorker, Worker
+from engine.system.errors import BadInput
+
+LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)
+    "max_files": (1, 10_000_000),
+    "max_workspace_bytes": (0, 1 << 40),
+}
+
+
+def is_price(v: Any) -> bool:
+    """A price: a number of spend units per second in [MIN_PRICE, MAX_PRICE] (booleans are not
+    numbers)."""
+    return number_in(v, MIN_PRICE, MAX_PRICE)
+
+
+def graph_ranges(g: Mapping[str, Any], file: str) -> None:
+    """[graph] numbers within their ranges (their types and signs are the model's to check)."""
+    for key, high in (("spend_budget", MAX_SPEND), ("repair_budget", MAX_COUNT)):
+        v = g.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
+            raise BadInput(file, f"[graph] {key}", f"{short(v)} is out of range (at most "
+                           f"{high:g})", f"set {key} to a number up to {high:g}")
+
+
+def node_ranges(node: NodeTable) -> None:
+    """A node's numbers within their ranges (their types and signs are the model's to check)."""
+    for key, high in (("spend_ceiling", MAX_SPEND), ("attempts", MAX_COUNT)):
+        v = node.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
+            raise node.error(key, f"{short(v)} is out of range (at most {high:g})",
+                             f"set {key} to a number up to {high:g}")
+
+
+
+def llm_table(node: NodeTable, worker: Worker) -> LlmConfig | None:
+    """The node's `llm` table, for a command worker only; its key variable must be set now."""
+    if "llm" not in node:
+        return None
+    cfg = parse_llm(node["llm"], node.error)
+    if not isinstance(worker, CommandWorker):
+        raise node.error("llm", "model access is given to command workers only",
+                         'use kind = "command" with a worker argv, or remove [llm]')
+    if cfg.api_key_env is not None and cfg.key() is None:
+        raise node.error("llm.api_key_env", f"{cfg.api_key_env} is not set in the engine's "
+                         "environment", f"export {cfg.api_key_env}=<the upstream key> before "
+                         "`loopproof run` / `resume`")
+    return cfg
+
+
+def tree_limit(node: NodeTable, key: str, default: int) -> int:
+    """A tree limit: an integer in its range (`LIMIT_FIELDS`); `node` may be the [graph] table,
+    whose value is every node's default."""
+    low, high = LIMIT_FIELDS[key]
+    v = node.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        where = f"node {node.name!r}, field {key!r}" if node.name else f"[graph] {key}"
+        raise BadInput(str(node.spec_path), where, f"must be an integer from {low} to {high}, "
+                       f"got {short(v)}", f"set {key} = {default} (the default) or leave it out")
+    return v
+
+
+def eval_reserve_of(node: NodeTable) -> float:
+    """The part of c_v held back for the gate: a number in [0, spend_ceiling]. (A non-number
+    spend_ceiling is left for the model's check, which names it.)"""
+    v = node.get("eval_reserve", 0.0)
+    ceiling = node.get("spend_ceiling")
+    if not number_in(v, 0.0, MAX_SPEND):
+        raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
+                         "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
+    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
+        raise node.error("eval_reserve", f"{v!r} exceeds spend_ceiling = {ceiling!r}",
+                         "lower eval_reserve or raise spend_ceiling")
+    return float(v)
+
+
+def unknown_keys(t: Mapping[str, Any], allowed: set[str], what: str, file: str, node: str) -> None:
+    for key in t:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            fix = f"did you mean {close[0]!r}?" if close else f"use one of {sorted(allowed)}"
+            where = f"node {node!r}, field {key!r}" if node else f"{what} {key!r}"
+            raise BadInput(file, where, f"unknown {what}", fix)
+
+
+def required(node: NodeTable, key: str) -> Any:
+    if key not in node:
+        raise node.error(key, "is missing", f"add {key} = <number> to [node.{node.name}]")
+    return node[key]
+
+
+def node_names(node: NodeTable, key: str) -> tuple[str, ...]:
+    v = node.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise node.error(key, f"must be a list of node names, got {v!r}",
+                         f'write {key} = ["other_node"]')
+    return tuple(v)
+
+
+def listed_paths(node: NodeTable, spec_dir: Path, key: str = "gate_files", *,
+           folders: bool = False) -> tuple[Path, ...]:
+    v = node.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise node.error(key, f"must be a list of paths, got {v!r}",
+                         f'write {key} = ["path/relative/to/spec"]')
+    out = []
+    for f in v:
+        try:  # a path that cannot exist (too long, a NUL byte, a link loop) is not one
+            p = (spec_dir / f).resolve()
+            found = p.is_file() or (folders and p.is_dir())
+        except (OSError, ValueError, RuntimeError):
+            found = False
+        if not found:
+            kind = "a file or folder" if folders else "a file"
+            raise node.error(key, f"{short(f)} is not {kind} under {spec_dir}",
+                             f"list existing {'paths' if folders else 'files'}, relative to "
+                             "the spec's folder")
+        out.append(p)
+    return tuple(out)
+
+
+def optional_path(g: Mapping[str, Any], key: str, spec_dir: Path, file: str, *,
+              must_exist: bool) -> Path | None:
+    if key not in g:
+        return None
+    v = g[key]
+    if not isinstance(v, str) or not v:
+        raise BadInput(file, f"[graph] {key}", f"must be a path string, got {v!r}",
+                       f'write {key} = "relative/to/spec"')
+    found = file_or_none(spec_dir / v)
+    if must_exist and found is None:
+        raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a file under {spec_dir}",
+                       "give an existing file, relative to the spec's folder")
+    try:
+        return found or (spec_dir / v).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a usable path ({exc})",
+                       "give a short path, relative to the spec's folder") from None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,28 +87,54 @@ _WALK = 256  # sets with at most this many members are weighed bit by bit
 
 
 class _Weigher:
-    """Σ of integer weights over the members of a bitset whose bit b stands for node
-    `offset + b`. Few members: walk them through the non-zero bytes; many, with few distinct
-    weights: one mask per weight and `bit_count`."""
+    """Σ of the attempt weights and of the spend weights over the members of a bitset whose bit
+    b stands for node `offset + b`. Few members: walk them once through the non-zero bytes;
+    many, with few distinct weights: one mask per weight and `bit_count` (masks built on first
+    use, in one pass)."""
 
-    def __init__(self, weights: list[int]) -> None:  # weights[i] belongs to node i
+    def __init__(self, *weights: list[int]) -> None:  # weights[k][i] belongs to node i
         self.weights = weights
-        classes: dict[int, int] = {}
-        for i, w in enumerate(weights):
-            if w:
-                classes[w] = classes.get(w, 0) | (1 << i)
-        self.classes = list(classes.items()) if len(classes) <= 8 else None
+        self._classes: list[list[tuple[int, int]]] | None | bool = False  # False: not built
 
-    def __call__(self, bits: int, offset: int) -> int:
+    def classes(self) -> list[list[tuple[int, int]]] | None:
+        """Per weight vector, (weight, mask of its nodes); None if one has more than 8."""
+        if self._classes is False:
+            per: list[list[tuple[int, int]]] | None = []
+            for vector in self.weights:
+                members: dict[int, list[int]] = {}
+                for i, w in enumerate(vector):
+                    if w:
+                        members.setdefault(w, []).append(i)
+                if len(members) > 8:
+                    per = None
+                    break
+                per.append([(w, _bits(idx, 0)) for w, idx in members.items()])
+            self._classes = per
+        return self._classes  # type: ignore[return-value]
+
+    def __call__(self, bits: int, offset: int) -> tuple[int, ...]:
         if not bits:
-            return 0
-        if self.classes is not None and bits.bit_count() > _WALK:
+            return (0,) * len(self.weights)
+        if bits.bit_count() > _WALK and (classes := self.classes()) is not None:
             absolute = bits << offset
-            return sum(w * (absolute & mask).bit_count() for w, mask in self.classes)
+            return tuple(sum(w * (absolute & mask).bit_count() for w, mask in per)
+                         for per in classes)
         raw = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
-        weights = self.weights
-        return sum(weights[offset + 8 * m.start() + j] for m in _NONZERO.finditer(raw)
-                   for j in _BYTE_BITS[raw[m.start()]])
+        at = [offset + 8 * m.start() + j for m in _NONZERO.finditer(raw)
+              for j in _BYTE_BITS[raw[m.start()]]]
+        return tuple(sum(map(vector.__getitem__, at)) for vector in self.weights)
+
+
+def _bits(members: Iterable[int], base: int) -> int:
+    """The int whose bit `e - base` is set for each e in `members` (all >= base), built in one
+    buffer: OR-ing `1 << e` one at a time would copy a growing int per member."""
+    members = list(members)
+    if not members:
+        return 0
+    raw = bytearray((max(members) - base) // 8 + 1)
+    for e in members:
+        raw[(e - base) >> 3] |= 1 << ((e - base) & 7)
+    return int.from_bytes(raw, "little")
 
 
 _SPARSE = 64  # a set of at most this many nodes is kept as a frozenset of node indices
@@ -119,10 +145,7 @@ def _dense(x: int | frozenset[int], own: int, base: int) -> int:
     """S_own (in either form) as an int whose bit 0 stands for node `base` <= own."""
     if type(x) is int:
         return x << (own - base)
-    raw = bytearray((max(x) - base) // 8 + 1)
-    for e in x:
-        raw[(e - base) >> 3] |= 1 << ((e - base) & 7)
-    return int.from_bytes(raw, "little")
+    return _bits(x, base)
 
 
 def _worst_sums(graph: LoopGraph) -> WorstSums:
@@ -131,7 +154,7 @@ def _worst_sums(graph: LoopGraph) -> WorstSums:
     attempts = [v.attempts for v in nodes]
     exact = _exact([v.attempts * v.spend_ceiling for v in nodes])
     spends, scale = exact if exact is not None else ([0] * n, 1)
-    weigh_a, weigh_c = _Weigher(attempts), _Weigher(spends)
+    weigh = _Weigher(attempts, spends)
     # S_i is needed as a set only if a predecessor unites it with another successor's (a chain
     # needs none). A small set is a frozenset of node indices, a large one an int shifted down to
     # its own node (bit 0 = i), so a fan's leaves cost a few entries each; a set is dropped once
@@ -159,16 +182,27 @@ def _worst_sums(graph: LoopGraph) -> WorstSums:
                     dc += sum(spends[e] for e in extra)
                     mine = union | mine
                 else:
+                    # the small sets' members go into one buffer, the large ones are OR-ed
+                    # smallest first: each OR copies the larger operand, so neither a wide fan
+                    # of small sets nor a few large ones costs more than their sizes
                     bits = _dense(closed[top], top, i)
-                    union = 0
+                    members: list[int] = []
+                    wide: list[int] = []
                     for j in out:
                         if j != top:
-                            union |= _dense(closed[j], j, i)
-                    extra = union & ~bits
+                            x = closed[j]
+                            if type(x) is int:
+                                wide.append(x << (j - i))
+                            else:
+                                members.extend(x)
+                    union = _bits(members, i) | bits
+                    for x in sorted(wide, key=int.bit_length):
+                        union |= x
+                    extra = union ^ bits
                     if extra:
-                        da += weigh_a(extra, i)
-                        dc += weigh_c(extra, i)
-                    mine = bits | union | 1
+                        ea, ec = weigh(extra, i)
+                        da, dc = da + ea, dc + ec
+                    mine = union | 1
             elif need[i]:
                 x = closed[top]
                 if type(x) is frozenset and len(x) < _SPARSE:

@@ -212,6 +212,8 @@ def _topological(nodes: tuple[NodeSpec, ...]) -> list[int]:
     """Kahn's algorithm with a heap of declaration indices: the lexicographically least
     topological order. A cycle leaves nodes unvisited; networkx then names its loop."""
     index = {n.name: i for i, n in enumerate(nodes)}
+    if all(index[p] < j for j, n in enumerate(nodes) for p in n.needs):
+        return list(range(len(nodes)))  # declared in a topological order: the least one
     succ: list[list[int]] = [[] for _ in nodes]
     indegree = [len(n.needs) for n in nodes]
     for j, n in enumerate(nodes):
@@ -312,5 +314,8 @@ def _check_repair_budget(repair_budget: object) -> None:
                          "set repair_budget to 0 or more")
 
 
+_NUMBERS = (int, float)  # a tuple: `int | float` would be built anew at every call
+
+
 def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
+    return isinstance(x, _NUMBERS) and not isinstance(x, bool)

@@ -45,9 +45,25 @@ SPEC = ('[graph]\nspend_budget = 1e12\nrepair_budget = 3\n'
                   f'repairs = ["n{max(0, i - 5)}"]\n'.replace("'", '"') for i in range(50)))
 
 
-def test_a_spec_takes_the_fast_path_and_reads_the_same() -> None:
+@pytest.mark.parametrize("batch", [1, 7, 512])
+def test_a_spec_takes_the_fast_path_and_reads_the_same(monkeypatch, batch) -> None:
+    monkeypatch.setattr(toml_reader, "_BATCH", batch)  # tables per rtoml call
     assert toml_reader._by_tables(SPEC) is not None  # else large specs are slow again
     same_as_tomllib(SPEC)
+
+
+def batched(batch: int, text: str) -> None:
+    """`same_as_tomllib` with `batch` top-level tables per rtoml call (a cut inside a string or
+    an array must be caught whether it falls inside one call or between two)."""
+    saved = toml_reader._BATCH
+    toml_reader._BATCH = batch
+    try:
+        same_as_tomllib(text)
+    finally:
+        toml_reader._BATCH = saved
+
+
+BATCHES = st.sampled_from([1, 2, 3, 512])
 
 
 HOSTILE = [
@@ -78,9 +94,10 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.parametrize("batch", [1, 2, 512])
 @pytest.mark.parametrize("text", HOSTILE)
-def test_hostile_documents_read_as_tomllib_reads_them(text: str) -> None:
-    same_as_tomllib(text)
+def test_hostile_documents_read_as_tomllib_reads_them(text: str, batch: int) -> None:
+    batched(batch, text)
 
 
 bare = st.text("abcxyz_-019", min_size=1, max_size=3)
@@ -108,9 +125,9 @@ document = st.tuples(st.lists(line, max_size=3),
 
 
 @settings(max_examples=400)
-@given(document)
-def test_generated_documents_read_as_tomllib_reads_them(text: str) -> None:
-    same_as_tomllib(text)
+@given(document, BATCHES)
+def test_generated_documents_read_as_tomllib_reads_them(text: str, batch: int) -> None:
+    batched(batch, text)
 
 
 @settings(max_examples=400)
@@ -122,5 +139,6 @@ def test_mutated_specs_read_as_tomllib_reads_them(data: st.DataObject) -> None:
         cut = data.draw(st.integers(0, 2))
         text = text[:at] + data.draw(st.sampled_from(
             ["", "[", "]", "\n[", "\n", '"', "'", '"""', "=", ".", "[a]\n", "[node]\n",
-             "[node.n1]\n", "x = 1\n", "  ", "#", ",", "\\e", "{", "\r"])) + text[at + cut:]
-    same_as_tomllib(text)
+             "[node.n1]\n", "x = 1\n", "  ", "#", ",", "\\e", "{", "\r", "1979-05-27",
+             "07:32:00"])) + text[at + cut:]
+    batched(data.draw(BATCHES), text)

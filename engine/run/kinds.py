@@ -55,15 +55,16 @@ class NodeTable(dict):
 
     def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path,
                  programs: dict[str, str] | None = None,
-                 args: dict[tuple[str, Path], str] | None = None) -> None:
+                 args: dict[tuple[Any, Path], Any] | None = None) -> None:
         super().__init__(table)
         self.name = name
         self.spec_path = spec_path
         # program as written -> the absolute file it was resolved to at run start (shared by the
         # spec's nodes; given from the ledger's first record on resume, never looked up again)
         self.programs = programs if programs is not None else {}
-        # (argv item, spec folder) -> resolve_arg's answer, shared by one load's nodes: a
-        # 100,000-node graph names the same few items 200,000 times, one stat each otherwise
+        # (argv item, spec folder) -> resolve_arg's answer, and (whole argv as a tuple, spec
+        # folder) -> `argv`'s answer, shared by one load's nodes: a 100,000-node graph names the
+        # same few commands 200,000 times, a stat per item and a check per command otherwise
         self.args = args if args is not None else {}
 
     def error(self, field_name: str, problem: str, fix: str) -> BadInput:
@@ -88,6 +89,13 @@ class NodeTable(dict):
             raise self.error(field_name, "is missing",
                              f'add {field_name} = ["program", "arg", ...] to [node.{self.name}]')
         raw = self[field_name]
+        if type(raw) is list:  # the same command checked and resolved before (only a list of
+            try:               # strings is ever kept, and no other value equals one)
+                done = self.args.get((tuple(raw), spec_dir))
+            except TypeError:  # an item that is a list or a table: refused below
+                done = None
+            if done is not None:
+                return done
         if not isinstance(raw, list) or not raw or not all(isinstance(a, str) and a for a in raw):
             raise self.error(field_name, f"must be a non-empty list of non-empty strings, got {raw!r}",
                              f'write {field_name} = ["program", "arg", ...]')
@@ -102,7 +110,8 @@ class NodeTable(dict):
                 raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under "
                                  f"{spec_dir}", "give an installed program or a path relative "
                                  "to the spec's folder") from None
-        return (self.programs[prog], *argv[1:])
+        done = args[(tuple(raw), spec_dir)] = (self.programs[prog], *argv[1:])
+        return done
 
 
 def resolve_arg(arg: str, spec_dir: Path) -> str:

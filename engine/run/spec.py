@@ -252,7 +252,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
            programs: dict[str, str] | None = None) -> Spec:
     name = str(path)
     programs = {} if programs is None else programs
-    args: dict[tuple[str, Path], str] = {}
+    args: dict[tuple[Any, Path], Any] = {}
 
     def bad(where: str, problem: str, fix: str) -> BadInput:
         return BadInput(name, where, problem, fix)
@@ -287,6 +287,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     defaults = {key: tree_limit(graph_table, key, default) for key, default in
                 (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
 
+    graph_limits = Limits(*(defaults[key] for key in LIMIT_FIELDS))  # a node's, if it sets none
+    allowed: dict[str, frozenset[str]] = {}  # kind -> its node fields (checked for every node)
     nodes_t = table.get("node")
     if not isinstance(nodes_t, dict) or not nodes_t:
         raise bad("[node]", "the graph has no nodes", "declare at least one [node.NAME] table")
@@ -305,7 +307,10 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
             raise node.error("kind", f"unknown kind {kind_name!r}",
                              f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
         kind = KINDS[kind_name]
-        unknown_keys(nt, set(NODE_FIELDS) | kind.fields, "field", name, node_name)
+        fields = allowed.get(kind_name) or allowed.setdefault(
+            kind_name, frozenset(NODE_FIELDS) | kind.fields)
+        if not nt.keys() <= fields:
+            unknown_keys(nt, set(fields), "field", name, node_name)
         node_ranges(node)
         names = node_names(node, "needs"), node_names(node, "repairs")
         specs.append(NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
@@ -320,7 +325,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
         if not isinstance(network, bool):
             raise node.error("network", f"must be true or false, got {network!r}",
                              "write network = true (or leave it out: no network)")
-        limits = Limits(*(tree_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
+        limits = (Limits(*(tree_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
+                  if "max_files" in nt or "max_workspace_bytes" in nt else graph_limits)
         gate_errors = nt.get("gate_errors", "retry")
         if gate_errors not in GATE_ERRORS:
             raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "

@@ -29,6 +29,7 @@ from engine.run.values import (
 from engine.run.worker import CommandWorker, Worker
 from engine.system.errors import BadInput
 
+_NUMBERS = (int, float)  # for isinstance: a tuple, not `int | float` built anew at every call
 LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)
     "max_files": (1, 10_000_000),
     "max_workspace_bytes": (0, 1 << 40),
@@ -45,7 +46,7 @@ def graph_ranges(g: Mapping[str, Any], file: str) -> None:
     """[graph] numbers within their ranges (their types and signs are the model's to check)."""
     for key, high in (("spend_budget", MAX_SPEND), ("repair_budget", MAX_COUNT)):
         v = g.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
+        if isinstance(v, _NUMBERS) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
             raise BadInput(file, f"[graph] {key}", f"{short(v)} is out of range (at most "
                            f"{high:g})", f"set {key} to a number up to {high:g}")
 
@@ -54,7 +55,7 @@ def node_ranges(node: NodeTable) -> None:
     """A node's numbers within their ranges (their types and signs are the model's to check)."""
     for key, high in (("spend_ceiling", MAX_SPEND), ("attempts", MAX_COUNT)):
         v = node.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
+        if isinstance(v, _NUMBERS) and not isinstance(v, bool) and not number_in(v, -math.inf, high):
             raise node.error(key, f"{short(v)} is out of range (at most {high:g})",
                              f"set {key} to a number up to {high:g}")
 
@@ -90,12 +91,14 @@ def tree_limit(node: NodeTable, key: str, default: int) -> int:
 def eval_reserve_of(node: NodeTable) -> float:
     """The part of c_v held back for the gate: a number in [0, spend_ceiling]. (A non-number
     spend_ceiling is left for the model's check, which names it.)"""
-    v = node.get("eval_reserve", 0.0)
+    if "eval_reserve" not in node:
+        return 0.0  # nothing held back: fits any ceiling
+    v = node["eval_reserve"]
     ceiling = node.get("spend_ceiling")
     if not number_in(v, 0.0, MAX_SPEND):
         raise node.error("eval_reserve", f"must be a number of spend units >= 0, got {v!r}",
                          "set eval_reserve = 0 (nothing held back) or the gate's expected cost")
-    if isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
+    if isinstance(ceiling, _NUMBERS) and not isinstance(ceiling, bool) and 0 <= ceiling < v:
         raise node.error("eval_reserve", f"{v!r} exceeds spend_ceiling = {ceiling!r}",
                          "lower eval_reserve or raise spend_ceiling")
     return float(v)
@@ -126,7 +129,9 @@ def node_names(node: NodeTable, key: str) -> tuple[str, ...]:
 
 def listed_paths(node: NodeTable, spec_dir: Path, key: str = "gate_files", *,
            folders: bool = False) -> tuple[Path, ...]:
-    v = node.get(key, [])
+    if key not in node:
+        return ()
+    v = node[key]
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
         raise node.error(key, f"must be a list of paths, got {v!r}",
                          f'write {key} = ["path/relative/to/spec"]')

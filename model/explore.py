@@ -5,10 +5,12 @@
 Enumerates every DAG with 1..max-nodes nodes (one per isomorphism class), every repair relation
 (every subset of the allowed pairs (d, u), u = d or u an ancestor of d), a_v in {1, 2} and K in
 {0, 1, 2}. For each case it computes the true worst-case attempt total over all schedules and all
-verdict sequences by exhaustive search of the model's own state space -- successors come from
-`model.transitions.successors` (`control_events` and each event's `apply`), never from a copy of
-the rules -- and compares it
-with `model.bounds.attempt_bound` (W). A mismatch (W exceeded, W not reached, or a state that has
+verdict sequences by exhaustive search of the model's state space, and compares it with
+`model.bounds.attempt_bound` (W). `WorstCase` steps `RunState`s through
+`model.transitions.successors`; `run_task` and `true_worst_case` search `model.search_space`, the
+same transitions on the memo key's small-integer state (~5x less CPU), which
+`tests/test_search_space.py` ties to the model at every state the model's search expands. A case
+the fast search finds wrong is searched again by `WorstCase`, whose counterexample is reported. A mismatch (W exceeded, W not reached, or a state that has
 not ended yet has no enabled event) exits 1 and prints the case and the schedule reaching the true
 worst case.
 
@@ -18,7 +20,8 @@ Reductions, each sound for the number computed (the maximum of attempts still to
   node's counter is dropped: no guard or effect reads it before a repair resets it to 0 -- an
   exhausted node, whether by its last failed attempt or by the operator's Cancel, is followed
   only by Repair or Fail), repairs left (K minus repairs used) and the outcome. Activations, the
-  pass set, the cancelled set and the running total are dropped: no guard reads them. Spend fields are constant since B is unbounded here (no spend events).
+  pass set, the cancelled set and the running total are dropped: no guard reads them. Spend
+  fields are constant since B is unbounded here (no spend events).
 - one table per DAG and a_v vector, for every K and every repair relation: the key holds repairs
   *left* rather than K, and only the part of R the rest of the run can read (`readable_pairs`:
   the pairs of nodes that are not DONE, or may be put back by a repair still affordable). Two
@@ -42,6 +45,7 @@ from dataclasses import dataclass, field
 
 from model.bounds import attempt_bound
 from model.graph import LoopGraph, NodeSpec
+from model.search_space import AbstractSpace, AbstractWorstCase, Deadlocked
 from model.state import RunState, Status, initial_state
 from model.transitions import Begin, Event, step, successors
 
@@ -150,9 +154,22 @@ class WorstCase:
 
 
 def true_worst_case(graph: LoopGraph) -> tuple[int, list[Event]]:
-    """The exact worst-case attempt total of `graph` (B unbounded) and a schedule reaching it."""
-    search = WorstCase()
-    return search.remaining(graph, initial_state(graph)), search.schedule(graph)
+    """The exact worst-case attempt total of `graph` (B unbounded) and a schedule reaching it.
+
+    Searched on the abstract space (`model.search_space`); the schedule is then replayed through
+    `model.transitions.step`, which must end the run having begun exactly that many attempts."""
+    space, search, s = AbstractSpace(graph), AbstractWorstCase(), initial_state(graph)
+    try:
+        worst, schedule = search.worst(space), search.schedule(space)
+    except Deadlocked:
+        WorstCase().remaining(graph, s)  # raises the model's Deadlock, with its state
+        raise
+    for event in schedule:
+        s = step(graph, s, event)
+    if not s.ended or s.attempts_total != worst:
+        raise RuntimeError(f"replayed through the model, the worst-case schedule begins "
+                           f"{s.attempts_total} attempts, not {worst}: {schedule}")
+    return worst, schedule
 
 
 # ---- the cases ----------------------------------------------------------------------------------
@@ -256,23 +273,45 @@ def relations(n: int, edges: Edges) -> Iterator[tuple[tuple[int, int], ...]]:
 def run_task(task: Task) -> TaskResult:
     """Check every repair relation and K for one DAG and a_v, counting every mismatching case and
     keeping the first as the counterexample. One memo table serves them all (its key holds only
-    the readable part of R)."""
+    the readable part of R). The search runs on `model.search_space` (the model's transitions
+    on abstract states, tied to `model.transitions` state by state by a test); a case it finds
+    wrong is searched again through the model, whose words the counterexample is in."""
     result = TaskResult()
     autos = [q for q in automorphisms(task.n, task.edges) if q != tuple(range(task.n))]
-    search = WorstCase()
+    universe = tuple((NAMES[d], NAMES[u]) for d, u in allowed_pairs(task.n, task.edges))
+    search = AbstractWorstCase()
+    base: AbstractSpace | None = None
     for relation in relations(task.n, task.edges):
         if autos and not _least_in_orbit(relation, task.attempts, autos):
             continue
         built = build_graph(task.n, task.edges, relation, task.attempts, K_CHOICES[0])
+        space = base = (AbstractSpace(built, universe) if base is None
+                        else base.with_relation(built))
         for k in K_CHOICES:
             graph = built.with_repair_budget(k)
             result.cases += 1
-            found = check(graph, search)
+            found = check_abstract(graph, space, search)
             if found is not None:
                 result.mismatches += 1
                 result.mismatch = result.mismatch or found
     result.states = search.states
     return result
+
+
+def check_abstract(graph: LoopGraph, space: AbstractSpace, search: AbstractWorstCase
+                   ) -> dict[str, object] | None:
+    """`check` on the abstract space of `graph`'s shape (any K): None if the true worst case
+    equals W; otherwise the model's own counterexample (`check`, a fresh search)."""
+    try:
+        worst: int | None = search.worst(space, graph.repair_budget)
+    except Deadlocked:
+        worst = None
+    if worst == attempt_bound(graph):
+        return None
+    if (found := check(graph)) is None:  # the searches disagree: tests/test_search_space.py
+        raise RuntimeError(f"the abstract search finds {worst} attempts, the model's W: "
+                           f"{describe(graph, attempt_bound(graph), worst, [])}")
+    return found
 
 
 def check(graph: LoopGraph, search: WorstCase | None = None) -> dict[str, object] | None:
@@ -346,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         "\n")[0])
     parser.add_argument("--max-nodes", type=int, default=4, choices=range(1, 5),
                         help="largest graph to enumerate, 1..4 (default 4; 3 takes about a "
-                             "second, 4 about 225 CPU-seconds; 5 would take days)")
+                             "second, 4 about 50 CPU-seconds; 5 would take days)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes to use (default: one per core; a cluster: "
                              "python -m experiments.bounds --dask ADDRESS)")

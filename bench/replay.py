@@ -4,7 +4,9 @@ the ledger of a `--replay-nodes` chain (default 10,000), beside `verify` of the 
 The ledger has the records a real run appends per attempt (begin, reserve, settle, claim,
 verdict) and is written through the model (each event is checked by `step` before it is
 appended), so replay folds exactly what `loopproof resume` folds. Verify alone, side by side,
-is the part replay cannot avoid. Registered as "replay".
+is the part replay cannot avoid. The same is timed at a tenth of the nodes: replay is linear
+when the time per record does not grow with the run (`per_record_growth`, the ratio of the two,
+within 1.5x). Registered as "replay".
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from bench.registry import register
 from bench.targets import figure
 
 TARGET_S = 2.0
+GROWTH = 1.5  # per-record replay time at --replay-nodes over that at a tenth of it: flat
 
 
 def write_run_ledger(path: Path, nodes: int) -> int:
@@ -48,17 +51,16 @@ def write_run_ledger(path: Path, nodes: int) -> int:
         return len(led)
 
 
-def bench_replay(args: argparse.Namespace) -> dict:
+def _replay_time(out: Path, nodes: int, repeat: int) -> tuple[int, float, float]:
+    """(records, best replay seconds, best verify seconds) of a `nodes`-chain run's ledger."""
     from engine.record.ledger import verify
     from engine.record.replay import open_replayed
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out, prefix="replay-") as tmp:
         path = Path(tmp) / "run.jsonl"
-        records = write_run_ledger(path, args.replay_nodes)
+        records = write_run_ledger(path, nodes)
         replay_s = verify_s = float("inf")
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             t = time.perf_counter()
             led, replayed = open_replayed(path)
             replay_s = min(replay_s, time.perf_counter() - t)
@@ -68,11 +70,26 @@ def bench_replay(args: argparse.Namespace) -> dict:
             t = time.perf_counter()
             verify(path)
             verify_s = min(verify_s, time.perf_counter() - t)
+    return records, replay_s, verify_s
+
+
+def bench_replay(args: argparse.Namespace) -> dict:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    small_nodes = max(1, args.replay_nodes // 10)
+    small_records, small_s, _ = _replay_time(out, small_nodes, args.repeat)
+    records, replay_s, verify_s = _replay_time(out, args.replay_nodes, args.repeat)
+    per_record, small_per_record = replay_s / records, small_s / small_records
     return {"nodes": args.replay_nodes, "records": records,
             "seconds": figure(replay_s, TARGET_S, "s",
                               ratio_to_verify=round(replay_s / verify_s, 2)),
             "verify_s": round(verify_s, 3),
-            "records_per_s": round(records / replay_s, 1)}
+            "records_per_s": round(records / replay_s, 1),
+            # linear replay: the time per record does not grow with the run's length
+            "per_record_growth": figure(per_record / small_per_record, GROWTH, "x",
+                                        per_record_us=round(per_record * 1e6, 2),
+                                        small_nodes=small_nodes,
+                                        small_per_record_us=round(small_per_record * 1e6, 2))}
 
 
 register("replay", bench_replay)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from model.graph import LoopGraph
+from model.persistent import replaced
 
 
 class Status(StrEnum):
@@ -29,6 +32,10 @@ class Outcome(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RunState:
     """Everything the model knows about a run. Tuples are indexed in `graph.names` order.
+
+    On a graph of more than a few dozen nodes, the per-node tuples and the sets become
+    `model.persistent.Row` and `Bag` once changed: equal to (and hashing as) the tuple and the
+    frozenset of the same items, but changed one element at a time without a copy of the rest.
 
     `passes` is the model's view of the ledger: the (node, activation) pairs that have a PASS
     verdict appended. A PASS for an old activation stays but no longer counts (G2).
@@ -187,12 +194,10 @@ def with_node(state: RunState, index: int, *, status: Status | None = None,
               ) -> RunState:
     """Copy of `state` with one node's fields changed (and any run-wide `fields`, as in
     `changed`). Used only by declared transitions."""
-    def put(t: tuple, v: object) -> tuple | None:
-        if v is None:
-            return None
-        items = list(t)  # two copies of the tuple, where slicing and joining make four
-        items[index] = v
-        return tuple(items)
+    def put(t: Sequence[Any], v: object) -> Any:
+        # O(1) in the graph's size past a few dozen nodes (model.persistent), so replaying an
+        # n-node ledger is linear, not quadratic
+        return None if v is None else replaced(t, index, v)
     census = None if status is None else _recount(state._census, index, state.status[index],
                                                   status)
     return changed(state, status=put(state.status, status),

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from model.graph import LoopGraph
+from model.persistent import added, replaced_many
 from model.state import Outcome, RunState, Status, changed, with_node
 
 EPS = 1e-9  # tolerance for float spend comparisons (units are seconds or currency)
@@ -98,7 +99,7 @@ def _end_attempt(graph: LoopGraph, s: RunState, node: str, passed: bool) -> RunS
     i = graph.index(node)
     if passed:
         return with_node(s, i, status=Status.DONE, attempt_spend=0.0,
-                         passes=s.passes | {(node, s.activation[i])})
+                         passes=added(s.passes, (node, s.activation[i])))
     left = s.attempts[i] < graph.node(node).attempts
     return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED, attempt_spend=0.0)
 
@@ -292,7 +293,7 @@ class Cancel:
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         i = graph.index(self.node)
         return with_node(s, i, status=Status.EXHAUSTED,
-                         cancelled=s.cancelled | {(self.node, s.activation[i])})
+                         cancelled=added(s.cancelled, (self.node, s.activation[i])))
 
 
 def _repair_budget_left(graph: LoopGraph, s: RunState) -> bool:
@@ -317,12 +318,12 @@ class Repair:
         return None if _repair_budget_left(graph, s) else "the global repair budget K is spent"
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        status, activation, attempts = list(s.status), list(s.activation), list(s.attempts)
-        for w in graph.subtree(self.target):  # one copy of each tuple, not one per node
-            i = graph.index(w)
-            status[i], activation[i], attempts[i] = Status.PENDING, activation[i] + 1, 0
-        return changed(s, status=tuple(status), activation=tuple(activation),
-                       attempts=tuple(attempts), repairs_used=s.repairs_used + 1)
+        where = [graph.index(w) for w in graph.subtree(self.target)]
+        act = s.activation  # one copy of each tuple (or O(|S_u|) updates of a long one)
+        return changed(s, status=replaced_many(s.status, dict.fromkeys(where, Status.PENDING)),
+                       activation=replaced_many(act, {i: act[i] + 1 for i in where}),
+                       attempts=replaced_many(s.attempts, dict.fromkeys(where, 0)),
+                       repairs_used=s.repairs_used + 1)
 
 
 @dataclass(frozen=True)

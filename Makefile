@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser proofs explore check lint test test-slow reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
+.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
 
 all: check
 
@@ -68,10 +68,6 @@ lint: venv
 test: venv sandbox browser
 	$(BIN)/python -m pytest -n 2 -m "not slow"
 
-# Tests too slow for make check (marked slow), run by make reproduce.
-test-slow: venv sandbox
-	$(BIN)/python -m pytest -n 2 -m slow
-
 check: venv sandbox browser lint proofs test
 	@echo "make check: proofs and tests passed"
 
@@ -86,7 +82,7 @@ bench-peer: venv
 	$(PEER)/bin/python -m pip install -q bounded-loops==0.7.6
 	$(BIN)/python -m bench --only peer --only ledger --only attempt_overhead --json
 
-reproduce: venv sandbox latex test-slow
+reproduce: venv sandbox latex
 	@$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
 
 # The transition experiment with a real language model (docs/transition.md): fetch and verify the

@@ -276,10 +276,16 @@ def fields_of(term: z3.ExprRef) -> list[str]:
     return sorted(n for n in leaves(term) if n in FIELDS or ":" in n)
 
 
-def holds(enc: RunEncoding, s: RunState, term: z3.BoolRef, x: State) -> bool:
-    """Does `term` (over the encoded state `x`) hold in the concrete state `s`?"""
-    subs = [(a, b) if z3.is_const(a) and "@" in str(a) else (b, a)
-            for a, b in (eq.children() for eq in enc.pin(x, s).children())]
+def holds(enc: RunEncoding, s: RunState, term: z3.BoolRef, x: State,
+          memo: dict[RunState, list] | None = None) -> bool:
+    """Does `term` (over the encoded state `x`) hold in the concrete state `s`? (`memo` keeps
+    each state's substitution for one encoding and `x`: pinning a state is most of the cost.)"""
+    subs = None if memo is None else memo.get(s)
+    if subs is None:
+        subs = [(a, b) if z3.is_const(a) and "@" in a.decl().name() else (b, a)
+                for a, b in (eq.children() for eq in enc.pin(x, s).children())]
+        if memo is not None:
+            memo[s] = subs
     return z3.is_true(z3.simplify(z3.substitute(term, *subs)))
 
 
@@ -295,11 +301,12 @@ def neighbours(draw, graph: LoopGraph, s: RunState,
     off = [e for e in every if not enabled(graph, s, e)]
     enc = RunEncoding(graph, Params.of(graph))
     x = enc.fresh("s")
+    memo: dict[RunState, list] = {}
     out: list[tuple[RunState, Event]] = []
     for event in [draw(st.sampled_from(group)) for group in (on, off) if group]:
         ev = Ev.of_event(event)
         parts = conjuncts(enc.guard(x, ev))
-        now = [holds(enc, s, c, x) for c in parts]
+        now = [holds(enc, s, c, x, memo) for c in parts]
         for key in sorted({conjunct_key(c, ev) for c in parts}):
             j = draw(st.sampled_from([i for i, c in enumerate(parts)
                                       if conjunct_key(c, ev) == key]))
@@ -307,8 +314,8 @@ def neighbours(draw, graph: LoopGraph, s: RunState,
                            for i, (c, v) in enumerate(zip(parts, now, strict=True))])
             nudges = [with_field(graph, s, f, v) for f in fields_of(parts[j])
                       for v in field_values(graph, s, f)]
-            flips = [y for y in nudges if holds(enc, y, parts[j], x) != now[j]
-                     and holds(enc, y, want, x)]
+            flips = [y for y in nudges if holds(enc, y, parts[j], x, memo) != now[j]
+                     and holds(enc, y, want, x, memo)]
             if flips:
                 out.append((draw(st.sampled_from(flips)), event))
         f = draw(st.sampled_from(all_fields(graph)))

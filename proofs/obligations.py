@@ -24,6 +24,7 @@ from proofs import g3_attempt_ceiling as g3c
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
+from proofs import g6_budgets as g6b
 from proofs import g6_policy as g6
 from proofs.checks import Found, NotRefuted
 from proofs.solver import Unknown
@@ -208,6 +209,17 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G6-sanity", "G6", "proved",
                "Init and every transition of the policy rules are satisfiable under the "
                "invariant", g6.check_sanity),
+    # ---- G6 the policy's budgets (model/budget.py, encoded in proofs/g6_budgets.py)
+    Obligation("G6-budgets-bound-the-run", "G6", "proved",
+               "a graph the budget rule admits (B <= budget.spend, K <= budget.repairs, "
+               "W <= budget.attempts) keeps every run within the policy: G1's attempt-bound "
+               "and G3's spend invariants imply settled + reserved <= budget.spend + EPS, "
+               f"repairs_used <= budget.repairs, attempts_total <= budget.attempts ({FAMILY})",
+               g6b.budgets_family),
+    Obligation("G6-broken-cap-ignores-repairs", "G6", "refuted",
+               "broken: the attempt cap is compared with the attempts the nodes declare (sum "
+               "of a_v), not W -- an admitted self-repairing node makes 2 attempts under a cap "
+               "of 1", g6b.run_cap_ignores_repairs),
     # ---- new obligations (`python -m proofs new`) are added above this line
 )
 

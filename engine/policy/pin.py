@@ -33,6 +33,7 @@ from engine.system.canonical import digest as canonical_digest
 from engine.system.errors import BadInput, LedgerCorrupt
 from engine.system.guards import refuse
 from engine.system.trees import file_sha256
+from model import budget as mb
 from model import policy as mp
 
 RELEASE_CONDITIONS: dict[str, str] = {
@@ -181,18 +182,11 @@ class Policy:
 
     def admits(self, *, spend_budget: float, repair_budget: int,
                attempt_bound: int | None = None) -> list[str]:
-        """Ways a graph asks for more than the policy allows ([] when it fits)."""
-        out = []
-        if spend_budget > self.values["budget.spend"]:
-            out.append(f"spend_budget {spend_budget:g} exceeds policy budget.spend "
-                       f"{self.values['budget.spend']:g}")
-        if repair_budget > self.values["budget.repairs"]:
-            out.append(f"repair_budget {repair_budget} exceeds policy budget.repairs "
-                       f"{self.values['budget.repairs']}")
-        cap = self.values.get("budget.attempts")
-        if cap is not None and attempt_bound is not None and attempt_bound > cap:
-            out.append(f"attempt bound W = {attempt_bound} exceeds policy budget.attempts {cap}")
-        return out
+        """Ways a graph asks for more than the policy allows ([] when it fits): the budget
+        model's rule (model/budget.py)."""
+        return mb.refusals(mb.Budgets(self.values["budget.spend"], self.values["budget.repairs"],
+                                      self.values.get("budget.attempts")),
+                           mb.Asked(spend_budget, repair_budget, attempt_bound))
 
     def release_unmet(self, *, outcome: str, ledger_status: str, pins_unchanged: bool,
                       signed: bool, approved_by: str | None = None) -> list[str]:

@@ -9,7 +9,8 @@ forwarded (`Reserve`), is settled with the upstream's usage (`Settle`), and is r
 
 Modules: `config` (the `[node.<name>.llm]` table), `pricing` (the bound of a call and the
 plausibility of a usage), `store` (content-addressed, redacted bodies), `server` (the HTTP
-proxy), `bridge` (a stdlib-only relay run inside the sandbox).
+proxy: its life, refusals, endpoints), `call` (one metered call: hold, forward, relay, settle,
+record), `access` (what an attempt's worker is given), `bridge` (a stdlib-only relay run inside the sandbox).
 """
 
 from engine.run.proxy.config import LlmConfig

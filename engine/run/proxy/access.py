@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.run.proxy.call import Account
 from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.server import Account, Proxy
+from engine.run.proxy.server import Proxy
 from engine.run.proxy.store import BodyStore, calls_root
 from engine.system import secret_env
 

@@ -1,0 +1,72 @@
+"""The transition study: the search coder beside the local model, one row per figure.
+"""
+
+from __future__ import annotations
+
+from paper.tables.table import Lit, Table
+from paper.tree import Results
+
+
+def _pair(key: str) -> str:
+    return f"{{{key}/0}}/{{{key}/1}}"
+
+
+TRANSITION_ROWS: list[tuple[str, str]] = [
+    ("tasks x seeds, revisions", "{S/trajectories} trajectories, T = {S/T}"),
+    ("current correct, revisions 1-3",
+     "{S/current_correct/0|f3}, {S/current_correct/1|f3}, {S/current_correct/2|f3}"),
+    ("ever-correct, revisions 1-3",
+     "{S/ever_correct/0|f3}, {S/ever_correct/1|f3}, {S/ever_correct/2|f3}"),
+    ("lost after found (all conditions)", "{S/lost_after_found_pooled|pct}"),
+    ("alpha / beta (current trace)", "{S/alpha/current_trace|f3} / {S/beta/current_trace|f3}"),
+    ("harm from correct starts: stale vs current",
+     "{S/stale_vs_current_harm/stale/0}/{S/stale_vs_current_harm/stale/1} vs "
+     "{S/stale_vs_current_harm/current/0}/{S/stale_vs_current_harm/current/1}"),
+    ("  difference [95% CI], Holm p",
+     "{S/stale_vs_current_harm/difference|f3} [{S/stale_vs_current_harm/ci95/0|f3}, "
+     "{S/stale_vs_current_harm/ci95/1|f3}], {S/stale_vs_current_harm/p_holm|f3}"),
+    ("guarded vs baseline: harm from correct starts",
+     _pair("S/guarded_vs_baseline/harm_from_correct_starts/guarded") + " vs " +
+     _pair("S/guarded_vs_baseline/harm_from_correct_starts/baseline")),
+    ("guarded vs baseline: repair from wrong starts",
+     _pair("S/guarded_vs_baseline/repair_from_wrong_starts/guarded") + " vs " +
+     _pair("S/guarded_vs_baseline/repair_from_wrong_starts/baseline")),
+    ("guarded vs baseline: unsafe completion",
+     _pair("S/guarded_vs_baseline/unsafe_completion/guarded") + " vs " +
+     _pair("S/guarded_vs_baseline/unsafe_completion/baseline")),
+    ("guarded vs baseline: sound completion",
+     _pair("S/guarded_vs_baseline/sound_completion/guarded") + " vs " +
+     _pair("S/guarded_vs_baseline/sound_completion/baseline")),
+    ("preregistered joint criterion passes", "{S/preregistered/passes}"),
+    ("stopping, self-only: coverage / risk / sound",
+     "{S/stopping_replay/self_only/coverage|f3} / {S/stopping_replay/self_only/risk|f3} / "
+     "{S/stopping_replay/self_only/sound_completion|f3}"),
+    ("stopping, visible gate",
+     "{S/stopping_replay/visible_gate/coverage|f3} / {S/stopping_replay/visible_gate/risk|f3} / "
+     "{S/stopping_replay/visible_gate/sound_completion|f3}"),
+    ("stopping, challenge gate",
+     "{S/stopping_replay/challenge_gate/coverage|f3} / "
+     "{S/stopping_replay/challenge_gate/risk|f3} / "
+     "{S/stopping_replay/challenge_gate/sound_completion|f3}"),
+    ("strict freshness: coverage, sound lost",
+     "{S/freshness_cost/stopping_replay/fresh_gate_coverage|f3}, "
+     "{S/freshness_cost/stopping_replay/sound_lost_vs_self_only}"),
+    ("reply validity", "{S/validity/all/valid} of {S/validity/all/replies}"),
+]
+
+
+def transition(r: Results) -> Table:
+    """The search coder beside the local model; the model's column says when it was not run."""
+    t = Table("transition", ["figure", "search coder", "local model"],
+              needs="transition/summary/scale")
+    llm = r.has("transition-llm/summary/scale")
+    for label, tmpl in TRANSITION_ROWS:
+        t.rows.append([Lit(label), tmpl.replace("{S/", "{transition/summary/"),
+                       tmpl.replace("{S/", "{transition-llm/summary/") if llm
+                       else Lit("not run")])
+    t.rows.append([Lit("scale, seed, coder"),
+                   "{transition/summary/scale}, {transition/summary/seed}, "
+                   "{transition/summary/coder}",
+                   "{transition-llm/summary/scale}, {transition-llm/summary/seed}, "
+                   "{transition-llm/summary/coder}" if llm else Lit("not run")])
+    return t

@@ -11,6 +11,11 @@ Spend is modelled as the engine meters it: an attempt is admitted only if settle
 inside it every metered operation reserves first (`Reserve`; several may be outstanding, each
 checked against all of them), a reservation that does not fit ends the attempt (`Overrun`)
 instead of being spent, and `Settle` releases one reservation and charges what was used of it.
+
+Why one module: just over 400 lines on purpose, since the events are one closed set: every
+event's guard and effect, the guards they share, and the enumeration of enabled events
+(`control_events`, `successors`, which must name every event kind) are read and changed
+together, and proofs/encoding.py mirrors them one rule per method.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ test and the symbolic ones of the proofs (every a_v >= 1, every K >= 0, ...).
 `Semantics` holds the rules; a broken variant subclasses it and overrides one rule, so a broken
 model differs from the real one in exactly the place its name says.
 
-One module over 400 lines on purpose: the guard and the update of every transition are read
-side by side with model/transitions.py, one rule per method of `Semantics`, so that a broken
-variant overrides exactly one of them; splitting by transition would scatter that one-to-one
-reading.
+Why one module: over 400 lines on purpose, since the guard and the update of every transition
+are read side by side with model/transitions.py, one rule per method of `Semantics`, so that a
+broken variant overrides exactly one of them; splitting by transition would scatter that
+one-to-one reading.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ The attempt bound W needs neither: an abandoned attempt leaves `attempts_total` 
 - 1, remaining + 1), so W bounds the attempts that count; real executions are attempts_total +
 abandoned.
 
-One module just over 400 lines on purpose: the invariant, the ranking function and their
-broken variants are one obligation (G1) and share the family of shapes they are proved on.
+Why one module: just over 400 lines on purpose, since the invariant, the ranking function and
+their broken variants are one obligation (G1) and share the family of shapes they are proved on.
 """
 
 from __future__ import annotations

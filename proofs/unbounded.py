@@ -11,6 +11,12 @@ Guards are the model's, with one deliberate over-approximation: "the attempt in 
 is encoded as "n is RUNNING" (the model picks the first RUNNING node). The two agree on every
 reachable state (at most one node runs); elsewhere the encoding allows more transitions, which
 can only make an invariant harder to prove.
+
+Why one module: just over 400 lines on purpose, since it is proofs/encoding.py over an unbounded
+sort: the axioms, the guards and one update per transition of model/transitions.py, read side
+by side with both, and the lifting of a concrete graph and state onto it (`on_graph`,
+`pin_state`) through which the differential test (tests/test_encoding.py) checks it against
+the model.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ working directory and a filtered environment (engine.system.process.safe_environ
 
 Each field is declared once in FIELDS with its validator and one line of doc (docs/ledger.md
 lists them).
+
+Why one module: just over 400 lines on purpose, since a field's declaration, its validator and
+the pin that hashes the files it names change together: a new field that names a file is
+pinned by the same module that parses it, and `PolicyPin.check` reads the policy with the
+same parser that loaded it.
 """
 
 from __future__ import annotations

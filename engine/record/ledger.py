@@ -26,9 +26,9 @@ memory does not grow with the ledger. A large ledger is verified by `VERIFY_JOBS
 checking the hashes and links inside one byte range, and the ranges' ends are linked after; any
 problem sends the file through the serial scan, which names the first bad line.
 
-One module over 400 lines on purpose: the writer and the verifier are one byte format; `Ledger.open`
-runs the same `_scan` that `verify` does (and the parallel ranges check the same equation), so they
-change together and are read together.
+Why one module: over 400 lines on purpose, since the writer and the verifier are one byte
+format; `Ledger.open` runs the same `_scan` that `verify` does (and the parallel ranges check
+the same equation), so they change together and are read together.
 """
 
 from __future__ import annotations

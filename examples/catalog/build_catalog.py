@@ -8,9 +8,9 @@ holds the minimal repair an engineer would make to silence tier 1 (experiments/m
 
     python examples/catalog/build_catalog.py      # rewrites examples/catalog/<loop>/
 
-One file over 400 lines on purpose: it is a script run by path (examples/ is not a package, so
-it cannot import siblings without a path hack), and most of it is data: the gate sources it
-writes, each next to the loop that uses it.
+Why one module: over 400 lines on purpose, since it is a script run by path (examples/ is not a
+package, so it cannot import siblings without a path hack), and most of it is data: the gate
+sources it writes, each next to the loop that uses it.
 """
 
 from __future__ import annotations

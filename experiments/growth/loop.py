@@ -21,9 +21,9 @@ resources now in force (a `resources` record when GPUs, step or price changed).
 
 `FAULTS` plants one fault each, for the negative controls of the studies; none is on by default.
 
-About 470 lines, on purpose: the stages and their recovery are one state machine over one
-ledger (which record comes next, and how resume finds its place among them); split, the stage
-order and the resume that must agree with it would live in different files.
+Why one module: about 470 lines on purpose, since the stages and their recovery are one state
+machine over one ledger (which record comes next, and how resume finds its place among them);
+split, the stage order and the resume that must agree with it would live in different files.
 """
 
 from __future__ import annotations

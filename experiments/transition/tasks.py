@@ -10,10 +10,11 @@ Only tasks whose `check` is a flat list of `assert candidate(<literals>) == <lit
 so every assertion is data (a `Case`) and no test code is executed from the dataset.
 
 Candidate code never runs in this process: `run_cases` sends a batch of candidates and cases to
-one `python -I` subprocess through `engine.system.process.run_command`, which enforces a per-call CPU
-alarm (SIGPROF, so a loaded machine does not turn a slow call into a timeout),
-a memory limit and a wall-clock limit on the whole batch, inside the engine's default sandbox
-(engine/system/sandbox/: read-only system, no network, a private HOME and temp folder).
+one `python -I` subprocess (the program in experiments/transition/candidate_runner.py) through
+`engine.system.process.run_command`, which enforces a per-call CPU alarm (SIGPROF, so a loaded
+machine does not turn a slow call into a timeout), a memory limit and a wall-clock limit on the
+whole batch, inside the engine's default sandbox (engine/system/sandbox/: read-only system, no
+network, a private HOME and temp folder).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from engine.system.canonical import digest
 from engine.system.process import gate_environment, run_command
 from engine.system.sandbox import DEFAULT, Confinement, View, backend
+from experiments.transition.candidate_runner import RUNNER
 from experiments.transition.edits import enumerate_edits, normalize
 
 CALL_TIMEOUT_S = 0.5      # CPU seconds per call of a candidate on one input (load-independent)
@@ -88,67 +90,6 @@ def code_hash(source: str) -> str:
 
 
 # --------------------------------------------------------------------------- the runner
-RUNNER = r'''
-import ast, json, math, resource, signal, sys, time
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-class Slow(Exception):
-    pass
-def _alarm(signum, frame):
-    raise Slow()
-signal.signal(signal.SIGPROF, _alarm)
-def same(a, b, approx):
-    if approx and isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
-    if approx and isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y, True) for x, y in zip(a, b))
-    return a == b
-def short(x):
-    try:
-        r = repr(x)
-    except Exception:
-        r = "<unrepresentable>"
-    return r if len(r) <= 160 else r[:157] + "..."
-job = json.loads(sys.stdin.read())
-limit = job["call_timeout"]
-out = []
-for source in job["candidates"]:
-    rows = []
-    env = {"__name__": "candidate"}
-    try:
-        signal.setitimer(signal.ITIMER_PROF, limit)
-        exec(compile(source, "solution.py", "exec"), env)
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        fn = env[job["entry"]]
-    except BaseException as exc:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        out.append([[False, "load error: " + type(exc).__name__, 0.0]] * len(job["cases"]))
-        continue
-    dead = False
-    for args, expected, approx in job["cases"]:
-        if dead:
-            rows.append([False, "skipped after timeout", 0.0]); continue
-        want = ast.literal_eval(expected)
-        try:
-            call_args = ast.literal_eval(args)
-            t0 = time.process_time()
-            signal.setitimer(signal.ITIMER_PROF, limit)
-            got = fn(*call_args)
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            used = time.process_time() - t0
-            rows.append([bool(same(got, want, approx)), short(got), round(used, 4)])
-        except Slow:
-            dead = True
-            rows.append([False, "timeout", limit])
-        except BaseException as exc:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            rows.append([False, "raised " + type(exc).__name__, 0.0])
-    out.append(rows)
-    if job.get("first") and rows and all(r[0] for r in rows):
-        break
-sys.stdout.write(json.dumps(out))
-'''
-
-
 class RunnerFailed(RuntimeError):
     """The runner subprocess died or timed out as a whole (not one candidate: the batch)."""
 

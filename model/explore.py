@@ -29,6 +29,11 @@ Reductions, each sound for the number computed (the maximum of attempts still to
 - symmetry: for a DAG with automorphisms, a (repair relation, a_v) assignment is explored only
   if it is the least of its orbit; renaming nodes by an automorphism maps schedules to schedules
   one for one, so the worst case is the same.
+
+Why one module: just over 400 lines on purpose, since the reductions above are sound only for
+the search they prune and the enumeration of cases they skip (the memo key, `readable_pairs`
+and the orbit filter are one argument), so the searches, the enumeration and the check that
+compares them with W are read and changed together.
 """
 
 from __future__ import annotations

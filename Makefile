@@ -66,7 +66,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 test: venv sandbox browser
-	$(BIN)/python -m pytest -n 2 -m "not slow"
+	$(BIN)/python -m pytest -n 2
 
 check: venv sandbox browser lint proofs test
 	@echo "make check: proofs and tests passed"

@@ -1,8 +1,15 @@
 """`python -m bench --json`: every benchmark of bench/, written to results/bench/bench.json.
 
 Every module listed in `MODULES` registers its benchmarks in `bench.registry`; each result dict
-is stored under its name. Timings vary run to run, so bench.json is exempt from the same-bytes
-rule.
+is stored under its name, and each benchmark's elapsed seconds under `machine.elapsed_s`.
+Timings vary run to run, so bench.json is exempt from the same-bytes rule.
+
+`--quick` (what `make reproduce` runs; `make bench` is the full one): every figure with its
+target and ratio still, at smaller sizes where the target is a rate or a ratio (`QUICK`: a
+sample of records, a shorter chain), best of one, and without what other steps of make
+reproduce measure (`QUICK_SKIP`: the explorer is the bounds step, the proofs the proofs step)
+or what times the newcomer's path for the README (`extending_path`). A size given on the
+command line wins.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import importlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from bench.registry import BENCHMARKS
@@ -20,6 +28,13 @@ from bench.targets import figures, line
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
            "bench.prove", "bench.peer", "bench.extending")
+
+
+# --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate
+# and the constant memory of 1M; at 200,000 the command's start-up of ~0.1 s held `loopproof
+# verify` under its rate; the chain's overhead ratio is read at 2,000 nodes), best of one
+QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1}
+QUICK_SKIP = ("explorer", "proofs", "extending_path")
 
 
 def _load_modules() -> None:
@@ -52,7 +67,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="leave this benchmark out (repeatable)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--quick", action="store_true",
+                   help=f"smaller sizes where the target is a rate or a ratio ({QUICK}), "
+                        f"without {', '.join(QUICK_SKIP)} (make reproduce measures them)")
     args = p.parse_args(argv)
+    if args.quick:  # a size given on the command line wins
+        given = {a.split("=", 1)[0] for a in (argv if argv is not None else sys.argv[1:])}
+        for name, value in QUICK.items():
+            if f"--{name.replace('_', '-')}" not in given:
+                setattr(args, name, value)
+        args.skip = [*args.skip, *(s for s in QUICK_SKIP if s not in (args.only or ()))]
     for name, least in (("records", 2), ("fsync_records", 2), ("group_size", 1), ("repeat", 1),
                         ("bound_nodes", 3), ("chain_nodes", 1), ("replay_nodes", 1),
                         ("explore_nodes", 1), ("peer_records", 2)):
@@ -71,16 +95,21 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     results: dict[str, dict] = {}
+    elapsed: dict[str, float] = {}
     load_before = os.getloadavg()[0]
     for name, fn in sorted(registry.items()):
         if (not args.only or name in args.only) and name not in args.skip:
             print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            start = time.perf_counter()
             results[name] = fn(args)
+            elapsed[name] = round(time.perf_counter() - start, 1)
             for label, f in figures(results[name], f"{name}."):
                 print(f"  {line(label, f)}", file=sys.stderr, flush=True)
+            print(f"  ({elapsed[name]:g} s)", file=sys.stderr, flush=True)
     # what the timings ran beside: on a shared machine every wall-clock figure is stretched
     results["machine"] = {"cores": os.cpu_count(), "load_1min_before": round(load_before, 2),
-                          "load_1min_after": round(os.getloadavg()[0], 2)}
+                          "load_1min_after": round(os.getloadavg()[0], 2),
+                          "elapsed_s": elapsed, "quick": args.quick}
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = args.out / "bench.json.tmp"
     tmp.write_text(json.dumps(results, sort_keys=True, indent=2) + "\n")

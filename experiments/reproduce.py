@@ -123,6 +123,25 @@ def _audit(out: str) -> str:
             f"undetermined)" if t2 else "")
 
 
+def _mutants(out: str) -> str:
+    r = _last_json(out)
+    tiers = [(t, _get(r, f"after.tier{t}"), _get(r, f"before.tier{t}")) for t in (1, 2)]
+    return "; ".join(f"tier {t}: {a['false_accepts']} false accepts of {a['destroying']} "
+                     f"destroying after repair ({b['false_accepts']} of {b['destroying']} before)"
+                     for t, a, b in tiers if isinstance(a, dict) and isinstance(b, dict))
+
+
+def _growth(out: str) -> str:
+    r = _last_json(out)
+    acc, crash = r.get("accounting") or {}, r.get("crash") or {}
+    rounds = _get(r, "contrasts.round_attainment") or {}
+    if not acc or not crash or not rounds:
+        return ""
+    return (f"{acc.get('within_policy')}/{acc.get('runs')} runs within policy, crash "
+            f"{crash.get('outcome_recovered')}/{crash.get('cases')} recovered, rounds raise "
+            f"attainment by {rounds.get('difference')} (p {rounds.get('p')})")
+
+
 def _bench(out: str) -> str:
     return next((ln for ln in reversed(out.splitlines()) if ln.startswith("bench:")), "")
 
@@ -142,12 +161,12 @@ def steps(scale: str, seed: int) -> list[Step]:
     s = ("--scale", scale, "--seed", str(seed), "--json")
     ex = "results/examples"
     run = [Step(f"example {name}", (lp, "run", f"examples/{name}/graph.toml", "--ledger",
-                                    f"{ex}/{name}.jsonl", "--json"), 3, codes, _run_line,
+                                    f"{ex}/{name}.jsonl", "--json"), 2, codes, _run_line,
                 save=f"{ex}/{name}.json")
            for name, codes in (("pipeline", (0,)), ("repair", (0,)), ("budget", (0, 4)),
                                ("regress-restore", (0,)), ("median", (0,)))]
     return [
-        Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 10,
+        Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 15,
              headline=_proofs),
         # 200 s: 381 CPU-s over 2 workers in a run at load 25 (the 4-node explorer is most of it)
         Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 200,
@@ -156,21 +175,23 @@ def steps(scale: str, seed: int) -> list[Step]:
         *run,
         Step("audit of examples/median's gate", (lp, "audit", "examples/median/graph.toml",
                                                   "--ledger", f"{ex}/median.jsonl", "--json"),
-             20, headline=_audit, save="results/audit/median.json"),
-        Step("integrity", (py, "-m", "experiments.integrity", *s), 60,
+             10, headline=_audit, save="results/audit/median.json"),
+        # estimates: the last run's seconds (loads 1-6 on 2 cores), rounded up
+        Step("integrity", (py, "-m", "experiments.integrity", *s), 10,
              headline=_keys("detected", "trials", "torn_recovered", "torn_trials")),
-        Step("crash", (py, "-m", "experiments.crash", *s), 150,
+        Step("crash", (py, "-m", "experiments.crash", *s), 65,
              headline=_keys("cases", "outcome_recovered", "budget_violations", "lost_verdicts")),
-        Step("transition", (py, "-m", "experiments.transition", *s), 90,
+        Step("transition", (py, "-m", "experiments.transition", *s), 45,
              headline=_keys("trajectories", "revisions")),
-        Step("mutants", (py, "-m", "experiments.mutants", *s), 150,
-             headline=_keys("after.tier1.false_accepts", "after.tier2.false_accepts")),
-        Step("growth", (py, "-m", "experiments.growth", *s), 120),
-        Step("bench", (py, "-m", "bench", "--json", "--chain-nodes", "2000",
-                       "--skip", "explorer"), 240, headline=_bench),
+        Step("mutants", (py, "-m", "experiments.mutants", *s), 200, headline=_mutants),
+        Step("growth", (py, "-m", "experiments.growth", *s), 30, headline=_growth),
+        # the quick bench (`make bench` is the full one): every figure beside its target, at the
+        # sizes where a rate or a ratio shows it, without the explorer and the proofs (the steps
+        # above time them) and the newcomer's path (the README's table)
+        Step("bench", (py, "-m", "bench", "--json", "--quick"), 120, headline=_bench),
         Step("notebooks and figures", (py, "-m", "experiments.figures", "--results", "results"),
-             60, headline=_figures),
-        Step("paper", (py, "-m", "paper", "--pdf"), 40, headline=_paper),
+             30, headline=_figures),
+        Step("paper", (py, "-m", "paper", "--pdf"), 15, headline=_paper),
     ]
 
 
@@ -246,13 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i:2d}/{len(plan)}] {st.name:34s} {took[st.name]:6.1f} s {cpu_s:6.1f} CPU-s  "
               f"{mark}", flush=True)
         if not ok:
-            print(f"reproduce: stopped at {st.name!r}; its output is in {st.log}; rerun: "
-                  f"{' '.join(st.argv)}", file=sys.stderr)
+            print(f"reproduce: stopped at {st.name!r} after {(time.perf_counter() - start) / 60:.1f}"
+                  f" min; its output is in {st.log}; rerun: {' '.join(st.argv)}",
+                  file=sys.stderr)
             return 1
     TIMES.parent.mkdir(parents=True, exist_ok=True)
     TIMES.write_text(json.dumps(_last_runs() | {args.scale: took}, indent=2, sort_keys=True)
                      + "\n")
-    print(f"reproduce: all {len(plan)} steps in {(time.perf_counter() - start) / 60:.1f} min; "
+    print(f"reproduce: all {len(plan)} steps in {(time.perf_counter() - start) / 60:.1f} min "
+          f"(estimated {total / 60:.0f} min; {sum(took.values()) / 60:.1f} min in the steps); "
           f"results in results/, each step's output in {LOGS}/, executed notebooks in "
           f"results/notebooks/")
     return 0

@@ -23,7 +23,10 @@ def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
     assert f"on {os.cpu_count()} cores" in captured.err.splitlines()[-1]
     stored = json.loads((tmp_path / "bench.json").read_text())
     assert printed == stored and stored["fake"] == {"records_seen": 60}
-    assert set(stored["machine"]) == {"cores", "load_1min_before", "load_1min_after"}
+    assert set(stored["machine"]) == {"cores", "load_1min_before", "load_1min_after",
+                                      "elapsed_s", "quick"}
+    assert set(stored["machine"]["elapsed_s"]) == {"ledger", "fake"}
+    assert stored["machine"]["quick"] is False
     ledger = stored["ledger"]
     assert ledger["records"] == 60 and ledger["fsync_records"] == 5
     assert ledger["appends_per_s_group"] > 0 and ledger["verified_records_per_s"] > 0
@@ -31,6 +34,51 @@ def test_bench_runs_small_and_merges_registered_figures(tmp_path, capsys):
     assert ledger["group_commit"]["target"] == 50_000 and ledger["verify_peak_memory"]["value"] > 0
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # the ledgers are cleaned up
     assert bench.main(["--out", str(tmp_path), "--only", "nope"]) == 2
+
+
+def test_quick_shrinks_the_rate_sizes_skips_what_reproduce_measures_and_a_given_size_wins(
+        tmp_path, capsys):
+    """`--quick` (make reproduce's bench): smaller sizes where the target is a rate or a ratio,
+    best of one, without the explorer, the proofs and the newcomer's path; a size given on the
+    command line is kept."""
+    seen: list = []
+    bench._load_modules()
+    saved = dict(BENCHMARKS)
+    BENCHMARKS.clear()
+    for name in saved:
+        bench_register(name, lambda args, name=name: seen.append((name, args)) or {})
+    try:
+        assert bench.main(["--quick", "--out", str(tmp_path), "--json", "--records",
+                           "5000"]) == 0
+    finally:
+        BENCHMARKS.clear()
+        BENCHMARKS.update(saved)
+    ran = {name for name, _ in seen}
+    assert ran == set(saved) - set(bench.QUICK_SKIP) and ran
+    args = seen[0][1]
+    assert (args.records, args.chain_nodes, args.repeat) == (5000, 2000, 1)
+    assert args.bound_nodes == 100_000  # an absolute target at its own size stays
+    machine = json.loads(capsys.readouterr().out)["machine"]
+    assert machine["quick"] is True and set(machine["elapsed_s"]) == ran
+
+
+def test_the_ledger_benchmark_counts_the_verifying_pool(tmp_path, monkeypatch):
+    """verified_records_per_cpu_s counted the parent's CPU only, while verify hashes a large
+    ledger in a pool of processes: a verify whose work is done by a child must be charged it."""
+    from bench import ledger as ledger_bench
+
+    real = ledger_bench.verify
+
+    def in_a_child(path):
+        import subprocess
+        import sys
+        subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+        return real(path)
+    monkeypatch.setattr(ledger_bench, "verify", in_a_child)
+    args = bench.parse_args(["--records", "50", "--fsync-records", "3", "--repeat", "1",
+                             "--out", str(tmp_path)])
+    got = ledger_bench.bench_ledger(args)
+    assert got["verified_records_per_cpu_s"] < 50 / 0.05  # the child's ~0.1+ CPU-s is counted
 
 
 def test_proxy_benchmark_is_registered_and_runs_small(monkeypatch):

@@ -109,3 +109,35 @@ def test_the_dry_run_prints_the_scaled_estimate(tmp_path, monkeypatch, capsys) -
         lines[sc] = capsys.readouterr().out.splitlines()[0]
     minutes = {sc: int(line.split("about ")[1].split(" min")[0]) for sc, line in lines.items()}
     assert minutes["smoke"] < minutes["paper"], lines
+
+
+def test_the_growth_and_mutants_lines_say_what_they_measured() -> None:
+    """The growth step said only "ok" and the mutants step printed "false_accepts" twice
+    unlabeled."""
+    by = {st.name: st for st in reproduce.steps("default", 0)}
+    mutants = json.dumps({"after": {"tier1": {"false_accepts": 0, "destroying": 400},
+                                    "tier2": {"false_accepts": 225, "destroying": 732}},
+                          "before": {"tier1": {"false_accepts": 161, "destroying": 392},
+                                     "tier2": {"false_accepts": 426, "destroying": 713}}})
+    assert by["mutants"].headline(mutants) == (
+        "tier 1: 0 false accepts of 400 destroying after repair (161 of 392 before); "
+        "tier 2: 225 false accepts of 732 destroying after repair (426 of 713 before)")
+    growth = json.dumps({"accounting": {"runs": 350, "within_policy": 350},
+                         "crash": {"cases": 48, "outcome_recovered": 48},
+                         "contrasts": {"round_attainment": {"difference": 1.0, "p": 2e-05}}})
+    assert by["growth"].headline(growth) == (
+        "350/350 runs within policy, crash 48/48 recovered, rounds raise attainment by 1.0 "
+        "(p 2e-05)")
+    assert by["growth"].headline("not json") == ""
+    assert "--quick" in by["bench"].argv  # make bench is the full one
+
+
+def test_the_last_line_gives_the_total_beside_the_estimate(tmp_path, monkeypatch, capsys) -> None:
+    import sys
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(reproduce, "TIMES", tmp_path / "reproduce.json")
+    plan = [reproduce.Step(name, (sys.executable, "-c", "pass"), 60) for name in ("a", "b")]
+    monkeypatch.setattr(reproduce, "steps", lambda scale, seed: plan)
+    assert reproduce.main(["--scale", "smoke"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("reproduce: all 2 steps in ") and "(estimated 2 min;" in last

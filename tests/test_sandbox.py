@@ -370,3 +370,30 @@ def test_the_mount_plan_orders_and_prunes(tmp_path: Path) -> None:
     argv = bwrap_argv("bwrap", ["true"], Path(ws), view, 9, [tmp])
     assert argv.index("--remount-ro") > argv.index("--bind")  # sealed after the bind inside
     assert "--cap-drop" in argv and "--unshare-net" in argv and "--die-with-parent" in argv
+
+
+def test_the_mount_plan_resolves_a_path_through_a_link_once_and_as_it_is_now(
+        tmp_path: Path, monkeypatch) -> None:
+    """Each path is resolved once per plan (a resolve costs a stat per component, twice per
+    readable path before) but never across plans: a link changed between two launches is
+    followed where it points now. The depth order is the one `Path.parts` gives."""
+    from engine.system.sandbox import bwrap
+
+    tmp = tmp_path.resolve()
+    (tmp / "a" / "deep" / "er").mkdir(parents=True)
+    (tmp / "b").mkdir()
+    link = tmp / "link"
+    link.symlink_to(tmp / "a")
+    view = View(readable=(link, tmp / "a" / "deep" / "er"), hidden=(tmp / "gone",))
+    calls: list[str] = []
+    real = bwrap._real
+    monkeypatch.setattr(bwrap, "_real", lambda p: calls.append(os.fspath(p)) or real(p))
+    first = mount_plan(view, [str(tmp)])
+    assert len(calls) == len(set(calls))
+    assert ("ro", str(tmp / "a"), str(tmp / "a")) in first
+    link.unlink()
+    link.symlink_to(tmp / "b")
+    second = mount_plan(view, [str(tmp)])
+    assert ("ro", str(tmp / "b"), str(tmp / "b")) in second  # followed as it points now
+    for p in ("/", "/a", "/a/b", str(tmp / "a" / "deep" / "er")):
+        assert bwrap._depth(p) == len(Path(p).parts)

@@ -63,7 +63,9 @@ def _real(p: Path | str) -> str:
 
 
 def _depth(p: str) -> int:
-    return len(Path(p).parts)
+    """How many components a real path has ("/" has one): `len(Path(p).parts)`, without
+    building a Path (mount_plan asks it for every pair of mounts of every launch)."""
+    return 1 if p == "/" else p.count("/") + 1
 
 
 def _under(p: str, root: str) -> bool:
@@ -88,24 +90,32 @@ def mount_plan(view: View, masks: Sequence[str]) -> list[tuple[str, str, str]]:
     """(operation, source, destination) triples, in the order bwrap must apply them, after the
     read-only root: "tmpfs", "ro", "rw", "hide-file", "hide-dir"."""
     want: dict[str, tuple[int, str, str]] = {}  # dest -> (priority, op, src); higher wins
+    reals: dict[str, str] = {}  # each path resolved once per plan (a resolve is a stat a part)
+
+    def real(p: Path | str) -> str:
+        key = os.fspath(p)
+        got = reals.get(key)
+        if got is None:
+            got = reals[key] = _real(key)
+        return got
 
     def put(dest: str, prio: int, op: str, src: str = "") -> None:
         if dest == "/" or (dest in want and want[dest][0] >= prio):
             return
         want[dest] = (prio, op, src)
 
-    temps = {_real(t) for t in MASKED if os.path.isdir(t)}
+    temps = {real(t) for t in MASKED if os.path.isdir(t)}
     for m in masks:
         put(m, 0, "tmpfs")
     for p in view.readable:
-        if os.path.exists(p) and _real(p) not in temps:  # the private temp folder stays private
-            put(_real(p), 1, "ro", _real(p))
+        if os.path.exists(p) and real(p) not in temps:  # the private temp folder stays private
+            put(real(p), 1, "ro", real(p))
     for p in (*view.writable, *view.sockets):
         if os.path.exists(p):
-            put(_real(p), 2, "rw", _real(p))
+            put(real(p), 2, "rw", real(p))
     for p in view.hidden:
         if os.path.lexists(p):
-            r = _real(p)
+            r = real(p)
             if os.path.exists(r):
                 put(r, 3, "hide-dir" if os.path.isdir(r) else "hide-file")
     ordered = sorted(want.items(), key=lambda kv: (_depth(kv[0]), kv[0]))

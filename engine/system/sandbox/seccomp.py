@@ -15,6 +15,7 @@ arm), handed to bwrap (`--seccomp FD`) through a pipe.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import struct
 
@@ -30,8 +31,10 @@ LD_ABS, JEQ, AND, RET = 0x20, 0x15, 0x54, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, ALU|A
 ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO|EPERM
 
 
+@functools.cache
 def keyring_filter() -> bytes:
-    """The filter as bwrap reads it: `struct sock_filter` records in native byte order."""
+    """The filter as bwrap reads it: `struct sock_filter` records in native byte order (built
+    once per process: the same bytes for every sandbox, and every attempt launches two)."""
     prog: list[list[int]] = [[LD_ABS, 0, 0, 4]]  # the audit arch
     to_deny: list[int] = []  # indexes of the jumps to DENY, patched once its place is known
     for arch, calls in KEYRING_CALLS.items():

@@ -143,7 +143,26 @@ def _growth(out: str) -> str:
 
 
 def _bench(out: str) -> str:
-    return next((ln for ln in reversed(out.splitlines()) if ln.startswith("bench:")), "")
+    """`python -m bench --json` prints its report (the "N figures met" line goes to stderr):
+    count the figures, each a table with a verdict, and name the missed ones."""
+    try:
+        report = json.loads(out)
+    except ValueError:
+        return ""
+    verdicts: dict[str, str] = {}
+
+    def walk(name: str, value: object) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("verdict"), str):
+                verdicts[name] = value["verdict"]
+            for key, sub in value.items():
+                walk(f"{name}.{key}" if name else str(key), sub)
+
+    walk("", report)
+    missed = sorted(n for n, v in verdicts.items() if v == "missed")
+    met = sum(v == "met" for v in verdicts.values())
+    return (f"{met} figures met their target, {len(missed)} missed"
+            + (f" ({', '.join(missed)})" if missed else ""))
 
 
 def _figures(out: str) -> str:
@@ -166,32 +185,31 @@ def steps(scale: str, seed: int) -> list[Step]:
            for name, codes in (("pipeline", (0,)), ("repair", (0,)), ("budget", (0, 4)),
                                ("regress-restore", (0,)), ("median", (0,)))]
     return [
-        Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 15,
+        # estimates: a fresh clone's run on 2 idle cores (load 1-3), rounded up
+        Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 10,
              headline=_proofs),
-        # 200 s: 381 CPU-s over 2 workers in a run at load 25 (the 4-node explorer is most of it)
-        Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 200,
+        Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 35,
              headline=_keys("explorer_cases", "explorer_mismatches", "worst_equals_w",
                             "random_graphs")),
         *run,
         Step("audit of examples/median's gate", (lp, "audit", "examples/median/graph.toml",
                                                   "--ledger", f"{ex}/median.jsonl", "--json"),
-             10, headline=_audit, save="results/audit/median.json"),
-        # estimates: the last run's seconds (loads 1-6 on 2 cores), rounded up
-        Step("integrity", (py, "-m", "experiments.integrity", *s), 10,
+             5, headline=_audit, save="results/audit/median.json"),
+        Step("integrity", (py, "-m", "experiments.integrity", *s), 5,
              headline=_keys("detected", "trials", "torn_recovered", "torn_trials")),
-        Step("crash", (py, "-m", "experiments.crash", *s), 65,
+        Step("crash", (py, "-m", "experiments.crash", *s), 25,
              headline=_keys("cases", "outcome_recovered", "budget_violations", "lost_verdicts")),
-        Step("transition", (py, "-m", "experiments.transition", *s), 45,
+        Step("transition", (py, "-m", "experiments.transition", *s), 20,
              headline=_keys("trajectories", "revisions")),
-        Step("mutants", (py, "-m", "experiments.mutants", *s), 200, headline=_mutants),
-        Step("growth", (py, "-m", "experiments.growth", *s), 30, headline=_growth),
+        Step("mutants", (py, "-m", "experiments.mutants", *s), 90, headline=_mutants),
+        Step("growth", (py, "-m", "experiments.growth", *s), 20, headline=_growth),
         # the quick bench (`make bench` is the full one): every figure beside its target, at the
         # sizes where a rate or a ratio shows it, without the explorer and the proofs (the steps
         # above time them) and the newcomer's path (the README's table)
-        Step("bench", (py, "-m", "bench", "--json", "--quick"), 120, headline=_bench),
+        Step("bench", (py, "-m", "bench", "--json", "--quick"), 115, headline=_bench),
         Step("notebooks and figures", (py, "-m", "experiments.figures", "--results", "results"),
-             30, headline=_figures),
-        Step("paper", (py, "-m", "paper", "--pdf"), 15, headline=_paper),
+             20, headline=_figures),
+        Step("paper", (py, "-m", "paper", "--pdf"), 5, headline=_paper),
     ]
 
 

@@ -31,8 +31,14 @@ def test_each_step_has_a_log_and_the_headlines_read_the_figures() -> None:
                         "lost_verdicts": 0})
     assert by["crash"].headline(crash) == ("cases 3, outcome_recovered 3, budget_violations 0, "
                                            "lost_verdicts 0")
-    assert by["bench"].headline("x\nbench: 7 figures met their target, 2 missed\n").startswith(
-        "bench: 7 figures met")
+    # what `python -m bench --json` prints on stdout (its "N figures met" line goes to stderr)
+    fig = {"target": 5.0, "unit": "s", "value": 1.0, "better": "lower", "ratio_to_target": 0.2}
+    report = json.dumps({"bound": {"fan": {"seconds": {**fig, "verdict": "met"}},
+                                   "random": {"seconds": {**fig, "verdict": "missed"}}},
+                         "machine": {"cores": 2}, "startup": {"help": {**fig, "verdict": "met"}}})
+    assert by["bench"].headline(report) == (
+        "2 figures met their target, 1 missed (bound.random.seconds)")
+    assert by["bench"].headline("bench: not json") == ""
     assert by["notebooks and figures"].headline("crash: executed in 2.0 s -> x\n") == (
         "1 notebooks executed (crash) -> results/notebooks/")
 

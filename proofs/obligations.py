@@ -24,6 +24,7 @@ from proofs import g3_attempt_ceiling as g3c
 from proofs import g3_no_overspend as g3
 from proofs import g4_evidence as g4
 from proofs import g5_checkpoint as g5
+from proofs import g5_receipts as g5r
 from proofs import g6_budgets as g6b
 from proofs import g6_policy as g6
 from proofs.checks import Found, NotRefuted
@@ -185,6 +186,20 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G5-broken-complete-unchecked", "G5", "refuted",
                "broken: completion issues a receipt without recertifying the checkpoint",
                g5.run_completes_unchecked),
+    # ---- G5 receipts and stored proposals (model/receipts.py, encoded in proofs/g5_receipts.py)
+    Obligation("G5-receipt-binds-content", "G5", "proved",
+               "the receipt and proposal digest rules, with the digest injective on bodies (no "
+               "collisions, assumed) and the ledger anchoring only digests of issued bodies: a "
+               "receipt the rule accepts has exactly a body that was issued and anchored, and a "
+               "stored proposal it accepts is exactly the reply the ledger named",
+               g5r.check_binds),
+    Obligation("G5-broken-receipt-anchor-only", "G5", "refuted",
+               "broken: a receipt is accepted when its stated digest is anchored, its body not "
+               "hashed -- an edited body beside the original digest is accepted",
+               g5r.receipt_anchor_only),
+    Obligation("G5-broken-proposal-digest-field-only", "G5", "refuted",
+               "broken: a stored proposal is accepted when its digest field is the named one, its "
+               "body not hashed -- an edited reply is replayed", g5r.proposal_stated_only),
     Obligation("G5-sanity", "G5", "proved",
                "Init and every transition of the checkpoint rules are satisfiable under the "
                "invariant", g5.check_sanity),

@@ -17,6 +17,7 @@ from engine.record.ledger import canonical
 from engine.system.canonical import digest
 from engine.system.errors import LedgerCorrupt
 from engine.system.guards import refuse
+from model import receipts as mr
 
 
 def store_proposal(proposals_dir: Path, record: Mapping[str, Any]) -> str:
@@ -45,8 +46,8 @@ def stored_proposals(state_dir: Path, records: Iterable[Mapping[str, Any]]) -> l
             raise LedgerCorrupt(f"{path}: proposal {d[:12]} unreadable ({exc}); fix: restore "
                                 f"the proposal store from a trusted copy") from None
         body = {k: v for k, v in stored.items() if k != "digest"}
-        if refuse("proposal.digest", "altered" if digest(body) != d or stored.get("digest") != d
-                  else None):
+        if refuse("proposal.digest",
+                  dict(mr.proposal_problems(digest(body), stored.get("digest"), d)).get("digest")):
             raise LedgerCorrupt(f"{path}: proposal {d[:12]} does not match its digest; fix: "
                                 f"restore the proposal store from a trusted copy")
         out.append(stored)

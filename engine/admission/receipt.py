@@ -21,6 +21,7 @@ from engine.record.ledger import verify as verify_chain
 from engine.system.canonical import digest
 from engine.system.errors import BadInput
 from engine.system.guards import refuse
+from model import receipts as mr
 
 RECEIPT_VERSION = 1
 
@@ -91,15 +92,11 @@ def verify_receipt(receipt: Mapping[str, Any], records: Iterable[Mapping[str, An
     records = list(records)
     if records and records[0].get("type") == "run":
         return verify_receipt_in_run(receipt, records, store)
-    problems = []
     body = {k: v for k, v in receipt.items() if k != "digest"}
-    if refuse("receipt.digest", "receipt content does not match its digest (edited after "
-              "issue)" if digest(body) != receipt.get("digest") else None):
-        problems.append("receipt content does not match its digest (edited after issue)")
     anchors = {r.get("digest") for r in records if r.get("type") == "guard.receipt"}
-    if refuse("receipt.anchored", "receipt digest is not anchored in the ledger"
-              if receipt.get("digest") not in anchors else None):
-        problems.append("receipt digest is not anchored in the ledger")
+    said = dict(mr.receipt_problems(digest(body), receipt.get("digest"), anchors))
+    problems = [why for why in (refuse("receipt.digest", said.get("digest")),
+                                refuse("receipt.anchored", said.get("anchored"))) if why]
     evidence = {r.get("id"): r for r in records if r.get("type") == "guard.evidence"}
     for v in receipt.get("verdicts", []):
         rec = evidence.get(v.get("evidence_id"))
@@ -134,8 +131,8 @@ def verify_receipt_in_run(receipt: Mapping[str, Any], run_records: Sequence[Mapp
                and isinstance(r.get("receipt"), dict) and r["receipt"].get("digest") == d]
     if not anchors:
         body = {k: v for k, v in receipt.items() if k != "digest"}
-        problems = [] if digest(body) == d else [
-            "receipt content does not match its digest (edited after issue)"]
+        problems = [why for rule, why in mr.receipt_problems(digest(body), d, (d,))
+                    if rule == "digest"]
         return [*problems, "receipt digest is not anchored in the run ledger (no accepting "
                            "verdict names it)"]
     anchor = anchors[-1]

@@ -61,22 +61,30 @@ MIN_ENABLED = 0.4    # of each kind's cases, at least this share has an enabled 
 MIN_DISABLED = 0.4   # ... and at least this share a disabled one
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_kind_as_the_step_under_test_and_every_fault_planted_in_it_is_caught(kind):
+def drawn_cases(kind: str, examples: int, disagree) -> list[Case]:
+    """Draw `examples` cases with `kind` as the step under test (their `event()` statistics say
+    which had an enabled and a disabled step), require `disagree(case)` to find nothing on each,
+    and return them: the faults planted afterwards must be caught on these same cases."""
     seen: list[Case] = []
 
-    @settings(derandomize=True, max_examples=EXAMPLES, database=None,
+    @settings(derandomize=True, max_examples=examples, database=None,
               suppress_health_check=list(HealthCheck))
     @given(cases(kind))
     def differential(case: Case) -> None:
         for label, steps in (("enabled", case.enabled_steps), ("disabled", case.disabled_steps)):
             if steps:
                 event(f"step under test: {kind} {label}")
-        problem = disagreement(Semantics(), case)
+        problem = disagree(case)
         assert problem is None, problem
         seen.append(case)
 
     differential()
+    return seen
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_as_the_step_under_test_and_every_fault_planted_in_it_is_caught(kind):
+    seen = drawn_cases(kind, EXAMPLES, lambda case: disagreement(Semantics(), case))
     on = sum(bool(c.enabled_steps) for c in seen)
     off = sum(bool(c.disabled_steps) for c in seen)
     assert on >= MIN_ENABLED * len(seen), f"{kind} enabled in {on} of {len(seen)} cases"
@@ -292,20 +300,7 @@ def unbounded_faults(kind: str) -> Iterator[tuple[str, type[UnboundedRuns]]]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_unbounded_encoding_with_every_kind_as_the_step_under_test(kind):
-    seen: list[Case] = []
-
-    @settings(derandomize=True, max_examples=UNBOUNDED_EXAMPLES, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(cases(kind))
-    def differential(case: Case) -> None:
-        for label, steps in (("enabled", case.enabled_steps), ("disabled", case.disabled_steps)):
-            if steps:
-                event(f"step under test: {kind} {label}")
-        problem = unbounded_disagreement(case)
-        assert problem is None, problem
-        seen.append(case)
-
-    differential()
+    seen = drawn_cases(kind, UNBOUNDED_EXAMPLES, unbounded_disagreement)
     on = sum(bool(c.enabled_steps) for c in seen)
     assert on >= UNBOUNDED_MIN_ENABLED * len(seen), f"{kind} enabled in {on} of {len(seen)}"
     assert any(c.disabled_steps for c in seen), f"{kind} never disabled"

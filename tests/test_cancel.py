@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracles import records
 
 from engine import cli
 from engine.record.ledger import Ledger
@@ -49,10 +50,6 @@ attempts = 3
 spend_ceiling = 5.0
 timeout_s = 5
 """
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
 
 
 def cancel(capsys, *argv: str) -> tuple[int, str]:

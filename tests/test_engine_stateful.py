@@ -21,6 +21,7 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from hypothesis import event, settings
@@ -31,14 +32,13 @@ from hypothesis.stateful import (
     invariant,
     rule,
 )
+from oracles import CallableKind, assert_g3, records
 
 from engine import cli
 from engine.record.ledger import Ledger
 from engine.record.replay import replay
 from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, PinChanged, Runner, default_stop_file
-from engine.run.worker import CallableWorker
 from model import (
     Abandon,
     Begin,
@@ -60,7 +60,7 @@ from model import (
     step,
 )
 
-KIND = "test_stateful_py"
+KIND = CallableKind("test_stateful_py")
 EPS = 1e-9
 CMD_TIMEOUT = 1.0
 MAX_SLEEPS = 2  # real processes that sleep past their deadline, per test case
@@ -126,16 +126,8 @@ class Plan:
         return self.gate
 
 
-PLANS: dict[str, Plan] = {}
-
-
-def _factory(table, spec_dir):
-    pid, name = table["plan"], table.name
-    return (CallableWorker(lambda ctx: PLANS[pid].work(name, ctx)),
-            CallableGate(lambda snap: PLANS[pid].judge(name, snap)))
-
-
-spec_mod.register_kind(KIND, _factory, ["plan"])
+def _pair(plan: Plan, name: str):
+    return lambda ctx: plan.work(name, ctx), lambda snap: plan.judge(name, snap)
 
 # A real command node: its control file decides whether it sleeps past its deadline.
 CMD_WORKER = 'rm -f out.txt; if [ -f "$0/sleep" ]; then sleep 30; fi; echo ok > out.txt'
@@ -192,11 +184,10 @@ class EngineMatchesModel(RuleBasedStateMachine):
         self.tmp = Path(tempfile.mkdtemp(prefix="loopproof-stateful-"))
         self.plan = Plan()
         self.pid = str(id(self))
-        PLANS[self.pid] = self.plan
+        KIND.add_per_node(self.pid, partial(_pair, self.plan))
         self.runner: Runner | None = None
         self.pending: str | None = None  # "crash" | "pin" | "stop": the next step is a resume
         self.seen = 0  # ledger records already checked
-        self.g3 = (0.0, 0.0)
         self.sleeps = 0
 
     # ---- setup -------------------------------------------------------------------------------
@@ -216,7 +207,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
                 lines += [f"worker = {json.dumps(['sh', '-c', CMD_WORKER, 'ctrl'])}",
                           'gate = ["sh", "-c", "test -f out.txt"]', f"timeout_s = {CMD_TIMEOUT}"]
             else:
-                lines += [f'kind = "{KIND}"', f'plan = "{self.pid}"']
+                lines += [f'kind = "{KIND.name}"', f'fn = "{self.pid}"']
         (self.tmp / "graph.toml").write_text("\n".join(lines) + "\n")
         self.cmd_node = "n0" if g["cmd"] else None
         self.runs = 0
@@ -237,7 +228,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
     def teardown(self) -> None:
         if self.runner is not None:
             self.runner.close()
-        PLANS.pop(self.pid, None)
+        KIND.funcs.pop(self.pid, None)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # ---- prediction from the model alone ----------------------------------------------------
@@ -288,7 +279,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
             "ok"
 
     def new_records(self) -> list[dict]:
-        recs = [json.loads(line) for line in self.ledger.read_text().splitlines()]
+        recs = records(self.ledger)
         new, self.seen = recs[self.seen:], len(recs)
         return new
 
@@ -485,7 +476,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
     def g2_done_only_with_pass_for_current_activation(self) -> None:
         if self.runner is None:
             return
-        recs = [json.loads(line) for line in self.ledger.read_text().splitlines()]
+        recs = records(self.ledger)
         for name in self.graph.names:
             if self.model.status_of(self.graph, name) is Status.DONE:
                 e = self.model.activation_of(self.graph, name)
@@ -496,7 +487,7 @@ class EngineMatchesModel(RuleBasedStateMachine):
     def cancelled_activation_never_passes(self) -> None:
         if self.runner is None:
             return
-        recs = [json.loads(line) for line in self.ledger.read_text().splitlines()]
+        recs = records(self.ledger)
         cancelled = {(r["node"], r["activation"]) for r in recs if r["type"] == "cancel"}
         assert cancelled == set(self.model.cancelled)
         assert not [r for r in recs if r["type"] == "verdict" and r["passed"]
@@ -509,17 +500,8 @@ class EngineMatchesModel(RuleBasedStateMachine):
     def g3_no_overspend_at_any_prefix(self) -> None:
         if self.runner is None:
             return
-        recs = [json.loads(line) for line in self.ledger.read_text().splitlines()]
-        settled = reserved = 0.0
-        for r in recs:
-            if r["type"] == "reserve":
-                reserved = r["amount"]
-            elif r["type"] == "settle":
-                settled, reserved = settled + r["amount"], 0.0
-            elif r["type"] == "abandon":
-                settled, reserved = settled + reserved, 0.0
-            assert settled + reserved <= self.graph.spend_budget + EPS
-        assert abs(settled - self.model.settled) < 1e-6
+        spend = assert_g3(self.ledger, self.graph.spend_budget)
+        assert abs(spend.settled - self.model.settled) < 1e-6
 
 
 # settings() inherits the loaded profile (the ci profile's derandomize and deadline stay).

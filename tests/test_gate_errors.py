@@ -9,13 +9,11 @@ import json
 import sys
 from pathlib import Path
 
+from oracles import records
+
 from engine import cli
 from engine.run.gate import CallableGate, judge_snapshot, snapshot_changes
 from engine.system.trees import copy_tree, make_read_only
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(x) for x in ledger.read_text().splitlines()]
 
 
 def run(tmp_path: Path, gate: list[str], *, extra: str = "", graph: str = "",

@@ -6,12 +6,13 @@ accepted tree it finds next to the ledger."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from oracles import records
 
 from engine.run.runner import EXIT_PIN_CHANGED, Runner, accepted_root, workspace_root
 from engine.run.spec import load
@@ -58,10 +59,6 @@ def write_spec(tmp_path: Path, escape: bool) -> Path:
     spec.write_text(GRAPH.format(escape=esc.replace('"', '\\"'), judged=judged,
                                  tampered=tampered))
     return spec
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
 
 
 def test_successor_gets_the_accepted_tree_not_the_live_workspace(tmp_path: Path) -> None:

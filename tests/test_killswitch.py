@@ -11,45 +11,41 @@ import time
 from pathlib import Path
 
 import pytest
+from oracles import CallableKind, records
 
 from engine import cli
 from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.runner import EXIT_STOPPED, Runner, default_stop_file
-from engine.run.worker import CallableWorker
 
 REPO = Path(__file__).resolve().parent.parent
-KIND = "test_killswitch_py"
+KIND = CallableKind("test_killswitch_py")
 STOP_AFTER: dict[str, Path] = {}  # node -> stop file its worker creates (a human's hand, simulated)
 
 
-def _factory(table, spec_dir):
-    name = table.name
-
+def _pair(name: str):
     def work(ctx):
         (ctx.workspace / "out.txt").write_text(name)
         if name in STOP_AFTER:
             STOP_AFTER[name].write_text("stop\n")
         return "ok"
 
-    return CallableWorker(work), CallableGate(
-        lambda snap: "accept" if (snap / "out.txt").exists() else "reject")
+    return work, lambda snap: "accept" if (snap / "out.txt").exists() else "reject"
 
 
-spec_mod.register_kind(KIND, _factory)
+KIND.add_per_node("chain", _pair)
 
 
 def chain(tmp_path: Path, extra_graph: str = "") -> Path:
     spec = tmp_path / "graph.toml"
     spec.write_text(f"[graph]\nspend_budget = 5.0\n{extra_graph}\n"
-                    f'[node.a]\nkind = "{KIND}"\nspend_ceiling = 1.0\n'
-                    f'[node.b]\nkind = "{KIND}"\nspend_ceiling = 1.0\nneeds = ["a"]\n'
-                    f'[node.c]\nkind = "{KIND}"\nspend_ceiling = 1.0\nneeds = ["b"]\n')
+                    + KIND.node("a", "chain", spend_ceiling=1.0)
+                    + KIND.node("b", "chain", spend_ceiling=1.0, needs=["a"])
+                    + KIND.node("c", "chain", spend_ceiling=1.0, needs=["b"]))
     return spec
 
 
 def kinds(ledger: Path) -> list[str]:
-    return [json.loads(line)["type"] for line in ledger.read_text().splitlines()]
+    return [r["type"] for r in records(ledger)]
 
 
 def test_stop_file_stops_at_the_next_safe_point_and_resume_continues(tmp_path: Path) -> None:

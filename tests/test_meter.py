@@ -8,50 +8,19 @@ import time
 from pathlib import Path
 
 import pytest
+from oracles import CallableKind, assert_g3, records
 
 from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.meter import BudgetOverrun
 from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
 
-KIND = "test_meter_py"
-FUNCS: dict[str, tuple] = {}
-
-
-def _factory(table, spec_dir):
-    worker_fn, gate_fn = FUNCS[table["fn"]]
-    return CallableWorker(worker_fn), CallableGate(gate_fn)
-
-
-spec_mod.register_kind(KIND, _factory, ["fn"])
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
-
-
-def g3_every_prefix(recs: list[dict], budget: float) -> None:
-    settled = reserved = 0.0
-    for r in recs:
-        if r["type"] == "reserve":
-            reserved += r["amount"]
-        elif r["type"] == "settle":  # releases its own reservation (`of`), or every one
-            settled += r["amount"]
-            reserved -= reserved if r.get("of") is None else r["of"]
-        elif r["type"] == "abandon":
-            settled += reserved
-            reserved = 0.0
-        assert settled + reserved <= budget + 1e-9, (r, settled, reserved)
+KIND = CallableKind("test_meter_py")
 
 
 def py_graph(tmp_path: Path, name: str, worker, gate, *, ceiling: float, budget: float,
              attempts: int = 1) -> spec_mod.Spec:
-    FUNCS[name] = (worker, gate)
-    p = tmp_path / "graph.toml"
-    p.write_text(f'[graph]\nspend_budget = {budget}\n[node.n]\nkind = "{KIND}"\nfn = "{name}"\n'
-                 f"attempts = {attempts}\nspend_ceiling = {ceiling}\n")
-    return spec_mod.load(p)
+    return KIND.one_node_spec(tmp_path, name, worker, gate, budget=budget, attempts=attempts,
+                              spend_ceiling=ceiling)
 
 
 def test_overspend_is_stopped_inside_the_attempt(tmp_path: Path) -> None:
@@ -77,7 +46,7 @@ def test_overspend_is_stopped_inside_the_attempt(tmp_path: Path) -> None:
     over = recs[kinds.index("overrun")]
     assert over["amount"] == 0.4 and over["attempt_spend"] == pytest.approx(0.8)
     assert "overrun" in recs[kinds.index("worker_output")]["claims"]
-    g3_every_prefix(recs, 5.0)
+    assert_g3(recs, 5.0)
 
 
 def test_a_worker_that_swallows_the_overrun_cannot_spend_more(tmp_path: Path) -> None:
@@ -119,7 +88,7 @@ def test_reservation_must_fit_the_run_budget_too(tmp_path: Path) -> None:
     gate_runs = sum(r["amount"] for r in recs if r["type"] == "settle"
                     and r["what"] == "evaluation")  # the gate run is metered too
     assert runner.state.settled == pytest.approx(2.0 + gate_runs, abs=1e-9)
-    g3_every_prefix(recs, 3.0)
+    assert_g3(recs, 3.0)
 
 
 def command_graph(tmp_path: Path, worker: str, *, ceiling: float, timeout: float,
@@ -151,7 +120,7 @@ def test_command_is_killed_at_its_ceiling_and_charged_the_ceiling(tmp_path: Path
     overrun = next(r for r in recs if r["type"] == "overrun")
     assert overrun["what"] == "evaluation"
     assert not any(r["type"] == "verdict" for r in recs)
-    g3_every_prefix(recs, 10.0)
+    assert_g3(recs, 10.0)
 
 
 def test_command_timeout_is_metered_as_timeout(tmp_path: Path) -> None:
@@ -206,4 +175,4 @@ def test_resume_charges_the_open_reservation_and_readmits_against_it(tmp_path: P
     abandon = recs[-2]
     assert abandon["outcome"] == "unknown" and abandon["charged"] == 2.0
     assert again.state.settled == 2.0
-    g3_every_prefix(recs, 3.0)
+    assert_g3(recs, 3.0)

@@ -3,36 +3,22 @@ does), and no interleaving lets the reservations in flight together pass c_v or 
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 from pathlib import Path
 
+from oracles import CallableKind, assert_g3, records
+
 from engine.record.replay import replay
 from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
-from experiments.crash.observables import prefix_excess
 
-KIND = "test_meter_holds_py"
-FUNCS: dict[str, object] = {}
-spec_mod.register_kind(KIND, lambda table, spec_dir: (CallableWorker(FUNCS[table["fn"]]),
-                                                       CallableGate(lambda snap: "accept")),
-                       ["fn"])
+KIND = CallableKind("test_meter_holds_py")
 
 
 def py_graph(tmp_path: Path, name: str, worker, *, ceiling: float,
              budget: float) -> spec_mod.Spec:
-    FUNCS[name] = worker
-    p = tmp_path / "graph.toml"
-    p.write_text(f'[graph]\nspend_budget = {budget}\n[node.n]\nkind = "{KIND}"\n'
-                 f'fn = "{name}"\nspend_ceiling = {ceiling}\n')
-    return spec_mod.load(p)
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
+    return KIND.one_node_spec(tmp_path, name, worker, budget=budget, spend_ceiling=ceiling)
 
 
 def test_parallel_holds_never_pass_the_ceiling_or_the_budget(tmp_path: Path) -> None:
@@ -68,7 +54,7 @@ def test_parallel_holds_never_pass_the_ceiling_or_the_budget(tmp_path: Path) -> 
     recs = records(tmp_path / "l.jsonl")
     assert not got["errors"], got["errors"][:3]
     assert got["held"] and got["refused"], got  # some fit, some were refused
-    assert prefix_excess(recs) <= 1e-9
+    assert_g3(recs)
     # the refusals committed nothing: one reserve and one settle per held call
     llm = [r for r in recs if r.get("what") == "llm"]
     assert sum(r["type"] == "reserve" for r in llm) == len(got["held"])
@@ -94,7 +80,7 @@ def test_a_hold_left_open_is_charged_in_full_at_worker_end(tmp_path: Path) -> No
     recs = records(tmp_path / "l.jsonl")
     end = [r for r in recs if r["type"] == "settle" and r["what"] == "unsettled at worker end"]
     assert [(r["amount"], r["of"]) for r in end] == [(2.0, 2.0)]
-    assert prefix_excess(recs) <= 1e-9
+    assert_g3(recs)
 
 
 def test_a_plain_reserve_is_refused_while_holds_are_open(tmp_path: Path) -> None:

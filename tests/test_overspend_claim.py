@@ -4,41 +4,23 @@ under-charged: the reservation is charged in full, the claim is recorded as a fa
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
+from oracles import CallableKind, records
 
-from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.meter import BudgetOverrun
 from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
 
-KIND = "test_overspend_claim_py"
-FUNCS: dict[str, tuple] = {}
-
-
-def _factory(table, spec_dir):
-    worker_fn, gate_fn = FUNCS[table["fn"]]
-    return CallableWorker(worker_fn), CallableGate(gate_fn)
-
-
-spec_mod.register_kind(KIND, _factory, ["fn"])
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
+KIND = CallableKind("test_overspend_claim_py")
 
 
 def run_one(tmp_path: Path, name: str, worker, attempts: int = 1) -> tuple[int, list[dict]]:
-    FUNCS[name] = (worker, lambda snap: "accept")
-    p = tmp_path / "graph.toml"
-    p.write_text(f'[graph]\nspend_budget = 20.0\n[node.n]\nkind = "{KIND}"\nfn = "{name}"\n'
-                 f"attempts = {attempts}\nspend_ceiling = 5.0\n")
+    spec = KIND.one_node_spec(tmp_path, name, worker, budget=20.0, attempts=attempts,
+                              spend_ceiling=5.0)
     ledger = tmp_path / "L.jsonl"
-    runner = Runner.start(spec_mod.load(p), ledger)
+    runner = Runner.start(spec, ledger)
     code = runner.run()
     runner.close()
     return code, records(ledger)

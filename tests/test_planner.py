@@ -5,7 +5,6 @@ resume."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracles import records
 
 from engine.run.runner import Runner
 from engine.run.spec import load
@@ -56,10 +56,6 @@ def write(tmp_path: Path, planner: bool = True) -> Path:
     spec = tmp_path / "graph.toml"
     spec.write_text(GRAPH.format(planner=table))
     return spec
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
 
 
 def worker_reservations(recs: list[dict]) -> dict[str, float]:

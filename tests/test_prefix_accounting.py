@@ -1,6 +1,6 @@
 """Prefix accounting with evaluation reserved ahead of the work, and across a change of price.
 
-Every spend check here is recomputed from the ledger file's own records (`prefix_totals`), not
+Every spend check here is recomputed from the ledger file's own records (tests/oracles.py `assert_g3`), not
 through the engine's replay, so a bug in the engine's state cannot hide one in its accounting.
 """
 
@@ -12,55 +12,16 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import CallableKind, assert_g3, records
 
 from engine.cli import main as cli_main
 from engine.record.replay import replay
 from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
 from engine.system.errors import BadInput, LedgerCorrupt
 
-KIND = "test_prefix_py"
-FUNCS: dict[str, tuple] = {}
+KIND = CallableKind("test_prefix_py")
 EPS = 1e-9
-
-
-def _factory(table, spec_dir):
-    worker_fn, gate_fn = FUNCS[table["fn"]]
-    return CallableWorker(worker_fn), CallableGate(gate_fn)
-
-
-spec_mod.register_kind(KIND, _factory, ["fn"])
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
-
-
-def prefix_totals(recs: list[dict]) -> list[tuple[float, float]]:
-    """(settled, reserved) after every record, from the records' own amounts."""
-    settled = reserved = 0.0
-    out = []
-    for r in recs:
-        t = r["type"]
-        if t == "reserve":
-            reserved += r["amount"]
-        elif t == "settle":
-            assert r["amount"] <= r["reserved"] + EPS
-            settled += r["amount"]
-            reserved -= r["reserved"]
-        elif t == "abandon":
-            settled += r["charged"]
-            reserved = 0.0
-        out.append((settled, reserved))
-    return out
-
-
-def assert_within_budget_at_every_prefix(recs: list[dict]) -> None:
-    budget = recs[0]["graph"]["spend_budget"]
-    for i, (settled, reserved) in enumerate(prefix_totals(recs)):
-        assert settled + reserved <= budget + EPS, (i, recs[i], settled, reserved)
 
 
 def attempts(recs: list[dict]) -> list[list[dict]]:
@@ -86,7 +47,7 @@ def graph_file(tmp_path: Path, body: str, budget: float, price: float | None = N
 def py_node(name: str, fn: str, *, ceiling: float, eval_reserve: float | None,
             attempts_: int = 1, needs: str = "") -> str:
     extra = f"eval_reserve = {eval_reserve}\n" if eval_reserve is not None else ""
-    return (f'[node.{name}]\nkind = "{KIND}"\nfn = "{fn}"\nattempts = {attempts_}\n'
+    return (f'[node.{name}]\nkind = "{KIND.name}"\nfn = "{fn}"\nattempts = {attempts_}\n'
             f"spend_ceiling = {ceiling}\n{extra}{needs}")
 
 
@@ -125,7 +86,7 @@ def test_a_command_worker_is_killed_at_c_v_minus_eval_reserve_and_the_gate_still
     assert held["amount"] >= 1.2 - EPS
     assert [r["type"] for r in recs][-5:] == ["claim", "reserve", "settle", "verdict", "finish"]
     assert not any(r["type"] == "overrun" for r in recs)
-    assert_within_budget_at_every_prefix(recs)
+    assert_g3(recs)
 
 
 @settings(max_examples=30)
@@ -146,7 +107,7 @@ def test_with_eval_reserve_every_admitted_attempt_reaches_its_verdict(
             ctx.meter.charge(c, "api")
         return "ok"
 
-    FUNCS["greedy"] = (greedy, lambda snap: "reject")
+    KIND.add("greedy", greedy, lambda snap: "reject")
     body = py_node("n", "greedy", ceiling=ceiling, eval_reserve=reserve, attempts_=tries)
     code, _ = run(graph_file(tmp, body, budget=budget), tmp / "L.jsonl")
     recs = records(tmp / "L.jsonl")
@@ -158,7 +119,7 @@ def test_with_eval_reserve_every_admitted_attempt_reaches_its_verdict(
         assert worker <= ceiling - reserve + EPS
         asked = sum(r["amount"] for r in att if r["type"] == "reserve")
         assert asked <= ceiling + EPS
-    assert_within_budget_at_every_prefix(recs)
+    assert_g3(recs)
 
 
 # ---- (c) without eval_reserve: the gate's reservation fails inside the attempt -----------------
@@ -179,7 +140,7 @@ def test_without_eval_reserve_a_worker_using_all_of_c_v_leaves_the_gate_unpayabl
     assert before.state.running(before.graph) == "n"  # inside the attempt, not after it
     assert "verdict" not in types
     assert runner.state.settled <= 0.3 + EPS
-    assert_within_budget_at_every_prefix(recs)
+    assert_g3(recs)
 
 
 def test_without_eval_reserve_a_callable_worker_spending_c_v_overruns_at_the_gate(
@@ -187,7 +148,7 @@ def test_without_eval_reserve_a_callable_worker_spending_c_v_overruns_at_the_gat
     def spend_all(ctx):
         ctx.meter.charge(1.0, "api")
 
-    FUNCS["spend_all"] = (spend_all, lambda snap: "accept")
+    KIND.add("spend_all", spend_all, lambda snap: "accept")
     code, _ = run(graph_file(tmp_path, py_node("n", "spend_all", ceiling=1.0, eval_reserve=None),
                              budget=3.0), tmp_path / "L.jsonl")
     recs = records(tmp_path / "L.jsonl")
@@ -206,7 +167,7 @@ def test_a_worker_asking_into_the_reserve_is_refused_and_recorded(tmp_path: Path
             ctx.meter.charge(c, "api")
             done.append(c)
 
-    FUNCS["two"] = (two, lambda snap: "accept")
+    KIND.add("two", two, lambda snap: "accept")
     code, _ = run(graph_file(tmp_path, py_node("n", "two", ceiling=1.0, eval_reserve=0.4),
                              budget=3.0), tmp_path / "L.jsonl")
     recs = records(tmp_path / "L.jsonl")
@@ -254,7 +215,7 @@ def test_resume_with_a_higher_price_shortens_deadlines_and_ends_budget_exhausted
     assert again.state.settled <= 2.5 + EPS
     assert recs[-1]["type"] == "refuse"
     assert replay(recs).price == 10.0
-    assert_within_budget_at_every_prefix(recs)
+    assert_g3(recs)
 
 
 def test_resume_never_resets_spent_budget(tmp_path: Path) -> None:
@@ -290,12 +251,12 @@ def test_resume_never_resets_spent_budget(tmp_path: Path) -> None:
     assert recs[-1]["type"] == "refuse"
     assert recs[-1]["settled"] == pytest.approx(total)
     assert again.state.settled == pytest.approx(total) and total >= before
-    assert_within_budget_at_every_prefix(recs)
+    assert_g3(recs)
 
 
 def test_bad_price_on_resume_is_refused_and_nothing_is_written(tmp_path: Path,
                                                                 capsys) -> None:
-    FUNCS["ok"] = (lambda ctx: "ok", lambda snap: "accept")
+    KIND.add("ok", lambda ctx: "ok", lambda snap: "accept")
     path = graph_file(tmp_path, py_node("n", "ok", ceiling=1.0, eval_reserve=None), budget=3.0)
     ledger = tmp_path / "L.jsonl"
     runner = Runner.start(spec_mod.load(path), ledger)
@@ -308,7 +269,7 @@ def test_bad_price_on_resume_is_refused_and_nothing_is_written(tmp_path: Path,
 
 
 def test_a_resources_record_that_skips_a_price_is_refused_by_replay(tmp_path: Path) -> None:
-    FUNCS["ok"] = (lambda ctx: "ok", lambda snap: "accept")
+    KIND.add("ok", lambda ctx: "ok", lambda snap: "accept")
     path = graph_file(tmp_path, py_node("n", "ok", ceiling=1.0, eval_reserve=None), budget=3.0)
     ledger = tmp_path / "L.jsonl"
     Runner.start(spec_mod.load(path), ledger).close()

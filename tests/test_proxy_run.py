@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from fake_openai import Reply, fake_openai
+from oracles import records
 
 from engine.run.proxy.access import socket_prefix
 from experiments.crash.observables import prefix_excess
@@ -102,10 +103,6 @@ def loopproof(*args: str, **kw) -> subprocess.Popen:
     env = {"PATH": os.environ["PATH"], "UPSTREAM_KEY": KEY}
     return subprocess.Popen([sys.executable, "-m", "engine.cli", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(x) for x in ledger.read_text().splitlines()]
 
 
 def test_a_command_worker_calls_through_the_proxy_until_the_budget_refuses(tmp_path: Path):

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracles import assert_g3, records
 
 from engine import cli
 from engine.run.meter import METER_SITES
@@ -58,24 +59,6 @@ def test_the_cases_cover_every_site_inside_an_attempt() -> None:
     inside = CRASH_SITES[CRASH_SITES.index("runner.before_worker"):
                          CRASH_SITES.index("runner.after_verdict")]
     assert set(inside) == set(INSIDE)
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
-
-
-def g3_every_prefix(recs: list[dict]) -> None:
-    budget = recs[0]["graph"]["spend_budget"]
-    settled = reserved = 0.0
-    for r in recs:
-        if r["type"] == "reserve":
-            reserved = r["amount"]
-        elif r["type"] == "settle":
-            settled, reserved = settled + r["amount"], 0.0
-        elif r["type"] == "abandon":
-            assert r["charged"] == reserved  # the open reservation, in full
-            settled, reserved = settled + reserved, 0.0
-        assert settled + reserved <= budget + 1e-9
 
 
 def run_json(capsys, *argv: str) -> tuple[int, dict]:
@@ -123,7 +106,7 @@ def test_crash_inside_the_last_attempt_recovers_the_uncrashed_outcome(
     assert report["repeated_executions"] == 1 and report["outcome_unknown"] == 1
     assert report["nodes"]["a"]["attempts_all"] == 2  # executions = attempts_total + repeated
     recs = records(ledger)
-    g3_every_prefix(recs)
+    assert_g3(recs)
     abandon = next(r for r in recs if r["type"] == "abandon")
     assert abandon["outcome"] == "unknown" and "run again" in abandon["why"]
     begins = [r for r in recs if r["type"] == "begin"]
@@ -147,4 +130,4 @@ def test_regress_restore_example_recovers_after_a_crash_inside_its_attempt(
             for r in records(ledger)[-12:]]
     assert code == 0 and report["outcome"] == "DONE", (report, tail)
     assert report["repeated_executions"] == 1 and report["attempts_total"] == 1
-    g3_every_prefix(records(ledger))
+    assert_g3(records(ledger))

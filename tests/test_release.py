@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from oracles import records
+
 from engine import cli
 from engine.run.runner import Runner
 
@@ -34,10 +36,6 @@ def graph(tmp_path: Path, conditions: list[str], extra: str = "") -> Path:
                     'worker = ["sh", "-c", "touch out.txt"]\n'
                     'gate = ["sh", "check.sh"]\nspend_ceiling = 5.0\n')
     return spec
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
 
 
 def test_an_unmet_approval_does_not_end_done_and_an_approval_then_does(tmp_path: Path,

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oracles import assert_g3, records
 
 from engine import cli
 from engine.record.ledger import Ledger
@@ -21,23 +22,6 @@ from engine.run.spec import load
 from model import attempt_bound
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
-
-
-def g3_every_prefix(recs: list[dict]) -> None:
-    budget = recs[0]["graph"]["spend_budget"]
-    settled = reserved = 0.0
-    for r in recs:
-        if r["type"] == "reserve":
-            reserved = r["amount"]
-        elif r["type"] == "settle":
-            settled, reserved = settled + r["amount"], 0.0
-        elif r["type"] == "abandon":
-            settled, reserved = settled + reserved, 0.0
-        assert settled + reserved <= budget + 1e-9
 
 
 # `a` writes its activation number; `b` passes only on a's second activation, so b is exhausted
@@ -93,7 +77,7 @@ def test_repair_uses_first_target_then_done(tmp_path: Path, capsys) -> None:
     order = [(r["type"], r.get("node")) for r in recs if r["type"] in ("begin", "repair")]
     assert order == [("begin", "a"), ("begin", "b"), ("begin", "b"), ("begin", "b"),
                      ("repair", "b"), ("begin", "a"), ("begin", "b")]
-    g3_every_prefix(recs)
+    assert_g3(recs)
 
 
 def test_repair_budget_spent_ends_failed(tmp_path: Path, capsys) -> None:
@@ -207,7 +191,7 @@ def test_resume_after_sigkill_recovers_the_outcome(tmp_path: Path, capsys, crash
     assert report["repairs_used"] == 1 and report["resumes"] == 1
     assert {n["status"] for n in report["nodes"].values()} == {"DONE"}
     recs = records(ledger)
-    g3_every_prefix(recs)
+    assert_g3(recs)
     abandons = [r for r in recs if r["type"] == "abandon"]
     site = crash_at.rsplit(":", 1)[0]
     if site in MID_ATTEMPT:

@@ -7,15 +7,13 @@ import json
 import time
 from pathlib import Path
 
+from oracles import CallableKind, records
+
 from engine import cli
 from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
 from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
 
-
-def records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
+KIND = CallableKind("test_worker_py")
 
 
 def one_node(tmp_path: Path, worker: str, gate: str, **extra: object) -> Path:
@@ -104,18 +102,13 @@ def test_callable_worker_return_and_crash_are_claims(tmp_path: Path) -> None:
     def gate(snap: Path) -> str:
         return "accept" if (snap / "n.txt").read_text() == "2" else "reject"
 
-    spec_mod.register_kind("test_worker_py", lambda t, d: (CallableWorker(worker),
-                                                           CallableGate(gate)))
-    try:
-        spec = tmp_path / "graph.toml"
-        spec.write_text('[graph]\nspend_budget = 1.0\n[node.p]\nkind = "test_worker_py"\n'
-                        "attempts = 2\nspend_ceiling = 0.5\n")  # the gate run is paid from c_v
-        ledger = tmp_path / "L.jsonl"
-        runner = Runner.start(spec_mod.load(spec), ledger)
-        assert runner.run() == 0
-        runner.close()
-    finally:
-        spec_mod.KINDS.pop("test_worker_py", None)
+    # the gate run is paid from c_v
+    spec = KIND.one_node_spec(tmp_path, "retry", worker, gate, budget=1.0, attempts=2,
+                              spend_ceiling=0.5)
+    ledger = tmp_path / "L.jsonl"
+    runner = Runner.start(spec, ledger)
+    assert runner.run() == 0
+    runner.close()
     claims = [r["claims"] for r in records(ledger) if r["type"] == "claim"]
     assert claims == [{"error": "ValueError: worker bug"},
                       {"returned": {"attempt": 2, "status": "done"}}]

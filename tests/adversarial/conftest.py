@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import oracles
 import pytest
 
 from engine import cli
@@ -98,9 +99,7 @@ class Kit:
         p.write_text(text)
         return p
 
-    @staticmethod
-    def records(ledger: Path) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in Path(ledger).read_bytes().splitlines()]
+    records = staticmethod(oracles.records)
 
     def leftovers(self) -> list[str]:
         """Everything the engine left in the ledger's folder."""

@@ -1,0 +1,133 @@
+"""The shared test oracles: read a ledger file's records, recompute G3 at every prefix from them,
+and register a node kind whose worker and gate are Python callables.
+
+Why one module: a check of the engine that each test file writes for itself drifts (three copies
+of the G3 check had: two held one reservation at a time, one ignored `abandon`'s charge), and a
+drifted oracle passes an engine it should fail. These read the ledger file itself, never the
+engine's replay, so a bug in the engine's state cannot hide one in its accounting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.run import spec as spec_mod
+from engine.run.gate import CallableGate
+from engine.run.worker import CallableWorker
+
+EPS = 1e-9  # model/transitions.py's tolerance for float spend comparisons
+
+Record = dict[str, Any]
+
+
+def records(ledger: Path) -> list[Record]:
+    """Every record of the ledger file, in order, as written (no verification)."""
+    return [json.loads(line) for line in Path(ledger).read_bytes().splitlines()]
+
+
+@dataclass(frozen=True)
+class Spend:
+    """The run's spend after one ledger prefix, recomputed from the records' own amounts."""
+
+    settled: float
+    reserved: float
+    attempt: float  # what the attempt in flight holds: its settled spend plus its reservations
+
+
+def spend_at_every_prefix(recs: Sequence[Record]) -> list[Spend]:
+    """The spend after each record, by the model's rules (model/transitions.py): `reserve` adds
+    its amount to what is outstanding (several may be); `settle` charges its amount and releases
+    `of` (None: every outstanding reservation), never more than it releases; `abandon` charges
+    exactly the open reservation; `begin` starts an attempt at zero. A record that breaks one of
+    those rules fails here, naming its index."""
+    settled = reserved = attempt = 0.0
+    out = []
+    for i, r in enumerate(recs):
+        t = r.get("type")
+        if t == "begin":
+            attempt = 0.0
+        elif t == "reserve":
+            assert r["amount"] >= 0, (i, r)
+            reserved += r["amount"]
+            attempt += r["amount"]
+        elif t == "settle":
+            released = reserved if r.get("of") is None else r["of"]
+            assert 0 <= released <= reserved + EPS, (i, r, reserved)
+            assert 0 <= r["amount"] <= released + EPS, (i, r, released)
+            settled += r["amount"]
+            reserved -= released
+            attempt += r["amount"] - released
+        elif t == "abandon":
+            assert abs(r["charged"] - reserved) <= EPS, (i, r, reserved)  # the open one, in full
+            settled += reserved
+            reserved = 0.0
+        out.append(Spend(settled, reserved, attempt))
+    return out
+
+
+def assert_g3(ledger: Path | Sequence[Record], budget: float | None = None) -> Spend:
+    """G3 at every prefix of a ledger: settled + reserved <= B, and the attempt in flight holds
+    at most its node's c_v. B and every c_v come from the ledger's first record (the run's
+    graph); `budget`, when given, must be that B. Returns the spend after the last record."""
+    recs = records(ledger) if isinstance(ledger, Path) else list(ledger)
+    graph = recs[0]["graph"]
+    if budget is not None:
+        assert graph["spend_budget"] == budget, (graph["spend_budget"], budget)
+    ceiling = {n["name"]: n["spend_ceiling"] for n in graph["nodes"]}
+    running = None
+    spends = spend_at_every_prefix(recs)
+    for i, (r, s) in enumerate(zip(recs, spends, strict=True)):
+        if r.get("type") == "begin":
+            running = r["node"]
+        assert s.settled + s.reserved <= graph["spend_budget"] + EPS, (i, r, s)
+        if running is not None:
+            assert s.attempt <= ceiling[running] + EPS, (i, r, s, ceiling[running])
+    return spends[-1] if spends else Spend(0.0, 0.0, 0.0)
+
+
+Work = Callable[[Any], Any]
+Judge = Callable[[Path], str]
+
+
+def accept(snapshot: Path) -> str:
+    return "accept"
+
+
+class CallableKind:
+    """A node kind `kind = NAME` whose node table names, in its `fn` field, a (worker, gate) pair
+    of Python callables added here: `kind.add("greedy", worker, gate)`, or a function of the
+    node's name making the pair: `kind.add_per_node("plan", make)`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.funcs: dict[str, Callable[[str], tuple[Work, Judge]]] = {}
+        spec_mod.register_kind(name, self._factory, ["fn"])
+
+    def _factory(self, table: Any, spec_dir: Path) -> tuple[CallableWorker, CallableGate]:
+        worker, gate = self.funcs[table["fn"]](table.name)
+        return CallableWorker(worker), CallableGate(gate)
+
+    def add(self, fn: str, worker: Work, gate: Judge = accept) -> str:
+        return self.add_per_node(fn, lambda node: (worker, gate))
+
+    def add_per_node(self, fn: str, make: Callable[[str], tuple[Work, Judge]]) -> str:
+        self.funcs[fn] = make
+        return fn
+
+    def node(self, name: str, fn: str, **fields: object) -> str:
+        """A `[node.NAME]` table of this kind; `fields` are written as TOML values."""
+        lines = [f"[node.{name}]", f'kind = "{self.name}"', f'fn = "{fn}"']
+        lines += [f"{k} = {json.dumps(v)}" for k, v in fields.items()]
+        return "\n".join(lines) + "\n"
+
+    def one_node_spec(self, tmp_path: Path, fn: str, worker: Work, gate: Judge = accept, *,
+                      budget: float, **fields: object) -> spec_mod.Spec:
+        """The spec of a graph with one node `n` of this kind running `worker` and `gate`."""
+        self.add(fn, worker, gate)
+        p = tmp_path / "graph.toml"
+        p.write_text(f"[graph]\nspend_budget = {budget}\n" + self.node("n", fn, **fields))
+        return spec_mod.load(p)

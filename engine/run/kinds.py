@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.run.gate import CommandGate, Gate
+from engine.run.judge.table import gate_from_table
 from engine.run.values import MAX_SECONDS, exists, number_in, short
 from engine.run.worker import CommandWorker, Worker
 from engine.system import programs as programs_mod
@@ -24,7 +25,9 @@ from engine.system.errors import BadInput
 
 COMMAND_FIELDS: dict[str, str] = {
     "worker": "argv list; runs with the node's workspace as working directory",
-    "gate": "argv list; runs with a read-only snapshot copy of the workspace as working directory",
+    "gate": "argv list (a command gate; runs with a read-only snapshot copy of the workspace as "
+            "working directory), or a table [node.NAME.gate] naming a judge kind: \"calls\", "
+            "\"program\" or \"pytest\" (engine/run/judge/, docs/gates.md)",
 }
 DEFAULT_TIMEOUT_S = 60.0  # a worker's or gate's wall-clock limit when the node gives none
 
@@ -127,8 +130,15 @@ def resolve_arg(arg: str, spec_dir: Path) -> str:
 
 def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
     worker = CommandWorker(node.argv("worker", spec_dir), node.seconds("timeout_s"))
-    gate = CommandGate(node.argv("gate", spec_dir), node.seconds("gate_timeout_s"))
-    return worker, gate
+    return worker, node_gate(node, spec_dir)
+
+
+def node_gate(node: NodeTable, spec_dir: Path) -> Gate:
+    """The node's `gate`: an argv array is a command gate; a table names a judge kind."""
+    raw = node.get("gate")
+    if isinstance(raw, dict):
+        return gate_from_table(node, raw, spec_dir)
+    return CommandGate(node.argv("gate", spec_dir), node.seconds("gate_timeout_s"))
 
 
 register_kind("command", _command_factory, COMMAND_FIELDS)

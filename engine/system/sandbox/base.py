@@ -90,13 +90,18 @@ class Sandbox(Protocol):
 
 @dataclass(frozen=True)
 class Confinement:
-    """A backend and a view: everything `run_command` needs to sandbox one command."""
+    """A backend and a view: everything `run_command` needs to sandbox one command.
+
+    `candidate`, on a gate's confinement: the view a judge kind (engine/run/judge/) runs the
+    judged code in, which must see no more than the worker that wrote it (every gate's files
+    and the spec hidden, no network); None: the gate's view with the gate's own files hidden."""
 
     sandbox: Sandbox
     view: View
+    candidate: View | None = None
 
     def seeing(self, **paths: Sequence[Path]) -> Confinement:
-        return Confinement(self.sandbox, self.view.seeing(**paths))
+        return Confinement(self.sandbox, self.view.seeing(**paths), self.candidate)
 
     @contextlib.contextmanager
     def launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Iterator[Launch]:

@@ -1,0 +1,77 @@
+"""Where a judge kind runs the judged code: a scratch copy of the judged tree, in a sandbox that
+sees no gate file.
+
+Why a copy: the judged code may write where it runs (a cache, a temp file, its own sources);
+the judged snapshot must stay as it was hashed, so the code gets a writable copy of its own,
+removed afterwards. Why its own view: the gate's view shows the gate's files (it needs them);
+the judged code must see no more than the worker that wrote it: the run gives that view as
+`Confinement.candidate` (every gate's files and the spec hidden, no network, a fresh HOME), and
+without one the gate's view is used with this gate's own files and their traces hidden.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.system.judged import copy_judged
+from engine.system.process import ProcessError, ProcessResult, gate_environment, run_command
+from engine.system.sandbox import UNSANDBOXED, Confinement, View
+from engine.system.trees import remove_tree
+
+MAX_OUTPUT = 16 << 20  # bytes kept of a stream (the wire's own caps are tighter per line)
+
+
+def candidate_box(confine: Confinement | None, secrets: Sequence[Path], scratch: Path
+                  ) -> Confinement:
+    """The confinement of judged code that runs in `scratch` (writable), with `secrets` (the
+    gate's files) hidden even when the caller's view would show them."""
+    box = confine if confine is not None else UNSANDBOXED
+    base = box.candidate if box.candidate is not None else View(
+        readable=box.view.readable, hidden=box.view.hidden, private_home=True)
+    hidden = (*base.hidden, *map(Path, secrets), *_traces(secrets))
+    view = View(writable=(scratch,), readable=base.readable, hidden=hidden, private_home=True)
+    return Confinement(box.sandbox, view)
+
+
+def _traces(files: Sequence[Path]) -> list[Path]:
+    """Bytecode caches of the gate's Python files (a `__pycache__/<name>.*.pyc` beside them)."""
+    out: list[Path] = []
+    for f in map(Path, files):
+        if f.suffix == ".py":
+            out += sorted((f.parent / "__pycache__").glob(f"{f.stem}.*.pyc"))
+    return out
+
+
+@contextlib.contextmanager
+def scratch_copy(snapshot: Path) -> Iterator[Path]:
+    """A writable copy of the judged snapshot, removed on leaving."""
+    parent = Path(tempfile.mkdtemp(prefix="loopproof-judged-"))
+    tree = parent / "tree"
+    try:
+        copy_judged(snapshot, tree)
+        yield tree
+    finally:
+        remove_tree(parent)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One run of judged code: its result, or why it could not start."""
+
+    result: ProcessResult | None
+    problem: str = ""
+
+
+def run_judged(argv: Sequence[str], tree: Path, timeout_s: float, box: Confinement,
+               stdin: bytes, extra_env: dict[str, str] | None = None) -> Ran:
+    """Run `argv` in `tree` inside `box` with `stdin`: the gate environment, nothing else."""
+    try:
+        res = run_command(argv, tree, timeout_s, env=gate_environment(extra_env), stdin=stdin,
+                          confine=box, max_output=MAX_OUTPUT)
+    except ProcessError as exc:
+        return Ran(None, str(exc))
+    return Ran(res)

@@ -13,7 +13,8 @@ which; `--dry-run` prints the plan only.
 One line per step: its name, its elapsed time and its headline figure (read from what it
 printed or wrote); everything a step prints goes to results/logs/<step>.log, so the screen
 shows one line a step and nothing is lost. The examples' run reports and the median audit are
-also kept as result files (results/examples/<name>.json, results/audit/median.json) for the
+also kept as result files (results/examples/<name>.json; results/audit/median.json, the audit of
+examples/median-command's weak gate) for the
 paper, which is the last step (`python -m paper --pdf`: paper/build/loopproof.pdf).
 """
 
@@ -183,7 +184,8 @@ def steps(scale: str, seed: int) -> list[Step]:
                                     f"{ex}/{name}.jsonl", "--json"), 2, codes, _run_line,
                 save=f"{ex}/{name}.json")
            for name, codes in (("pipeline", (0,)), ("repair", (0,)), ("budget", (0, 4)),
-                               ("regress-restore", (0,)), ("median", (0,)))]
+                               ("regress-restore", (0,)), ("median", (0,)),
+                               ("median-command", (0,)))]
     return [
         # estimates: a fresh clone's run on 2 idle cores (load 1-3), rounded up
         Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 10,
@@ -192,8 +194,9 @@ def steps(scale: str, seed: int) -> list[Step]:
              headline=_keys("explorer_cases", "explorer_mismatches", "worst_equals_w",
                             "random_graphs")),
         *run,
-        Step("audit of examples/median's gate", (lp, "audit", "examples/median/graph.toml",
-                                                  "--ledger", f"{ex}/median.jsonl", "--json"),
+        Step("audit of examples/median-command's gate",
+             (lp, "audit", "examples/median-command/graph.toml", "--ledger",
+              f"{ex}/median-command.jsonl", "--json"),
              5, headline=_audit, save="results/audit/median.json"),
         Step("integrity", (py, "-m", "experiments.integrity", *s), 5,
              headline=_keys("detected", "trials", "torn_recovered", "torn_trials")),

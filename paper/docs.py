@@ -37,8 +37,8 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
                   "results/integrity/", ["integrity", "integrity_kinds"]),
     ("Mutants", "the gate audit: `python -m experiments.mutants`, results/mutants/",
      ["mutants", "mutant_flags"]),
-    ("Median audit", "`loopproof audit examples/median/graph.toml --ledger "
-                     "results/examples/median.jsonl --json`, results/audit/median.json",
+    ("Median audit", "`loopproof audit examples/median-command/graph.toml --ledger "
+                     "results/examples/median-command.jsonl --json`, results/audit/median.json",
      ["audit_median", "audit_median_accepts"]),
     ("Transition", "the search coder and the local model: `python -m experiments.transition`, "
                    "results/transition/ and results/transition-llm/", ["transition"]),

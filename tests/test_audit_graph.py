@@ -34,7 +34,7 @@ def audit(capsys, *argv: str) -> tuple[int, dict | str]:
 def median_run(tmp_path_factory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("median")
     graph = tmp / "median"
-    shutil.copytree(EXAMPLES / "median", graph)
+    shutil.copytree(EXAMPLES / "median-command", graph)
     ledger = tmp / "L.jsonl"
     assert cli.main(["run", str(graph / "graph.toml"), "--ledger", str(ledger), "--json"]) == 0
     return graph / "graph.toml", ledger

@@ -100,7 +100,7 @@ def test_a_folder_given_as_a_ledger_is_one_line(capsys, tmp_path, command) -> No
 
 
 def test_a_graph_audited_against_a_folder_is_one_line(capsys, tmp_path) -> None:
-    shutil.copytree(REPO / "examples" / "median", tmp_path / "median")
+    shutil.copytree(REPO / "examples" / "median-command", tmp_path / "median")
     (tmp_path / "L").mkdir()
     refused(capsys, ["audit", str(tmp_path / "median" / "graph.toml"), "--ledger",
                      str(tmp_path / "L")], tmp_path, "directory")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
 
 @pytest.mark.parametrize("name, outcome", [("pipeline", "DONE"), ("repair", "DONE"),
                                            ("budget", "BUDGET_EXHAUSTED"),
-                                           ("regress-restore", "DONE"), ("median", "DONE")])
+                                           ("regress-restore", "DONE"), ("median", "DONE"),
+                                           ("median-command", "DONE")])
 def test_each_example_ends_as_make_reproduce_expects_with_a_relative_ledger(
         tmp_path: Path, capsys, monkeypatch, name: str, outcome: str) -> None:
     """`make reproduce` passes relative ledger paths; workers, gates and revision nodes run in
@@ -75,3 +77,19 @@ def test_strict_bound_refuses_the_budget_example(tmp_path: Path, capsys) -> None
                      str(tmp_path / "x.jsonl")]) == 2
     assert "W_c = 2.5 exceeds the budget B = 1.2" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("name, outcome", [("median", "FAILED"), ("median-command", "DONE")])
+def test_a_median_that_exits_at_import_fools_the_command_gate_not_the_calls_judge(
+        tmp_path: Path, capsys, name: str, outcome: str) -> None:
+    """The payload of issue 24: `raise SystemExit(0)` first in median.py, and a wrong median.
+    The command gate imports it and exits 0 (DONE: the weakness examples/median-command keeps
+    for the audit); examples/median's `calls` judge rejects it (before the judge kinds,
+    examples/median was the command gate, and this ended DONE)."""
+    shutil.copytree(EXAMPLES / name, tmp_path / name)
+    (tmp_path / name / "write_median.py").write_text(
+        'from pathlib import Path\n'
+        'Path("median.py").write_text("raise SystemExit(0)\\ndef median(xs):\\n    return 0\\n")\n')
+    code, r = run(capsys, "run", str(tmp_path / name / "graph.toml"), "--ledger",
+                  str(tmp_path / "L.jsonl"))
+    assert r["outcome"] == outcome, r

@@ -20,7 +20,7 @@ def test_each_step_has_a_log_and_the_headlines_read_the_figures() -> None:
     audit = json.dumps({"summary": {"tiers": {"2": {"false_accepts": 11, "destroying": 15,
                                                      "equivalent": 0, "undetermined": 0}}}},
                        indent=2)
-    assert by["audit of examples/median's gate"].headline(audit) == (
+    assert by["audit of examples/median-command's gate"].headline(audit) == (
         "tier 2: 11 false accepts of 15 destroying (0 equivalent, 0 undetermined)")
     bounds = ('{"explorer_cases": 605295, "explorer_mismatches": 0, "explorer_seconds": 2859.61, '
               '"max_peer_over_w": 4.0, "random_graphs": 300, "worst_equals_w": 300, '
@@ -66,7 +66,7 @@ def test_reproduce_keeps_the_reports_the_paper_reads_and_ends_with_the_paper() -
     stdout was only in the logs before), and the PDF is the last thing make reproduce builds."""
     plan = reproduce.steps("smoke", 0)
     by = {st.name: st for st in plan}
-    assert by["audit of examples/median's gate"].save == "results/audit/median.json"
+    assert by["audit of examples/median-command's gate"].save == "results/audit/median.json"
     assert by["example median"].save == "results/examples/median.json"
     assert plan[-1].name == "paper" and plan[-1].argv[1:] == ("-m", "paper", "--pdf")
     assert plan[-1].headline("x\npython -m paper: 17 pages, 2160 result macros, 22 tables, "

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
+.PHONY: all venv sandbox browser coq proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
 
 all: check
 
@@ -55,7 +55,20 @@ browser:
 	    echo "make: chromium is missing; run: sudo apt-get install chromium"; exit 1; \
 	  fi; }
 
-proofs: venv
+# G1's bound W, its structural facts and G3 are also proved for every graph in Coq (proofs/coq/,
+# docs/proofs.md), and its extracted step function is held to model.step (tests/test_coq_model.py):
+# install Debian's coq and ocaml when they are missing and we can (root with apt), else say how.
+coq:
+	@command -v coqc >/dev/null 2>&1 && command -v ocamlopt >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing coq and ocaml (proofs/coq/: the proofs for every graph)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq ocaml \
+	      >/dev/null || exit 1; \
+	  else \
+	    echo "make: coq is missing; run: sudo apt-get install coq ocaml"; exit 1; \
+	  fi; }
+
+proofs: venv coq
 	$(BIN)/python -m proofs
 
 explore: venv
@@ -65,10 +78,10 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-test: venv sandbox browser
+test: venv sandbox browser coq
 	$(BIN)/python -m pytest -n 2
 
-check: venv sandbox browser lint proofs test
+check: venv sandbox browser coq lint proofs test
 	@echo "make check: proofs and tests passed"
 
 bench: venv
@@ -82,7 +95,7 @@ bench-peer: venv
 	$(PEER)/bin/python -m pip install -q bounded-loops==0.7.6
 	$(BIN)/python -m bench --only peer --only ledger --only attempt_overhead --json
 
-reproduce: venv sandbox latex
+reproduce: venv sandbox coq latex
 	@$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
 
 # The transition experiment with a real language model (docs/transition.md): fetch and verify the

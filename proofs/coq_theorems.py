@@ -20,13 +20,22 @@ from proofs.solver import Unknown
 from proofs.trace import Step, Trace
 
 
+class NotChecked(Unknown):
+    """coqc could not check the theorem (missing, a build error, an assumption): reported
+    "unknown", like a Z3 timeout, so it never meets an expectation."""
+
+    def __init__(self, reason: str) -> None:
+        Exception.__init__(self, f"coq: {reason}")
+        self.what, self.reason = "coq", reason
+
+
 def _closed(theorem: str) -> None:
     try:
         built = coq.build()
     except coq.CoqUnavailable as e:
-        raise Unknown(str(e)) from e
+        raise NotChecked(str(e)) from e
     if not built.closed(theorem):
-        raise Unknown(f"Print Assumptions {theorem}: "
+        raise NotChecked(f"Print Assumptions {theorem}: "
                       f"{built.assumptions.get(theorem, 'not printed')!r}; fix: prove it without "
                       "axioms")
 
@@ -85,9 +94,9 @@ def refuted(key: str) -> Callable[[], Trace]:
         try:
             (out,) = coq.drive(text)
         except (coq.CoqUnavailable, OSError) as e:
-            raise Unknown(str(e)) from e
+            raise NotChecked(str(e)) from e
         if not all(out["admitted"]) or not w.broken(out["states"][-1], out["W"]):
-            raise Unknown(f"the extracted {w.variant} variant does not replay the run of "
+            raise NotChecked(f"the extracted {w.variant} variant does not replay the run of "
                           f"{w.theorem}: {out}")
         steps = [Step(None if i == 0 else w.events[i - 1], _shown(st, w.names))
                  for i, st in enumerate(out["states"])]

@@ -100,6 +100,10 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "RUNNING, repairs_used <= K, and every node that has started in its activation "
                "has every ancestor DONE (Coq: loopproof_structural)",
                coq.theorem("loopproof_structural"), "coq"),
+    Obligation("G1-coq-W-tight", "G1", "proved",
+               "for every finite DAG with an unbounded B, some run from Init makes exactly W "
+               "attempts: the schedule of docs/bounds.md that repeats the maximising repair "
+               "pair K times (Coq: loopproof_W_tight)", coq.theorem("loopproof_W_tight"), "coq"),
     Obligation("G1-coq-broken-cancel-after-done", "G1", "refuted",
                "broken: Cancel also on a DONE node -- Coq proves a run from Init with more than "
                "W attempts (broken_cancel_done_exceeds_W)", coq.refuted("cancel_done"), "coq"),

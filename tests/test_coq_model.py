@@ -93,3 +93,16 @@ def test_a_fault_in_the_models_w_is_caught(monkeypatch) -> None:
 
     monkeypatch.setattr(coq_cases, "attempt_bound", loose)
     assert differences(seeded_cases()) != []
+
+
+def test_the_drawn_cases_admit_and_refuse_every_event_kind() -> None:
+    # the comparison is only as strong as what the cases exercise: every kind of the model's
+    # events both admitted and refused somewhere in the seeded cases
+    admitted: set[str] = set()
+    refused: set[str] = set()
+    for graph, events in seeded_cases():
+        run = python_run(graph, events)
+        for e, ok in zip(events, run["admitted"], strict=True):
+            (admitted if ok else refused).add(type(e).__name__)
+    kinds = {t.__name__ for t in transitions.EVENT_TYPES}
+    assert admitted == kinds and refused == kinds, (kinds - admitted, kinds - refused)

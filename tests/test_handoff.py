@@ -12,18 +12,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from oracles import records
 
 from engine.run.runner import EXIT_PIN_CHANGED, Runner, accepted_root, workspace_root
 from engine.run.spec import load
+from engine.system import limits
 
 REPO = Path(__file__).resolve().parent.parent
 
 # a's worker writes "good", then leaves a process in its own session that rewrites out.txt to
 # "bad" as soon as a's gate has judged (the gate waits until it has), so the live workspace is
 # "bad" before b is prepared, deterministically.
-# No sandbox: the escaped process must live on to show what the accepted copy protects against
-# (under the sandbox it dies with its attempt: tests/adversarial/test_escaped_processes.py).
+# No sandbox and no cgroup: the escaped process must live on to show what the accepted copy
+# protects against (under the sandbox, or in the attempt's cgroup, it dies with its attempt:
+# tests/adversarial/test_escaped_processes.py, engine/system/limits/).
 GRAPH = """
 [graph]
 spend_budget = 100.0
@@ -61,7 +64,9 @@ def write_spec(tmp_path: Path, escape: bool) -> Path:
     return spec
 
 
-def test_successor_gets_the_accepted_tree_not_the_live_workspace(tmp_path: Path) -> None:
+def test_successor_gets_the_accepted_tree_not_the_live_workspace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "_mechanisms", [])  # a host where no cgroup can be made
     ledger = tmp_path / "L.jsonl"
     runner = Runner.start(load(write_spec(tmp_path, escape=True)), ledger)
     code = runner.run()

@@ -343,7 +343,10 @@ def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path,
     assert runner.continue_run() == 0
     runner.close()
     resumed = next(r for r in records(ledger) if r["type"] == "resumed")
-    assert resumed["orphans_killed"] == (1 if sandbox == "none" else 0)
+    if sandbox == "none":  # killed from the run's cgroups where the host has them, else found
+        assert resumed["reaped"] > 0 or resumed["orphans_killed"] == 1, resumed
+    else:
+        assert resumed["orphans_killed"] == 0
     time.sleep(0.5)
     # the interrupted attempt 1 never ended; it was given back (model.Abandon) and ran again as
     # attempt 1, whose worker wrote the only `end`

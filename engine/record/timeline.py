@@ -47,7 +47,8 @@ class Attempt:
     settled_after: float | None = None
     worker: dict[str, Any] = field(default_factory=dict)
     gate: dict[str, Any] | None = None
-    killed: str | None = None  # timeout | ceiling (the meter's kill of the worker's command)
+    killed: str | None = None  # timeout | ceiling | limit (the kill of the worker's command)
+    limit: str | None = None  # the resource limit it was killed at ("memory limit 256 MiB")
     overrun: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # facts recorded inside the attempt
     other: dict[str, int] = field(default_factory=dict)  # other record types inside it, counted
@@ -66,7 +67,8 @@ class Attempt:
                 "spend_ceiling": self.spend_ceiling, "settled_before": self.settled_before,
                 "settled_after": self.settled_after, "worker": self.worker,
                 "worker_end": worker_end(self), "gate": self.gate, "killed": self.killed,
-                "overrun": self.overrun, "notes": self.notes, "other": self.other}
+                "limit": self.limit, "overrun": self.overrun, "notes": self.notes,
+                "other": self.other}
 
 
 def worker_end(a: Attempt) -> str:
@@ -79,6 +81,8 @@ def worker_end(a: Attempt) -> str:
     if a.killed == "ceiling":
         return (f"killed: spend ceiling reached after {num(w.get('seconds'))} s "
                 f"(c_v - eval_reserve)")
+    if a.killed == "limit":
+        return f"killed: {a.limit or 'a resource limit'} after {num(w.get('seconds'))} s"
     if not w:
         return "no claim recorded"
     if w.get("started") is False:
@@ -248,6 +252,8 @@ def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
             a.worker_spend += amount
         if rec.get("killed"):
             a.killed = rec["killed"]
+            if isinstance(rec.get("limit"), str):
+                a.limit = rec["limit"]
         if "claimed" in rec:
             a.notes.append(f"claimed {rec['claimed']!r} against a reservation of "
                            f"{num(rec.get('reserved'))}: charged the reservation")
@@ -303,7 +309,8 @@ def _event(rec: dict[str, Any]) -> dict[str, Any]:
                            f"{num(rec.get('budget'))}"),
         "stopped": lambda: f"stopped: {rec.get('reason')}",
         "resumed": lambda: (f"resumed (resume {rec.get('resume')}, orphans killed "
-                            f"{rec.get('orphans_killed', 0)})"),
+                            f"{rec.get('orphans_killed', 0)}, processes reaped from the run's "
+                            f"cgroups {rec.get('reaped', 0)})"),
         "pin_changed": lambda: (f"pin changed: {rec.get('file')} "
                                 f"({rec.get('what') or 'gate file'}); the run stopped"),
         "release_unmet": lambda: f"release unmet: {', '.join(rec.get('unmet', []))}",

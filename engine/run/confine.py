@@ -8,7 +8,8 @@ file (an inline gate's command line is in it) and where
 else their bytes are kept (bytecode caches, the git repository), except a file that worker's own
 argv names (a shared input such as `text.txt`) and installed programs (interpreters, tools). A worker sees its own workspace
 read-write (`<ledger>.work/<node>`, so never another node's); a gate sees its judged copy, added
-per run by the gate (engine/run/gate.py), read-only, and a fresh private HOME.
+per run by the gate (engine/run/gate.py), read-only, and a fresh private HOME. Both are held to
+the node's resource limits (`NodeConfig.resources`, engine/system/limits/).
 
 Readable everywhere: the spec's folder, each program's installation (the folder above its
 `bin/`, and the same for the file its symlinks lead to, so a venv's python and the pyenv
@@ -18,6 +19,7 @@ interpreter behind it both work) and the absolute files and folders named in arg
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import os
 import sys
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from engine.run.spec import Spec
 from engine.system.errors import BadInput
+from engine.system.limits import Hold, owner_of
 from engine.system.sandbox import Confinement, Sandbox, View, backend
 
 
@@ -219,5 +222,11 @@ class RunSandbox:
         # where a judge kind runs the judged code: what the worker sees, less its workspace
         candidate = View(readable=self.readable, hidden=(*hidden, *self.gate_files),
                          private_home=True)
-        return NodeSandbox(Confinement(self.backend, worker),
-                           Confinement(self.backend, gate, candidate))
+        # the node's resource limits (engine/system/limits/): the worker's workspace is watched
+        # while it runs; a gate's judged copy is read-only
+        owner = owner_of(self.ledger)
+        worker_hold = Hold(cfg.resources, owner, f"{name}.worker", Path(workspace))
+        gate_hold = Hold(dataclasses.replace(cfg.resources, workspace_bytes=None), owner,
+                         f"{name}.gate")
+        return NodeSandbox(Confinement(self.backend, worker, hold=worker_hold),
+                           Confinement(self.backend, gate, candidate, gate_hold))

@@ -215,9 +215,14 @@ class CommandGate:
                                  "exit": res.returncode}
         if (raised := python_raised(err)) is not None:
             facts["raised"] = raised
+        if res.held is not None:
+            facts["held_by"] = dict(res.held)
         if res.timed_out:
             return ERROR, f"gate timed out after {timeout_s:g} s; {words}", {
                 **facts, "error": "timeout"}
+        if res.limit is not None:  # a resource limit (engine/system/limits/): never a verdict
+            return ERROR, f"gate killed at its {res.limit}; {words}", {
+                **facts, "error": "limit", "limit": res.limit}
         if res.killed:
             return ERROR, f"gate killed ({res.killed}); {words}", {
                 **facts, "error": f"killed ({res.killed})"}

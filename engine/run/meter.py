@@ -62,7 +62,7 @@ class Metered:
     result: ProcessResult
     reserved: float
     charged: float
-    killed: str | None  # "timeout" | "ceiling" | None
+    killed: str | None  # "timeout" | "ceiling" | "limit" | None
 
 
 class Meter:
@@ -309,8 +309,11 @@ class Meter:
         except ProcessError as exc:  # it never started: nothing was used
             self._settle_capped(0.0, WALL_CLOCK, error=str(exc))
             raise
-        killed = res.killed and ("ceiling" if ceiling_binds else "timeout")
+        killed = (res.killed if res.killed == "limit"  # a resource limit, in `res.limit`
+                  else res.killed and ("ceiling" if ceiling_binds else "timeout"))
         facts: dict[str, Any] = {"seconds": round(res.seconds, 6), "killed": killed or None}
+        if res.limit is not None:
+            facts["limit"] = res.limit
         if self.price != 1.0:
             facts["price"] = self.price
         charged = self._settle_capped(res.seconds * self.price, WALL_CLOCK, **facts)

@@ -52,15 +52,16 @@ def kill_orphans(root: Path) -> list[int]:
     return killed
 
 
-def recover(journal: Journal, root: Path, new_price: float | None) -> None:
-    """Kill orphans under `root`, record `resumed`, abandon the attempt in flight (if any),
-    honour an operator's pending cancels (engine/run/operator.py), and record a change of price
-    (`resume --price`)."""
+def recover(journal: Journal, root: Path, new_price: float | None, reaped: int = 0) -> None:
+    """Kill orphans under `root`, record `resumed` (with `reaped`, the processes found in the
+    run's cgroups and killed: `engine.system.limits.reap`), abandon the attempt in flight (if
+    any), honour an operator's pending cancels (engine/run/operator.py), and record a change of
+    price (`resume --price`)."""
     state, graph = journal.state, journal.graph
     orphans = kill_orphans(root)
     journal.note({"type": "resumed", "resume": journal.replayed.resumes + 1,
                   "settled": state.settled, "reserved": state.reserved,
-                  "orphans_killed": len(orphans)})
+                  "orphans_killed": len(orphans), "reaped": reaped})
     state = journal.state
     node = state.running(graph)
     if node is not None:

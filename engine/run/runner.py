@@ -62,7 +62,7 @@ from engine.run.planner import RunPlanner
 from engine.run.progress import Progress
 from engine.run.recovery import kill_orphans, recover
 from engine.run.spec import Spec, is_price
-from engine.system import faults
+from engine.system import faults, limits
 from engine.system.errors import BadInput, LedgerCorrupt
 from engine.system.trees import remove_tree
 from model import RunState
@@ -150,6 +150,7 @@ class Runner:
         with creating(folder):  # racing `run`s: one creates, the others find it and write nothing
             if lexists(ledger_path, "--ledger"):
                 raise _ledger_exists(ledger_path)
+            limits.reap(limits.owner_of(ledger_path))  # processes of an old run, ledger gone
             remove_tree(workspace_root(ledger_path))  # an old run's workspaces, its ledger gone
             remove_tree(accepted_root(ledger_path))  # and its judged snapshots
             # A signed run is signed from record 0 on (before the ledger appears at its path),
@@ -254,6 +255,9 @@ class Runner:
         """Record the resume and recover an attempt with no recorded end. Returns an exit code
         when the run cannot go on (it has ended: nothing is written; the stop file is still
         there: nothing is written; a pinned file changed: that is recorded), else None."""
+        # whatever the ledger says: no process a killed engine left in the run's cgroups (a
+        # sandbox half-way through its start included) lives on (engine/system/limits/)
+        reaped = limits.reap(limits.owner_of(self.ledger.path))
         if self.state.ended:
             return self.exit_code()  # a finished run: report, change nothing
         if self.stop_file.exists():
@@ -266,7 +270,7 @@ class Runner:
             self.error = str(exc)
             return EXIT_PIN_CHANGED
         faults.crashpoint("runner.resume")
-        recover(self.journal, self.handoff.root, self.new_price)
+        recover(self.journal, self.handoff.root, self.new_price, reaped)
         return None
 
     def stop_reason(self) -> str | None:

@@ -40,7 +40,9 @@ from engine.run.kinds import (
 )
 from engine.run.proxy.config import LlmConfig
 from engine.run.spec_checks import (
+    DEFAULT_RESOURCES,
     LIMIT_FIELDS,
+    RESOURCE_FIELDS,
     eval_reserve_of,
     graph_ranges,
     is_price,
@@ -50,6 +52,7 @@ from engine.run.spec_checks import (
     node_ranges,
     optional_path,
     required,
+    resource_limits,
     tree_limit,
     unknown_keys,
 )
@@ -67,6 +70,7 @@ from engine.run.worker import Worker
 from engine.system import collector, toml_reader
 from engine.system.errors import BadInput
 from engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
+from engine.system.limits import ResourceLimits, size_text
 from engine.system.sandbox import BACKENDS, DEFAULT
 from model import GraphError, LoopGraph, NodeSpec
 from model.bounds import attempt_bound, spend_bound
@@ -75,10 +79,11 @@ from model.bounds import attempt_bound, spend_bound
 __all__ = [
     "COMMAND_FIELDS", "GATE_ERRORS", "GRAPH_FIELDS", "KINDS", "KIND_MODULES", "LIMIT_FIELDS",
     "NODE_FIELDS", "BadInput", "Factory", "Kind", "NodeConfig", "NodeTable", "PlannerConfig",
-    "Spec", "is_price", "load", "register_kind", "resolve_arg",
+    "DEFAULT_RESOURCES", "Spec", "is_price", "load", "register_kind", "resolve_arg",
 ]
 
 # ---- the fields --------------------------------------------------------------------------------
+
 
 GRAPH_FIELDS: dict[str, str] = {
     "repair_budget": "K: global repair budget, an integer >= 0, never reset (default 0)",
@@ -93,6 +98,12 @@ GRAPH_FIELDS: dict[str, str] = {
     "max_files": f"every node's default for max_files (default {DEFAULT_MAX_FILES})",
     "max_workspace_bytes": f"every node's default for max_workspace_bytes (default "
                            f"{DEFAULT_MAX_BYTES})",
+    "max_memory_bytes": f"every node's default for max_memory_bytes (default "
+                        f"{size_text(DEFAULT_RESOURCES['max_memory_bytes'])})",
+    "max_processes": f"every node's default for max_processes (default "
+                     f"{DEFAULT_RESOURCES['max_processes']})",
+    "max_tmp_bytes": f"every node's default for max_tmp_bytes (default "
+                     f"{size_text(DEFAULT_RESOURCES['max_tmp_bytes'])})",
 }
 NODE_FIELDS: dict[str, str] = {
     "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
@@ -119,9 +130,16 @@ NODE_FIELDS: dict[str, str] = {
                 "confined (see docs/threat-model.md); default []",
     "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
                  "an error verdict, checked before anything is copied",
-    "max_workspace_bytes": "bytes the workspace's files may add up to when it is judged (sparse "
-                           "files at their full size); more is an error verdict, checked before "
-                           "anything is copied",
+    "max_workspace_bytes": "bytes the workspace's files may add up to while the worker runs "
+                           "(more: it is killed, at the workspace limit) and when it is judged "
+                           "(sparse files at their full size; more is an error verdict, checked "
+                           "before anything is copied)",
+    "max_memory_bytes": "memory of all the processes of one worker or gate command together, "
+                        "its private temp folders included (more: killed, at the memory limit)",
+    "max_processes": "processes and threads of one command alive at once (a fork past it is "
+                     "refused and the command is killed, at the process limit)",
+    "max_tmp_bytes": "size of each private temp folder (/tmp, /var/tmp, /dev/shm, ...) of a "
+                     "sandboxed command (full: killed, at the tmp limit)",
 }
 GATE_ERRORS = ("retry", "stop")
 
@@ -145,6 +163,8 @@ class NodeConfig:
     writable: tuple[Path, ...] = ()  # paths the worker may write besides its workspace
     limits: Limits = Limits()  # what the judged workspace may hold (engine/system/judged.py)
     gate_errors: str = "retry"  # "retry" | "stop": what a gate error does (GATE_ERRORS)
+    # what its commands may use while they run (engine/system/limits/)
+    resources: ResourceLimits = ResourceLimits()
 
     def pinned_files(self) -> tuple[Path, ...]:
         """Files whose content the gate's verdict depends on: its argv files and gate_files."""
@@ -288,6 +308,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
                 (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
 
     graph_limits = Limits(*(defaults[key] for key in LIMIT_FIELDS))  # a node's, if it sets none
+    resource_defaults = {key: tree_limit(graph_table, key, DEFAULT_RESOURCES[key])
+                         for key in RESOURCE_FIELDS}
     allowed: dict[str, frozenset[str]] = {}  # kind -> its node fields (checked for every node)
     nodes_t = table.get("node")
     if not isinstance(nodes_t, dict) or not nodes_t:
@@ -327,6 +349,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
                              "write network = true (or leave it out: no network)")
         limits = (Limits(*(tree_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
                   if "max_files" in nt or "max_workspace_bytes" in nt else graph_limits)
+        resources = resource_limits(node, resource_defaults, limits)
         gate_errors = nt.get("gate_errors", "retry")
         if gate_errors not in GATE_ERRORS:
             raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "
@@ -336,7 +359,7 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
         llm = llm_table(node, worker)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
                                         gate_files, worker, gate, eval_reserve, llm, network,
-                                        writable, limits, gate_errors)
+                                        writable, limits, gate_errors, resources)
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])

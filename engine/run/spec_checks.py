@@ -28,11 +28,25 @@ from engine.run.values import (
 )
 from engine.run.worker import CommandWorker, Worker
 from engine.system.errors import BadInput
+from engine.system.judged import Limits
+from engine.system.limits import ResourceLimits
 
 _NUMBERS = (int, float)  # for isinstance: a tuple, not `int | float` built anew at every call
 LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)
     "max_files": (1, 10_000_000),
     "max_workspace_bytes": (0, 1 << 40),
+}
+# The resource limits of a node's commands (engine/system/limits/): field -> (lowest, highest).
+# Below the lowest, the sandbox itself cannot start (bwrap, its init and the command are three
+# processes; a Python start-up needs a few MiB).
+# Defaults that keep one careless graph from taking a 2-core, 24 GiB machine down: one attempt
+# (or its gate) runs at a time, each within these (docs/engine.md, "Resource limits").
+DEFAULT_RESOURCES: dict[str, int] = {"max_memory_bytes": 4 << 30, "max_processes": 1024,
+                                     "max_tmp_bytes": 1 << 30}
+RESOURCE_FIELDS: dict[str, tuple[int, int]] = {
+    "max_memory_bytes": (16 << 20, 1 << 40),
+    "max_processes": (8, 4_194_304),
+    "max_tmp_bytes": (4096, 1 << 40),
 }
 
 
@@ -79,7 +93,7 @@ def llm_table(node: NodeTable, worker: Worker) -> LlmConfig | None:
 def tree_limit(node: NodeTable, key: str, default: int) -> int:
     """A tree limit: an integer in its range (`LIMIT_FIELDS`); `node` may be the [graph] table,
     whose value is every node's default."""
-    low, high = LIMIT_FIELDS[key]
+    low, high = LIMIT_FIELDS[key] if key in LIMIT_FIELDS else RESOURCE_FIELDS[key]
     v = node.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
         where = f"node {node.name!r}, field {key!r}" if node.name else f"[graph] {key}"
@@ -168,3 +182,13 @@ def optional_path(g: Mapping[str, Any], key: str, spec_dir: Path, file: str, *,
     except (OSError, RuntimeError) as exc:
         raise BadInput(file, f"[graph] {key}", f"{short(v)} is not a usable path ({exc})",
                        "give a short path, relative to the spec's folder") from None
+
+
+def resource_limits(node: NodeTable, defaults: Mapping[str, int],
+                    limits: Limits) -> ResourceLimits:
+    """A node's resource limits: its own fields, else the graph's, else `DEFAULT_RESOURCES`;
+    the workspace's is its judged-tree limit (`max_workspace_bytes`), held while it runs too."""
+    got = {key: tree_limit(node, key, defaults[key]) if key in node else defaults[key]
+           for key in RESOURCE_FIELDS}
+    return ResourceLimits(got["max_memory_bytes"], got["max_processes"], got["max_tmp_bytes"],
+                          limits.max_bytes)

@@ -72,8 +72,11 @@ class CommandWorker:
         except ProcessError as exc:
             return {"argv": list(self.argv), "started": False, "error": str(exc)}
         r = m.result
+        limits = {"limit": r.limit} if r.limit is not None else {}
+        if r.held is not None:
+            limits["held_by"] = dict(r.held)
         return {"argv": list(self.argv), "started": True, "returncode": r.returncode,
-                "killed": m.killed, "seconds": round(r.seconds, 6),
+                "killed": m.killed, **limits, "seconds": round(r.seconds, 6),
                 "stdout": r.stream("stdout").record(), "stderr": r.stream("stderr").record(),
                 "output_truncated": r.output_truncated}
 

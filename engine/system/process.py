@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.system.limits import JOIN_FAILED, JOIN_WORDS, Cell
 from engine.system.sandbox import Confinement, Launch, Unavailable
 
 # Variables a child may inherit from the engine's environment. Everything else is dropped.
@@ -123,7 +124,7 @@ class ProcessResult:
     argv: tuple[str, ...]
     returncode: int | None
     timed_out: bool
-    killed: str | None  # "timeout" | "ceiling" | None
+    killed: str | None  # "timeout" | "ceiling" | "limit" | None
     seconds: float
     stdout: bytes  # the first max_output bytes (all of it, unless output_truncated)
     stderr: bytes
@@ -131,6 +132,10 @@ class ProcessResult:
     # the whole streams: true size, SHA-256, head and tail (`Stream.record()` for the ledger)
     stdout_stream: Stream | None = None
     stderr_stream: Stream | None = None
+    # the resource limit the command hit, in words ("memory limit 256 MiB"; `killed` is then
+    # "limit"), and which mechanism held each limit (engine/system/limits/)
+    limit: str | None = None
+    held: Mapping[str, str] | None = None
 
     def stream(self, name: str) -> Stream:
         """"stdout" or "stderr" as a `Stream` (from the kept bytes for a result built without)."""
@@ -239,7 +244,9 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
                 ) -> ProcessResult:
     """Run `argv` in `cwd`; SIGKILL its whole process group at `timeout_s` or when `on_tick`
     (called about every `tick_s` seconds with the elapsed time) returns False. With `confine`,
-    the command runs in that sandbox; its set-up time counts in `seconds` (it is paid for)."""
+    the command runs in that sandbox; its set-up time counts in `seconds` (it is paid for).
+    With `confine.hold`, it runs in a `Cell` (engine/system/limits/): killed at the first limit
+    it hits (`killed` = "limit"), and every process it started is killed when it ends."""
     argv = tuple(str(a) for a in argv)
     if not argv:
         raise ProcessError("empty command: give the program to run as the first argv item")
@@ -250,12 +257,20 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
     child_env = dict(env) if env is not None else safe_environment(home=cwd)
     launcher = (confine.launch(argv, cwd, child_env) if confine is not None
                 else contextlib.nullcontext(Launch(argv, child_env, cwd)))
+    hold = confine.hold if confine is not None else None
+    cell: Cell | None = None
     start = time.monotonic()
     try:
         with launcher as launch:
-            result = _run(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output)
+            cell = Cell(hold, launch.tmpfs) if hold is not None else None
+            result = _run(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output,
+                          cell)
     except Unavailable as exc:
         raise ProcessError(f"{argv[0]}: cannot sandbox the command: {exc}") from exc
+    if (cell is not None and result.returncode == JOIN_FAILED
+            and result.stderr.startswith(JOIN_WORDS.encode())):
+        raise ProcessError(f"{argv[0]}: {result.stderr.decode('utf-8', 'replace').strip()}; "
+                           f"fix: check that the engine may create cgroups below its own")
     if launch.started() is False and result.killed is None:
         words = result.stderr.decode("utf-8", "replace").strip()[-500:]
         raise ProcessError(f"{argv[0]}: the sandbox could not start command {list(argv)!r} in "
@@ -266,10 +281,21 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
 
 def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
          stdin: bytes | None, on_tick: Callable[[float], bool] | None, tick_s: float,
-         max_output: int) -> ProcessResult:
+         max_output: int, cell: Cell | None = None) -> ProcessResult:
+    try:
+        return _run_in(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output, cell)
+    finally:
+        if cell is not None:  # whatever happened: no process of the command outlives it
+            cell.end()
+
+
+def _run_in(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
+            stdin: bytes | None, on_tick: Callable[[float], bool] | None, tick_s: float,
+            max_output: int, cell: Cell | None) -> ProcessResult:
     try:
         proc = subprocess.Popen(
-            launch.argv, cwd=launch.cwd, env=launch.env, start_new_session=True, close_fds=True,
+            cell.wrap(launch.argv) if cell is not None else launch.argv, cwd=launch.cwd,
+            env=launch.env, start_new_session=True, close_fds=True,
             pass_fds=launch.pass_fds,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -284,6 +310,7 @@ def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(proc.pid)
     killed: str | None = None
+    limit: str | None = None
     try:
         while True:
             elapsed = time.monotonic() - start
@@ -291,6 +318,8 @@ def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
                 killed = "timeout"
             elif on_tick is not None and not on_tick(elapsed):
                 killed = "ceiling"
+            elif cell is not None and (limit := cell.breach()) is not None:
+                killed = "limit"
             if killed:
                 _kill_group(proc.pid)
                 break
@@ -303,10 +332,14 @@ def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
                 if _exited(proc.pid):
                     break
                 time.sleep(min(wait_s, 0.005))
+        if killed is None and cell is not None and (limit := cell.breach(final=True)):
+            killed = "limit"  # the kernel ended it at a limit (an OOM kill), or it was over
         # The leader has exited (or been killed) but is not reaped yet, so its pid still names
         # the group: kill whatever it left behind, then reap.
         _kill_group(proc.pid)
         returncode = proc.wait()
+        if cell is not None:  # before the pipes are drained: nothing left to hold them open
+            cell.end()
     finally:
         if pidfd is not None:
             os.close(pidfd)
@@ -323,4 +356,5 @@ def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
         argv=argv, returncode=None if killed else returncode, timed_out=killed == "timeout",
         killed=killed, seconds=seconds, stdout=stdout_stream.head, stderr=stderr_stream.head,
         output_truncated=out.truncated or err.truncated, stdout_stream=stdout_stream,
-        stderr_stream=stderr_stream)
+        stderr_stream=stderr_stream, limit=limit,
+        held=dict(cell.held) if cell is not None else None)

@@ -34,7 +34,7 @@ def candidate_box(confine: Confinement | None, secrets: Sequence[Path], scratch:
         readable=box.view.readable, hidden=box.view.hidden, private_home=True)
     hidden = (*base.hidden, *map(Path, secrets), *_traces(secrets))
     view = View(writable=(scratch,), readable=base.readable, hidden=hidden, private_home=True)
-    return Confinement(box.sandbox, view)
+    return Confinement(box.sandbox, view, hold=box.hold)  # held to the gate's limits
 
 
 def _traces(files: Sequence[Path]) -> list[Path]:

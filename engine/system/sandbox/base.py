@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from engine.system.limits import Hold
+
 
 @dataclass(frozen=True)
 class View:
@@ -34,6 +36,7 @@ class View:
     network:  share the host's network (a node's `network = true`); off by default.
     private_home: a fresh empty HOME and TMPDIR for this command only (gates: a `.pth` file or a
               config dropped by the worker is never in the gate's HOME).
+    tmp_bytes: the size of each private temp folder the backend makes (None: its default).
     """
 
     writable: tuple[Path, ...] = ()
@@ -42,6 +45,7 @@ class View:
     sockets: tuple[Path, ...] = ()
     network: bool = False
     private_home: bool = False
+    tmp_bytes: int | None = None
 
     def seeing(self, *, writable: Sequence[Path] = (), readable: Sequence[Path] = (),
                sockets: Sequence[Path] = ()) -> View:
@@ -62,6 +66,8 @@ class Launch:
     cwd: Path
     pass_fds: tuple[int, ...] = ()
     status: Mapping[str, object] = field(default_factory=dict)
+    # the private temp folders made at `View.tmp_bytes`, as the command sees them
+    tmpfs: tuple[str, ...] = ()
 
     def started(self) -> bool | None:
         value = self.status.get("started")
@@ -90,7 +96,8 @@ class Sandbox(Protocol):
 
 @dataclass(frozen=True)
 class Confinement:
-    """A backend and a view: everything `run_command` needs to sandbox one command.
+    """A backend and a view: everything `run_command` needs to sandbox one command; and
+    (optionally) the command's resource limits, which hold it (engine/system/limits/).
 
     `candidate`, on a gate's confinement: the view a judge kind (engine/run/judge/) runs the
     judged code in, which must see no more than the worker that wrote it (every gate's files
@@ -99,11 +106,15 @@ class Confinement:
     sandbox: Sandbox
     view: View
     candidate: View | None = None
+    hold: Hold | None = None
 
     def seeing(self, **paths: Sequence[Path]) -> Confinement:
-        return Confinement(self.sandbox, self.view.seeing(**paths), self.candidate)
+        return Confinement(self.sandbox, self.view.seeing(**paths), self.candidate, self.hold)
 
     @contextlib.contextmanager
     def launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Iterator[Launch]:
-        with self.sandbox.launch(argv, cwd, env, self.view) as launch:
+        view = self.view
+        if self.hold is not None and self.hold.limits.tmp_bytes is not None:
+            view = replace(view, tmp_bytes=self.hold.limits.tmp_bytes)
+        with self.sandbox.launch(argv, cwd, env, view) as launch:
             yield launch

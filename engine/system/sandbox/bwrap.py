@@ -29,6 +29,9 @@ Why each flag:
   mount hides the engine user's keys, and a key added there would outlive the attempt.
 - bwrap is started with the child's environment (already allow-listed), so even the namespace's
   /proc/1/environ holds no engine secret.
+- `--size` before each private tmpfs (and a tmpfs of its own on /dev/shm) when the view sets
+  `tmp_bytes` (the node's `max_tmp_bytes`): a full /tmp is ENOSPC for the command, never the
+  host's memory (the pages count against the memory limit too: engine/system/limits/).
 - `--json-status-fd`: bwrap reports `exit-code` only if it exec'd the command; a mount or exec
   failure is then an error of the sandbox, never read as the command's exit code.
 No `--new-session`: `run_command` starts bwrap in a new session already (no controlling
@@ -53,6 +56,7 @@ from engine.system.sandbox.seccomp import filter_fd
 
 MASKED = ("/tmp", "/var/tmp", "/run")
 PRIVATE_TMP = "/tmp"  # HOME and TMPDIR of a command with `View.private_home`; TMPDIR of all
+SHM = "/dev/shm"  # a tmpfs of its own when the view sizes the private temp folders
 DRAIN_S = 5.0  # how long `launch` waits for a killed sandbox's namespace to empty
 
 _PROBE: dict[str, str | None] = {}
@@ -147,7 +151,9 @@ def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd
                masks: Sequence[str], *, seccomp_fd: int | None = None) -> list[str]:
     """The bwrap command line that runs `argv` in `cwd` under `view` (and the seccomp filter
     readable from `seccomp_fd`, when given)."""
+    size = [] if view.tmp_bytes is None else ["--size", str(max(view.tmp_bytes, 1))]
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+           *((*size, "--tmpfs", SHM) if size else ()),
            "--unshare-pid", "--unshare-ipc", "--die-with-parent",
            "--cap-drop", "ALL", "--json-status-fd", str(status_fd)]
     if seccomp_fd is not None:
@@ -157,7 +163,7 @@ def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd
     sealed: list[str] = []
     for op, src, dest in mount_plan(view, masks):
         if op == "tmpfs":
-            out += ["--tmpfs", dest]
+            out += [*size, "--tmpfs", dest]
         elif op == "ro":
             out += ["--ro-bind", src, dest]
         elif op == "rw":
@@ -207,8 +213,8 @@ class Bwrap:
         r, w = os.pipe()
         sc = filter_fd()
         status: dict[str, object] = {}
-        launch = Launch(tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks,
-                                         seccomp_fd=sc)), child_env, Path(cwd), (w, sc), status)
+        full = tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks, seccomp_fd=sc))
+        launch = Launch(full, child_env, Path(cwd), (w, sc), status, sized_tmpfs(full))
         try:
             yield launch
         finally:
@@ -218,6 +224,13 @@ class Bwrap:
                 _read_status(r, status)
             finally:
                 os.close(r)
+
+
+def sized_tmpfs(argv: Sequence[str]) -> tuple[str, ...]:
+    """The private temp folders a bwrap command line makes at a `--size` (before its `--`)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    return tuple(argv[i + 3] for i in range(end - 3)
+                 if argv[i] == "--size" and argv[i + 2] == "--tmpfs")
 
 
 def _read_status(fd: int, status: dict[str, object]) -> None:

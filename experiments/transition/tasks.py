@@ -9,8 +9,12 @@ perturbing the assertions' inputs (seeded, so the same every run). Y = passes al
 Only tasks whose `check` is a flat list of `assert candidate(<literals>) == <literal>` are used,
 so every assertion is data (a `Case`) and no test code is executed from the dataset.
 
-Candidate code never runs in this process: `run_cases` sends a batch of candidates and cases to
-one `python -I` subprocess (the program in experiments/transition/candidate_runner.py) through
+Candidate code never runs in this process, and this process alone compares: `run_cases`
+(experiments/transition/runs.py) sends a
+batch of candidates and the cases' arguments (never their expected values) to one `python -I`
+subprocess (the program in experiments/transition/candidate_runner.py, on the principle of the
+engine's `calls` judge kind: results come back as strict JSON lines on a channel the candidate's
+prints do not reach, each value rebuilt here from built-in types) through
 `engine.system.process.run_command`, which enforces a per-call CPU alarm (SIGPROF, so a loaded
 machine does not turn a slow call into a timeout), a memory limit and a wall-clock limit on the
 whole batch, inside the engine's default sandbox (engine/system/sandbox/: read-only system, no
@@ -20,42 +24,18 @@ network, a private HOME and temp folder).
 from __future__ import annotations
 
 import ast
-import json
-import os
 import random
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from engine.system.canonical import digest
-from engine.system.process import gate_environment, run_command
-from engine.system.sandbox import DEFAULT, Confinement, View, backend
-from experiments.transition.candidate_runner import RUNNER
 from experiments.transition.edits import enumerate_edits, normalize
+from experiments.transition.runs import Case, run_cases
 
-CALL_TIMEOUT_S = 0.5      # CPU seconds per call of a candidate on one input (load-independent)
-BATCH_TIMEOUT_S = 300.0   # the whole batch (the per-call alarm normally fires long before)
 REFERENCE_SLOW_S = 0.05   # hidden inputs costing the reference more CPU seconds are dropped
 HIDDEN_MAX = 24
 MIN_ASSERTIONS = 4
-
-
-@dataclass(frozen=True)
-class Case:
-    """One assertion as data: call `entry(*args)` and compare with `expected` (both Python reprs)."""
-
-    args: str
-    expected: str
-    approx: bool = False  # hidden cases compare floats with a tolerance; the dataset's use ==
-
-    def call_text(self, entry: str) -> str:
-        inner = self.args[1:-1].rstrip(",") if self.args.startswith("(") else self.args
-        return f"{entry}({inner})"
-
-    def to_json(self) -> list[Any]:
-        return [self.args, self.expected, self.approx]
 
 
 @dataclass(frozen=True)
@@ -87,40 +67,6 @@ class Task:
 def code_hash(source: str) -> str:
     """The state hash of a candidate: SHA-256 over its normalized source."""
     return digest({"solution.py": source})
-
-
-# --------------------------------------------------------------------------- the runner
-class RunnerFailed(RuntimeError):
-    """The runner subprocess died or timed out as a whole (not one candidate: the batch)."""
-
-
-def run_cases(entry: str, candidates: list[str], cases: list[Case], *, first: bool = False,
-              call_timeout: float = CALL_TIMEOUT_S) -> list[list[tuple[bool, str, float]]]:
-    """Run every candidate on every case in one subprocess; per candidate, per case:
-    (passed, short repr of the actual value or what went wrong, seconds). With `first`, stop after
-    the first candidate that passes every case (later candidates get no row)."""
-    if not candidates:
-        return []
-    job = {"entry": entry, "candidates": candidates, "cases": [c.to_json() for c in cases],
-           "call_timeout": call_timeout, "first": first}
-    cwd = Path(__file__).resolve().parent
-    exe = Path(sys.executable)
-    box = Confinement(backend(DEFAULT), View(
-        readable=(cwd, exe.parent.parent, Path(os.path.realpath(exe)).parent.parent),
-        private_home=True))
-    res = run_command([sys.executable, "-I", "-S", "-c", RUNNER], cwd, BATCH_TIMEOUT_S,
-                      env=gate_environment(), stdin=json.dumps(job).encode(), confine=box)
-    if res.returncode != 0:
-        if len(candidates) > 1:  # one candidate took the whole process down: isolate it
-            rows: list[list[tuple[bool, str, float]]] = []
-            for c in candidates:
-                row = run_cases(entry, [c], cases, call_timeout=call_timeout)[0]
-                rows.append(row)
-                if first and all(r[0] for r in row):
-                    break
-            return rows
-        return [[(False, "process died", 0.0)] * len(cases)]
-    return [[(bool(a), str(b), float(s)) for a, b, s in row] for row in json.loads(res.stdout)]
 
 
 # --------------------------------------------------------------------------- suite results

@@ -27,11 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIR = ROOT / "proofs" / "coq"
 CACHE = ROOT / "build" / "coq"
-VERNAC = ("Loopproof.v", "Bound.v", "Tight.v", "Broken.v", "Extract.v")  # dependency order
+VERNAC = ("Loopproof.v", "Bound.v", "Ceiling.v", "Tight.v", "Broken.v", "Extract.v")  # dependency order
 DRIVER = "driver.ml"
-THEOREMS = ("loopproof_W_bound", "loopproof_structural", "loopproof_G3", "loopproof_W_tight",
+THEOREMS = ("loopproof_W_bound", "loopproof_structural", "loopproof_G3", "loopproof_G3_ceiling",
+            "loopproof_W_tight",
             "broken_cancel_done_exceeds_W", "broken_begin_ignores_needs_starts_early",
-            "broken_settle_tolerant_overspends")
+            "broken_settle_tolerant_overspends",
+            "broken_ceiling_unchecked_exceeds_c")
 FORBIDDEN = re.compile(r"\b(Admitted|admit|Axiom|Axioms|Parameter|Conjecture)\b")
 CLOSED = "Closed under the global context"
 
@@ -112,7 +114,7 @@ def _build_into(target: Path) -> None:
         for name in VERNAC:
             _run(["coqc", "-q", "-Q", ".", "Loopproof", name], work)
         (work / "Assumptions.v").write_text(
-            "From Loopproof Require Import Loopproof Bound Tight Broken.\n"
+            "From Loopproof Require Import Loopproof Bound Ceiling Tight Broken.\n"
             + "".join(f'Redirect "assume-{t}" Print Assumptions {t}.\n' for t in THEOREMS))
         _run(["coqc", "-q", "-Q", ".", "Loopproof", "Assumptions.v"], work)
         assumptions = {t: (work / f"assume-{t}.out").read_text().strip() for t in THEOREMS}

@@ -81,6 +81,12 @@ WITNESSES = {
         "Settle may charge one quantum more than it releases: c_a = B = 1 quantum, two Settles "
         "with nothing reserved settle 2 quanta",
         lambda s, w: s["settled"] + s["reserved"] > 1),
+    "ceiling_unchecked": Witness(
+        "broken_ceiling_unchecked_exceeds_c", "ceiling_unchecked", "1 0 10 1 1 0 0", ("a",),
+        ("begin 0", "reserve 2"),
+        "a reservation checked against B only: c_a = 1 quantum, B = 10; Reserve(2) holds "
+        "2 quanta in a's attempt",
+        lambda s, w: s["status"][0] == "RUNNING" and s["attempt_spend"] > 1),
 }
 
 
@@ -109,4 +115,5 @@ def _shown(state: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     nodes = {n: {"status": state["status"][i], "activation": state["activation"][i],
                  "attempts": state["attempts"][i]} for i, n in enumerate(names)}
     return {"nodes": nodes, **{k: state[k] for k in ("repairs_used", "attempts_total",
-                                                      "settled", "reserved", "outcome")}}
+                                                      "settled", "reserved", "attempt_spend",
+                                                      "outcome")}}

@@ -156,6 +156,15 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "broken: Settle may charge one quantum more than it releases -- Coq proves a run "
                "from Init with settled + reserved > B (broken_settle_tolerant_overspends)",
                coq.refuted("settle_tolerant"), "coq"),
+    Obligation("G3-coq-attempt-ceiling", "G3", "proved",
+               "for every finite DAG, on every reachable state the attempt in flight has "
+               "reserved <= attempt_spend <= its node's c_v (what it settled plus what it holds), "
+               "and with none in flight nothing is reserved or charged to one "
+               "(Coq: loopproof_G3_ceiling)", coq.theorem("loopproof_G3_ceiling"), "coq"),
+    Obligation("G3-coq-broken-ceiling-unchecked", "G3", "refuted",
+               "broken: a reservation is checked against B only, not c_v -- Coq proves a run "
+               "from Init whose attempt holds more than c_v (broken_ceiling_unchecked_exceeds_c)",
+               coq.refuted("ceiling_unchecked"), "coq"),
     Obligation("G3-broken-between-attempts", "G3", "refuted",
                "broken: spend checked only between attempts -- a run from Init overspends",
                g3.run_between_attempts),

@@ -71,7 +71,8 @@ def seeded_cases(count: int = 80) -> list[Case]:
     return [random_case(rng) for _ in range(count)]
 
 
-@pytest.mark.parametrize("variant", ["cancel_done", "begin_ignores_needs", "settle_tolerant"])
+@pytest.mark.parametrize("variant", ["cancel_done", "begin_ignores_needs", "settle_tolerant",
+                                     "ceiling_unchecked"])
 def test_a_fault_in_the_coq_step_is_caught(variant: str) -> None:
     # the broken variants of proofs/coq/Broken.v, each one guard changed, extracted the same way
     assert differences(seeded_cases(), variant) != []

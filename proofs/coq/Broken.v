@@ -52,6 +52,24 @@ Definition step_settle_tolerant (g : graph) (s : state) (e : event) : option sta
   | _ => step g s e
   end.
 
+(** A reservation checked against B only, not against the attempt's ceiling c_v. *)
+Definition step_ceiling_unchecked (g : graph) (s : state) (e : event) : option state :=
+  match e with
+  | Reserve amount =>
+      match in_attempt g s with
+      | Some r =>
+          if (0 <=? amount)%Z
+             && match spend_budget g with None => true
+                | Some b => (settled s + reserved s + amount <=? b)%Z end then
+            Some (mkState (st s) (act s) (atts s) (passes s) (cancelled s) (repairs_used s)
+                          (total s) (abandoned s) (settled s) (reserved s + amount)
+                          (attempt_spend s + amount) (outc s))
+          else None
+      | None => None
+      end
+  | _ => step g s e
+  end.
+
 Fixpoint run_with (f : graph -> state -> event -> option state) g s (es : list event) :=
   match es with
   | [] => Some s
@@ -93,3 +111,12 @@ Theorem broken_settle_tolerant_overspends :
   exists s, run_with step_settle_tolerant spend_graph (init spend_graph) spend_run = Some s
             /\ (1 < settled s + reserved s)%Z.
 Proof. eexists. split; [vm_compute; reflexivity|vm_compute; reflexivity]. Qed.
+
+(** one node, c = 1, B = 10 quanta: Begin, Reserve 2 holds more than c in one attempt. *)
+Definition ceiling_graph := nodes_of [(1, 1%Z, [], [])] 0 (Some 10%Z).
+Definition ceiling_run := [Begin 0; Reserve 2].
+
+Theorem broken_ceiling_unchecked_exceeds_c :
+  exists s, run_with step_ceiling_unchecked ceiling_graph (init ceiling_graph) ceiling_run = Some s
+            /\ st s 0 = RUNNING /\ (ceiling ceiling_graph 0 < attempt_spend s)%Z.
+Proof. eexists. split; [vm_compute; reflexivity|vm_compute; split; reflexivity]. Qed.

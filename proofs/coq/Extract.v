@@ -6,4 +6,4 @@ From Coq Require Import Extraction ExtrOcamlBasic ExtrOcamlNatInt ExtrOcamlZInt.
 From Loopproof Require Import Loopproof Broken.
 Extraction Language OCaml.
 Extraction "extracted.ml" step init W running ancb step_cancel_done step_begin_ignores_needs
-  step_settle_tolerant.
+  step_settle_tolerant step_ceiling_unchecked.

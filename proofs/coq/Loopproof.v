@@ -44,7 +44,8 @@ Record wf (g : graph) : Prop := {
   wf_attempts : forall v, v < size g -> 1 <= attempts_of g v;
   wf_needs : forall w p, w < size g -> In p (needs g w) -> p < w;
   wf_repairs : forall d u, d < size g -> In u (repairs g d) -> u = d \/ anc g u d;
-  wf_budget : forall b, spend_budget g = Some b -> (0 <= b)%Z
+  wf_budget : forall b, spend_budget g = Some b -> (0 <= b)%Z;
+  wf_ceilings : forall v, v < size g -> (0 <= ceiling g v)%Z
 }.
 
 (** The computable ancestor test: a need path from w down to v has at most w steps. *)

@@ -61,6 +61,7 @@ let () =
       | "real" -> step | "cancel_done" -> step_cancel_done
       | "begin_ignores_needs" -> step_begin_ignores_needs
       | "settle_tolerant" -> step_settle_tolerant
+      | "ceiling_unchecked" -> step_ceiling_unchecked
       | t -> failwith ("unknown variant " ^ t) in
     let n = int () in
     let k = int () in

@@ -27,6 +27,9 @@ from packaging.utils import canonicalize_name
 REPO = Path(__file__).resolve().parents[1]
 CORE_PACKAGES = ("model", "proofs", "engine")
 OWN = {"model", "proofs", "engine", "experiments", "bench", "paper", "tests"}
+# Program text the engine hands to the judged interpreter (`python -I -c TEXT`): it runs with the
+# gate's `python`, never in the engine's process, so its imports (pytest) are that interpreter's.
+CHILD_PROGRAM_SUFFIX = "_harness.py"
 
 
 def core_requirements() -> list[Requirement]:
@@ -72,6 +75,8 @@ def test_every_third_party_import_of_the_core_is_a_declared_core_dependency() ->
     missing = []
     for pkg in CORE_PACKAGES:
         for path in sorted((REPO / pkg).rglob("*.py")):
+            if path.name.endswith(CHILD_PROGRAM_SUFFIX):
+                continue
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Import):
                     names = [a.name for a in node.names]
@@ -87,6 +92,24 @@ def test_every_third_party_import_of_the_core_is_a_declared_core_dependency() ->
                     if not dists & declared:
                         missing.append(f"{path.relative_to(REPO)}: {name} ({sorted(dists)})")
     assert not missing, "not a core dependency in pyproject.toml: " + "; ".join(missing)
+
+
+def test_no_core_module_imports_a_child_program() -> None:
+    """The import check above leaves out `*_harness.py`; that is sound only while the engine
+    reads them as text and never imports them."""
+    harnesses = {p.stem for pkg in CORE_PACKAGES for p in (REPO / pkg).rglob("*" + CHILD_PROGRAM_SUFFIX)}
+    assert harnesses, "no child program found: the exclusion above is stale"
+    importers = []
+    for pkg in CORE_PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import | ast.ImportFrom)
+                         else [])
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names.append(node.module)
+                if any(n.rpartition(".")[2] in harnesses for n in names):
+                    importers.append(str(path.relative_to(REPO)))
+    assert not importers, "a child program is imported by the engine: " + ", ".join(importers)
 
 
 def test_the_blocker_sees_the_experiments_packages() -> None:

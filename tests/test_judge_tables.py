@@ -24,7 +24,7 @@ TEXT = '{"stdin": "3 1 2\\n", "stdout": "2\\n"}\n'
 
 
 def spec(tmp_path: Path, table: str, files: dict[str, str] | None = None) -> Path:
-    for name, text in {"cases.jsonl": CASES, "io.jsonl": IO, "text.jsonl": TEXT,
+    for name, text in {"cases.jsonl": CASES, "io.jsonl": IO, "text.jsonl": TEXT, "check.sh": "",
                        "test_m.py": "def test_m():\n    assert True\n", **(files or {})}.items():
         (tmp_path / name).write_text(text)
     path = tmp_path / "graph.toml"
@@ -51,6 +51,9 @@ BAD_TABLES = {
                                "gate.run", "non-empty list"),
     "program compare": (f'kind = "program"\nrun = ["{PY}"]\ncases = "io.jsonl"\n'
                         'compare = "xml"\n', "gate.compare", "json"),
+    "program run starts a gate file": ('kind = "program"\nrun = ["check.sh", "s.py"]\n'
+                                       'cases = "io.jsonl"\n', "gate.run",
+                                       "not an installed program"),
     "pytest no tests": (f'kind = "pytest"\ntests = []\npython = "{PY}"\n', "gate.tests", "non-empty list"),
     "pytest missing test": (f'kind = "pytest"\ntests = ["test_none.py"]\npython = "{PY}"\n', "gate.tests",
                             "not a file or folder"),
@@ -123,7 +126,9 @@ def test_case_and_test_files_are_pinned_and_hidden_from_worker_and_judged_code(t
     path.write_text(text)
     s = load(path)
     cases, test = tmp_path / "cases.jsonl", tmp_path / "tests" / "test_a.py"
-    assert s.nodes["c"].pinned_files() == (cases,) and s.nodes["t"].pinned_files() == (test,)
+    py = Path(s.nodes["c"].gate.python)
+    assert set(s.nodes["c"].pinned_files()) == {cases, py}  # the interpreter is pinned too
+    assert set(s.nodes["t"].pinned_files()) == {test, py}
     run = RunSandbox(s, backend("none"), ledger=tmp_path / "L.jsonl", stop_file=tmp_path / "s")
     for name in ("c", "t"):
         box = run.node(name, tmp_path)

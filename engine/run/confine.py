@@ -30,6 +30,7 @@ from pathlib import Path
 from engine.run.spec import Spec
 from engine.system.errors import BadInput
 from engine.system.limits import Hold, owner_of
+from engine.system.programs import installed
 from engine.system.sandbox import Confinement, Sandbox, View, backend
 
 
@@ -51,12 +52,6 @@ def installation(program: str) -> list[Path]:
         parent = Path(p).parent
         out.append(parent.parent if parent.name in ("bin", "sbin") else parent)
     return out
-
-
-def installed(program: str) -> bool:
-    """A program of an installation (in a bin/ or sbin/ folder: an interpreter, a system tool),
-    which workers may run too; any other program (a gate's own script) is one of its files."""
-    return Path(program).parent.name in ("bin", "sbin")
 
 
 def traces(files: Iterable[Path]) -> list[Path]:

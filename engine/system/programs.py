@@ -72,3 +72,9 @@ def _interpreter(launcher: str, spec_dir: Path) -> str | None:
     if res.returncode == 0 and os.path.isabs(out) and os.path.isfile(out):
         return out
     return None
+
+
+def installed(program: str) -> bool:
+    """A program of an installation (in a bin/ or sbin/ folder: an interpreter, a system tool),
+    which workers may run too; any other program (a gate's own script) is one of its files."""
+    return Path(program).parent.name in ("bin", "sbin")

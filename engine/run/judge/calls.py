@@ -50,8 +50,13 @@ class CallsGate:
         """The program the judge runs (its installation is made readable to the judged code)."""
         return (self.python,)
 
-    def pinned_files(self) -> tuple[Path, ...]:
+    def hidden_files(self) -> tuple[Path, ...]:
+        """What the judged code must never see: the case file."""
         return (self.cases_file,)
+
+    def pinned_files(self) -> tuple[Path, ...]:
+        """The case file and the interpreter: a change of either stops the run (exit 5)."""
+        return (self.cases_file, Path(self.python))
 
     def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
         return judge_snapshot(workspace, self.timeout_s,
@@ -63,7 +68,7 @@ class CallsGate:
         job = json.dumps({"module": self.module, "function": self.function,
                           "calls": [c.given for c in self.cases]}).encode("utf-8")
         with scratch_copy(snapshot) as tree:
-            box = candidate_box(confine, self.pinned_files(), tree)
+            box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box, job)
         facts: dict[str, Any] = {"harness": HARNESS_SHA256[:16]}
         if ran.result is None:

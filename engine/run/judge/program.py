@@ -56,8 +56,13 @@ class ProgramGate:
     def argv(self) -> tuple[str, ...]:
         return self.run
 
-    def pinned_files(self) -> tuple[Path, ...]:
+    def hidden_files(self) -> tuple[Path, ...]:
+        """What the judged program must never see: the case file."""
         return (self.cases_file,)
+
+    def pinned_files(self) -> tuple[Path, ...]:
+        """The case file and the program `run` starts (an installed interpreter or tool)."""
+        return (self.cases_file, Path(self.run[0]))
 
     def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
         return judge_snapshot(workspace, self.timeout_s,
@@ -83,7 +88,7 @@ class ProgramGate:
         reports: dict[int, CaseReport] = {}
         note = ""
         with scratch_copy(snapshot) as tree:
-            box = candidate_box(confine, self.pinned_files(), tree)
+            box = candidate_box(confine, self.hidden_files(), tree)
             for i, case in enumerate(self.cases):
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,8 +104,14 @@ class PytestGate:
     def argv(self) -> tuple[str, ...]:
         return (self.python,)
 
-    def pinned_files(self) -> tuple[Path, ...]:
+    def hidden_files(self) -> tuple[Path, ...]:
+        """What the judged code must never see: the pinned test files (they are laid over its
+        tree as copies; the originals stay hidden)."""
         return tuple(p for _, p in self.laid)
+
+    def pinned_files(self) -> tuple[Path, ...]:
+        """The pinned tests and the interpreter."""
+        return (*self.hidden_files(), Path(self.python))
 
     def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
         return judge_snapshot(workspace, self.timeout_s,
@@ -125,7 +132,7 @@ class PytestGate:
             ini = f"loopproof-{secrets.token_hex(8)}.ini"
             lay(tree, self.laid, {ini: INI})
             job = {"args": _args(tree, ini, self._files(), True), "collect": True}
-            box = candidate_box(confine, self.pinned_files(), tree)
+            box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), ENV)
         finally:
@@ -141,16 +148,23 @@ class PytestGate:
         bad = [r["value"] for r in rows if r.get("case") == 1]
         ids = [r["value"] for r in rows if r.get("case") == 0]
         if bad or len(ids) != 1 or not ids[0]:
-            why = bad[0] if bad else "no test collected"
+            said = ran.result.stream("stderr").text().strip().splitlines()
+            why = bad[0] if bad else (f"no test collected ({said[-1][:200]})" if said
+                                      else "no test collected")
             return f"the pinned tests do not collect on their own: {why}"
         self.collected["ids"] = list(ids[0])
         return self.collected["ids"]
 
     def run(self, snapshot: Path, timeout_s: float, confine: Confinement | None
             ) -> tuple[str, str, dict[str, Any]]:
+        start = time.monotonic()
         ids = self.test_ids(timeout_s, confine)
         if isinstance(ids, str):
             return ERROR, f"pytest: {ids}", {"error": "cannot collect"}
+        timeout_s -= time.monotonic() - start  # the first judgement also paid for the collection
+        if timeout_s <= 0:
+            return ERROR, "pytest: the collection of the pinned tests took the gate's whole " \
+                          "time", {"error": "timeout"}
         name = secrets.token_hex(6)
         canary = f"test_lp_{name}.py"
         ini = f"loopproof-{name}.ini"
@@ -160,7 +174,7 @@ class PytestGate:
             lay(tree, self.laid, {ini: INI, canary: CANARY.format(name=name)})
             # the canaries are collected with the pinned tests, after the judged code's import
             job = {"args": _args(tree, ini, [*self._files(), canary], False), "collect": False}
-            box = candidate_box(confine, self.pinned_files(), tree)
+            box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), ENV)
         if ran.result is None:

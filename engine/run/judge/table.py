@@ -29,6 +29,7 @@ from engine.run.judge.program import COMPARES, ProgramGate
 from engine.run.judge.pytest_gate import PytestGate, pinned_tests
 from engine.system import programs as programs_mod
 from engine.system.errors import BadInput
+from engine.system.programs import installed
 from model.judging import Tolerance
 
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -134,7 +135,15 @@ def _run_argv(node: Table, raw: Mapping[str, Any], spec_dir: Path) -> tuple[str,
         raise node.error("gate.run", f"must be a non-empty list of non-empty strings, got "
                          f"{run!r}", 'write run = ["python3", "solution.py"] (its working '
                          "folder is a copy of the judged tree)")
-    return (_program(node, run[0], "run", spec_dir), *run[1:])
+    first = run[0] if Path(run[0]).is_absolute() or not (spec_dir / run[0]).is_file() \
+        else str((spec_dir / run[0]).absolute())  # a file beside the spec, as argv items are
+    program = _program(node, first, "run", spec_dir)
+    if not installed(program):  # a file of the gate's: hidden from the judged code
+        raise node.error("gate.run", f"{run[0]!r} resolves to {program}, not an installed "
+                         "program", 'start an installed interpreter or tool and name the '
+                         'judged program after it, relative to the judged tree: run = '
+                         '["python3", "solution.py"]')
+    return (program, *run[1:])
 
 
 def _program_gate(node: Table, raw: Mapping[str, Any], spec_dir: Path, timeout: float) -> Gate:

@@ -113,8 +113,10 @@ reproduce-llm: $(LLM_STAMP)
 	rm -rf results/transition-llm-replay
 	$(BIN)/python -m bench --only llm_tokens --out results/bench-llm --json
 	$(BIN)/python -m experiments.figures --results results --only transition
-	$(BIN)/python -m experiments.transition.report --write docs/transition.md
-	@echo "make reproduce-llm: results/transition-llm/ written and replayed byte for byte"
+	$(BIN)/python -m experiments.transition.report --results results --effects
+	$(BIN)/python -m paper.reference --update results
+	$(BIN)/python -m paper
+	@echo "make reproduce-llm: results/transition-llm/ written, replayed byte for byte, copied to reference-results/"
 
 # Each notebook reads results/<name>/ and saves its figure there; the notebooks in git stay unexecuted.
 figures: venv
@@ -128,8 +130,7 @@ $(NB_STAMP): $(STAMP)
 	touch $(NB_STAMP)
 
 notebook: $(NB_STAMP)
-	$(BIN)/python -c "from experiments.figures import install_kernel; print('kernel:', install_kernel())"
-	cd notebooks && LOOPPROOF_RESULTS=$(CURDIR)/results ../$(BIN)/jupyter lab
+	$(BIN)/python -m experiments.lab --results $(CURDIR)/results
 
 # The paper (paper/main.tex) is built with latexmk from Debian's TeX Live: install it when it is
 # missing and we can (root with apt), else say the one command to run.
@@ -144,9 +145,10 @@ latex:
 	    echo "make: latexmk is missing; run: sudo apt-get install $(TEX_PACKAGES)"; exit 1; \
 	  fi; }
 
-# results/ -> paper/generated/ (a macro per number, the tables, the figures) and docs/results.md,
+# reference-results/ (the committed copy of a default-scale run; make reproduce refreshes it from
+# results/) -> paper/generated/ (a macro per number, the tables, the figures) and docs/results.md,
 # then the PDF (paper/build.py); it fails on a '??' reference, a stale generated file or a number
-# typed into the text.
+# typed into the text. A fresh clone builds it without running any study.
 paper: venv latex
 	$(BIN)/python -m paper --pdf
 

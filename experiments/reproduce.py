@@ -58,6 +58,7 @@ class Step:
     ok_codes: tuple[int, ...] = (0,)
     headline: Callable[[str], str] | None = None  # its figure, from its output (stdout)
     save: str | None = None  # a result file the step's stdout (its --json report) is kept in
+    skip: Callable[[], str] | None = None  # why the step is skipped this time ("" to run it)
 
     @property
     def study(self) -> str | None:
@@ -171,6 +172,25 @@ def _figures(out: str) -> str:
     return f"{len(done)} notebooks executed ({', '.join(done)}) -> results/notebooks/"
 
 
+def _reference(out: str) -> str:
+    return next((ln.removeprefix("python -m paper.reference: ") for ln in out.splitlines()
+                 if ln.startswith("python -m paper.reference:")), "")
+
+
+MODEL_RUN = Path("results/transition-llm/manifest.json")
+
+
+def _model_run_kept() -> str:
+    """A model run (make reproduce-llm) in results/transition-llm is not replaced by the replay
+    of the stored llm-smoke replies."""
+    try:
+        mode = json.loads(MODEL_RUN.read_text()).get("mode")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return f"skipped: {MODEL_RUN.parent} holds a model run (make reproduce-llm)" if (
+        mode == "model") else ""
+
+
 def _paper(out: str) -> str:
     return next((ln.removeprefix("python -m paper: ") for ln in reversed(out.splitlines())
                  if ln.startswith("python -m paper:") and ".pdf" in ln), "")
@@ -204,6 +224,13 @@ def steps(scale: str, seed: int) -> list[Step]:
              headline=_keys("cases", "outcome_recovered", "budget_violations", "lost_verdicts")),
         Step("transition", (py, "-m", "experiments.transition", *s), 20,
              headline=_keys("trajectories", "revisions")),
+        # the local model's stored replies (experiments/transition/replies/llm-smoke, recorded
+        # with the 0.5B model) replayed without the model: its figures at llm-smoke scale
+        Step("transition, model replies replayed", (
+            py, "-m", "experiments.transition", "--coder", "llm", "--replay",
+            "experiments/transition/replies/llm-smoke", "--scale", "llm-smoke", "--seed", "0",
+            "--out", str(MODEL_RUN.parent), "--json"), 15,
+            headline=_keys("trajectories", "revisions", "scale"), skip=_model_run_kept),
         Step("mutants", (py, "-m", "experiments.mutants", *s), 90, headline=_mutants),
         Step("growth", (py, "-m", "experiments.growth", *s), 20, headline=_growth),
         # the quick bench (`make bench` is the full one): every figure beside its target, at the
@@ -212,6 +239,10 @@ def steps(scale: str, seed: int) -> list[Step]:
         Step("bench", (py, "-m", "bench", "--json", "--quick"), 115, headline=_bench),
         Step("notebooks and figures", (py, "-m", "experiments.figures", "--results", "results"),
              20, headline=_figures),
+        # the committed copy (reference-results/): this run against it, then refreshed from it;
+        # the paper and docs/results.md are built from the copy
+        Step("reference copy", (py, "-m", "paper.reference", "--update", "results"), 3,
+             headline=_reference),
         Step("paper", (py, "-m", "paper", "--pdf"), 5, headline=_paper),
     ]
 
@@ -268,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     took: dict[str, float] = {}
     start = time.perf_counter()
     for i, st in enumerate(plan, 1):
+        if st.skip and (why := st.skip()):
+            print(f"[{i:2d}/{len(plan)}] {st.name:34s} {why}", flush=True)
+            took[st.name] = 0.0
+            continue
         t, cpu = time.perf_counter(), _children_cpu()
         done = subprocess.run(st.argv, capture_output=True, text=True,
                               env=dict(os.environ, MPLBACKEND="Agg"))

@@ -1,7 +1,13 @@
-"""`python -m paper`: results/ -> paper/generated/ (macros, tables, figures) and docs/results.md.
+"""`python -m paper`: a results folder -> paper/generated/ (macros, tables, figures) and
+docs/results.md.
 
-    python -m paper [--results results] [--out paper/generated] [--root .] [--check] [--pdf]
-                    [--json]
+    python -m paper [--results reference-results] [--out paper/generated] [--root .] [--check]
+                    [--pdf] [--json]
+
+The default folder is reference-results/, the committed copy of a default-scale run
+(paper/reference.py), so a fresh clone builds the paper and the docs without running a study.
+A folder that lacks a study the docs quote (paper.reference.REQUIRED) is refused: exit 2, one
+line naming what is missing, nothing written, so no tracked page is rewritten with "not run".
 
 --pdf then builds paper/build/loopproof.pdf with latexmk (paper/build.py) and checks it: exit 1
 for an undefined reference or a difference --check finds, exit 2 when latexmk is missing (one
@@ -25,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from paper import build, docs, figures, macros, scan, sources, tables
+from paper import build, docs, figures, macros, reference, scan, sources, tables
 from paper.tree import Results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,7 +115,9 @@ def check(results_dir: Path, out: Path, root: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m paper", description=__doc__.splitlines()[0])
-    p.add_argument("--results", type=Path, default=ROOT / "results")
+    p.add_argument("--results", type=Path, default=ROOT / reference.FOLDER,
+                   help=f"the results folder to build from (default {reference.FOLDER}/, the "
+                        "committed copy of a default-scale run)")
     p.add_argument("--out", type=Path, default=ROOT / "paper" / "generated")
     p.add_argument("--root", type=Path, default=ROOT,
                    help="the repository whose docs/results.md is written and whose text is "
@@ -130,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m paper: --results {args.results}: not a folder; fix: name the results "
               "folder the experiments wrote", file=sys.stderr)
         return 2
+    if not args.check and (missing := reference.missing(args.results)):
+        # the docs pages are tracked: never rewrite them with figures this folder does not have
+        print(f"python -m paper: {args.results} has no {', '.join(missing)}: nothing written; "
+              f"fix: build from the committed copy (python -m paper, which reads "
+              f"{reference.FOLDER}/) or run make reproduce first", file=sys.stderr)
+        return 2
     try:
         if args.check:
             problems = check(args.results, args.out, args.root)
@@ -148,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     if args.pdf:
         code = _pdf(args, summary)
-        line = (f"{summary['pages']} pages, {summary['macros']} result macros, "
-                f"{len(summary['tables'])} tables, {len(summary['figures'])} figures -> "
-                f"{summary['pdf']}") if code != 2 else line
+        if "pages" in summary:  # latexmk ran to the end (it may still have found problems)
+            line = (f"{summary['pages']} pages, {summary['macros']} result macros, "
+                    f"{len(summary['tables'])} tables, {len(summary['figures'])} figures -> "
+                    f"{summary['pdf']}")
     if args.json:
         print(json.dumps(summary, sort_keys=True))
-    elif code != 2:
+    elif "pages" in summary or not args.pdf:
         print(f"python -m paper: {line}")
     return code
 

@@ -62,6 +62,23 @@ def _provenance(results: Results) -> list[str]:
     return out
 
 
+# The studies each section's figures come from (a section not listed takes no --scale).
+SCALED = {"Bounds": ("bounds",), "Crash": ("crash",), "Integrity": ("integrity",),
+          "Mutants": ("mutants",), "Transition": ("transition", "transition-llm"),
+          "Growth": ("growth",)}
+
+
+def _scale(results: Results, title: str) -> str:
+    """The scale and seed beside a section's figures, so no figure reads as paper scale."""
+    studies = SCALED.get(title)
+    if not studies:
+        return "No scale: the same run at every scale."
+    said = [f"`{s}`: scale `{results.get(f'{s}/summary/scale')}`, seed "
+            f"{results.get(f'{s}/summary/seed')}" for s in studies
+            if results.has(f"{s}/summary/scale")]
+    return ("Scale and seed: " + "; ".join(said) + ".") if said else "Not run."
+
+
 def render(results: Results, built: dict[str, tables.Table] | None = None) -> str:
     built = built or tables.build_all(results)
     lines = [HEADER, "", "# Results", "",
@@ -70,7 +87,7 @@ def render(results: Results, built: dict[str, tables.Table] | None = None) -> st
              "the same tables. The prose of the other pages says what each study measures and "
              "points here.", "", *_provenance(results), ""]
     for title, what, names in SECTIONS:
-        lines += [f"## {title}", "", f"From {what}.", ""]
+        lines += [f"## {title}", "", f"From {what}. {_scale(results, title)}", ""]
         for n in names:
             if n == "proofs":
                 lines.append(_proofs_md(results))

@@ -147,3 +147,26 @@ def test_the_last_line_gives_the_total_beside_the_estimate(tmp_path, monkeypatch
     assert reproduce.main(["--scale", "smoke"]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.startswith("reproduce: all 2 steps in ") and "(estimated 2 min;" in last
+
+
+def test_reproduce_refreshes_the_committed_copy_and_keeps_a_model_run(tmp_path, monkeypatch):
+    """The step before the paper compares the run with reference-results/ and refreshes it (its
+    line is the comparison's); the stored llm-smoke replies are replayed into
+    results/transition-llm unless a model run (make reproduce-llm) is there."""
+    plan = reproduce.steps("default", 0)
+    by = {st.name: st for st in plan}
+    ref = by["reference copy"]
+    assert [st.name for st in plan][-2:] == ["reference copy", "paper"]
+    assert ref.argv[1:] == ("-m", "paper.reference", "--update", "results")
+    assert ref.headline("python -m paper.reference: 30 files identical to reference-results/ "
+                        "(...), 0 differ; kept out (time or machine): 5\n  kept out: x\n") == (
+        "30 files identical to reference-results/ (...), 0 differ; kept out (time or machine): 5")
+    replay = by["transition, model replies replayed"]
+    assert "--replay" in replay.argv and replay.skip is not None
+    monkeypatch.chdir(tmp_path)
+    assert replay.skip() == ""  # nothing there: replay
+    (tmp_path / "results" / "transition-llm").mkdir(parents=True)
+    (tmp_path / reproduce.MODEL_RUN).write_text(json.dumps({"mode": "replay"}))
+    assert replay.skip() == ""
+    (tmp_path / reproduce.MODEL_RUN).write_text(json.dumps({"mode": "model"}))
+    assert "holds a model run" in replay.skip()

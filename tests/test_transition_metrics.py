@@ -86,10 +86,27 @@ def test_paired_contrast_averages_seeds_within_tasks_and_flips_signs_exactly():
     b = task_means(rows_b, lambda r: r["v"])
     c = paired_contrast(a, b, seed=0, n_boot=500, n_flips=1000)
     assert c["tasks"] == 6 and c["difference"] == 0.5
-    assert c["ci95"] == [0.5, 0.5]          # every task differs by exactly 0.5
+    # every task differs by exactly 0.5: no interval, said in words, never [0.5, 0.5]
+    assert c["ci95"] is None and c["ci_method"] == "no variation"
     assert c["p"] == pytest.approx(2 / 64)  # exact: only the all-positive/all-negative flips
     null = paired_contrast(a, a, seed=0)
     assert null["difference"] == 0.0 and null["p"] == 1.0
+
+
+def test_intervals_are_bca_over_clusters_and_never_degenerate():
+    """Planted fault (seen failing): the percentile method instead of BCa, and [x, x] for a
+    cluster set without variation."""
+    from experiments.stats import CI_BCA, NO_VARIATION, cluster_mean, interval
+
+    skewed = [0.0] * 8 + [1.0, 0.5]
+    got = interval(skewed, seed=0, n_boot=2000)
+    assert got["ci_method"] == CI_BCA
+    lo, hi = got["ci95"]
+    assert 0.0 <= lo < 0.15 < hi <= 1.0
+    for flat in ([0.3] * 5, [1.0], []):
+        assert interval(flat, seed=0) == {"ci95": None, "ci_method": NO_VARIATION}
+    m = cluster_mean({"t1": 0.0, "t2": 1.0, "t3": 0.5, "t4": 0.25}, seed=0, n_boot=2000)
+    assert m["clusters"] == 4 and m["mean"] == 0.4375 and m["ci95"][0] < 0.4375 < m["ci95"][1]
 
 
 @pytest.mark.parametrize("kind", sorted(EXAMPLES))
@@ -112,3 +129,31 @@ def test_restoration_puts_back_a_deleted_statement():
     old = normalize("def f(x):\n    x = x + 1\n    return x\n")
     now = normalize("def f(x):\n    return x\n")
     assert old in {e.source for e in restorations(now, [old])}
+
+
+def test_identical_conditions_are_pooled_once_and_the_replay_counts_intercepts():
+    """Planted faults (seen failing): pooling every condition (the search coder's three blind
+    conditions then count three times); an intercept counted for a harm that passed both suites
+    on current evidence."""
+    from experiments.transition import pooling
+
+    def row(cond, task, y, state):
+        return {"condition": cond, "task_id": task, "seed": 0, "y": y, "state": state,
+                "self": [True], "visible": [True], "challenge": [False]}
+    traj = [row(c, t, [0, 1], [f"{t}-s"]) for c in ("a", "b", "c") for t in ("t1", "t2")]
+    traj += [row("c", "t3", [0, 0], ["x"])]  # c differs from a on one trajectory
+    rows, same = pooling.distinct_conditions(traj, ("a", "b", "c"))
+    assert same == {"b": "a"} and {r["condition"] for r in rows} == {"a", "c"}
+
+    def branch(cond, harm, stale, vis, chal):
+        return {"condition": cond, "harm": harm, "evidence_stale": [stale], "visible": [vis],
+                "challenge": [chal]}
+    cs = [branch("stale_trace", True, True, True, True),      # binding stops it
+          branch("stale_trace", False, True, True, True),     # not a harm
+          branch("current_trace", True, False, True, False),  # the gate stops it
+          branch("current_trace", True, False, True, True)]   # passes both: not stopped
+    out = pooling.replay_intercepts(cs)
+    assert out["stale_trace"] == {"harms": 1, "by_state_binding": 1, "by_gate": 0,
+                                  "intercepted": 1}
+    assert out["current_trace"] == {"harms": 2, "by_state_binding": 0, "by_gate": 1,
+                                    "intercepted": 1}

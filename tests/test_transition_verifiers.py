@@ -1,6 +1,6 @@
 """The verifier analysis on candidates whose answers are known by hand: risk at matched coverage
 with fractional ties, D_ij and phi among incorrect candidates, the unique (task, code) collapse,
-the preregistered criterion, the freshness cost and reply validity."""
+the pre-specified criterion, the freshness cost and reply validity."""
 
 from __future__ import annotations
 
@@ -40,10 +40,29 @@ def test_dependence_among_incorrect_candidates():
     # among the 8 incorrect: both accept the same 4 -> f = 0.5 each, joint 0.5
     assert dep["joint"] == pytest.approx(0.5) and dep["D"] == pytest.approx(0.25)
     assert dep["phi"] == pytest.approx(1.0)
-    lo, hi = dep["D_ci95"]
-    assert lo <= 0.25 <= hi
+    # tasks A and B are identical, so no bootstrap draw differs: no interval, not [0.25, 0.25]
+    assert dep["D_ci95"] is None
     # the self-report ties everything among incorrect candidates (all 0): no dependence
     assert out["dependence"]["self~visible"]["D"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_dependence_needs_both_sides_and_thresholds_are_judged_on_held_out_tasks():
+    """Planted faults (seen failing): D tabulated with no correct candidate; thresholds chosen on
+    the tasks they are judged on (the held-out curve then equals the in-sample one)."""
+    wrong_only = [cand(t, f"w{i}", False, 1, i / 4, 0.0) for t in "AB" for i in range(4)]
+    out = verifiers.matched(wrong_only, seed=0, n_boot=20)
+    assert out["dependence"] == {} and out["dependence_undefined"] == "no correct candidate"
+    # task A: scores 1.0 are correct; task B: scores 1.0 are wrong. A threshold tuned on A
+    # (accept the top half) and judged on B accepts B's wrong ones, and the other way round
+    cs = [cand("A", f"a{i}", i < 2, 1, 1.0 if i < 2 else 0.0, 0.0) for i in range(4)]
+    cs += [cand("B", f"b{i}", i >= 2, 1, 1.0 if i < 2 else 0.0, 0.0) for i in range(4)]
+    h = verifiers.held_out(cs)
+    assert h is not None and h["tasks"] == 2
+    at = {p["target"]: p for p in h["risk_coverage"]["visible"]}
+    assert at[0.5]["coverage"] == pytest.approx(0.5)
+    assert at[0.5]["risk"] == pytest.approx(0.5)  # half of what it accepts is wrong
+    assert at[1.0]["coverage"] == pytest.approx(1.0) and at[1.0]["risk"] == pytest.approx(0.5)
+    assert verifiers.held_out(cs[:4]) is None  # one task: nothing to hold out
 
 
 def test_unique_collapse_counts_each_task_and_code_once():
@@ -67,11 +86,13 @@ def test_candidates_come_from_every_revision_of_every_row():
 
 
 def gvb(harm, repair, sound, unsafe):
-    return {"harm_from_correct_starts": {"ci95": harm}, "repair_from_wrong_starts": {"ci95": repair},
-            "sound_completion": {"ci95": sound}, "unsafe_completion": {"ci95": unsafe}}
+    def both(ci):
+        return {"ci95": ci, "ci95_percentile": ci}
+    return {"harm_from_correct_starts": both(harm), "repair_from_wrong_starts": both(repair),
+            "sound_completion": both(sound), "unsafe_completion": both(unsafe)}
 
 
-def test_the_preregistered_criterion():
+def test_the_pre_specified_criterion_and_its_protocol_file():
     ok = prospective.verdict(gvb([-0.3, -0.1], [-0.04, 0.1], [-0.02, 0.2], [-0.1, 0.04]))
     assert ok["passes"] and ok["margin"] == 0.05
     # the paper's outcome: harm superior, repair fell beyond the margin -> fails
@@ -82,6 +103,25 @@ def test_the_preregistered_criterion():
     assert not prospective.verdict(gvb(None, [0, 0], [0, 0], [0, 0]))["passes"]
     # harm that did not fall is not superiority, even at the edge
     assert not prospective.verdict(gvb([-0.2, 0.0], [0, 0], [0, 0], [0, 0]))["passes"]
+    # "no variation" (every task the same difference) is judged on that difference
+    flat = {k: {"ci95": None, "ci95_percentile": None, "ci_method": "no variation",
+                "difference": d} for k, d in (
+        ("harm_from_correct_starts", -0.1), ("repair_from_wrong_starts", 0.0),
+        ("sound_completion", 0.0), ("unsafe_completion", 0.0))}
+    assert prospective.verdict(flat)["passes"]
+    flat["harm_from_correct_starts"]["difference"] = 0.0  # no harm removed: not superior
+    assert not prospective.verdict(flat)["passes"]
+    # judged on the percentile interval it was fixed with; the BCa one only when asked
+    # (planted fault, seen failing: judging on "ci95" made the search coder's verdict pass)
+    mixed = gvb([-0.3, -0.1], [-0.04, 0.1], [-0.02, 0.2], [-0.1, 0.04])
+    mixed["harm_from_correct_starts"]["ci95_percentile"] = [-0.5, 0.0]
+    assert not prospective.verdict(mixed)["passes"]
+    assert prospective.verdict(mixed, "ci95")["passes"]
+    # the criterion applied is the one in the protocol file, whose hash the summary carries
+    import hashlib
+    text = prospective.PROTOCOL.read_text(encoding="utf-8")
+    assert prospective.PRE_SPECIFIED in text
+    assert ok["protocol_sha256"] == hashlib.sha256(text.encode()).hexdigest()
 
 
 def traj(cond, y, self_, vis, chal):

@@ -5,7 +5,7 @@ loop.py); what is reported is read back from its records (experiments/growth/aud
 Outcomes per seed-run (the experimental unit): target attainment (0/1) and compute to target,
 restricted at the budget (a run that never meets the target counts the budget: the restricted
 mean of the paper). Contrasts over the four arms, per seed, then a paired bootstrap over seeds
-(experiments.stats.paired_contrast, scipy.stats.bootstrap, percentile, 10,000 resamples):
+(experiments.stats.paired_contrast, scipy.stats.bootstrap, BCa, 10,000 resamples):
 
     round       = mean(R1I0, R1I1) - mean(R0I0, R0I1)
     idle        = mean(R0I1, R1I1) - mean(R0I0, R1I0)
@@ -103,7 +103,8 @@ def contrasts(rows: Sequence[Mapping[str, Any]], seed: int) -> dict[str, Any]:
                              ("interaction", (inter_a, inter_b))):
             c = paired_contrast(a, b, seed=seed)
             out[f"{name}_{outcome}"] = {"difference": c["difference"], "ci95": c["ci95"],
-                                        "p": c["p"], "seeds": c["tasks"]}
+                                        "ci_method": c["ci_method"], "p": c["p"],
+                                        "seeds": c["tasks"]}
     return out
 
 

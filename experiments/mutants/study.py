@@ -36,6 +36,7 @@ from engine.system.errors import BadInput
 from experiments import results
 from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
+from experiments.stats import cluster_mean
 
 NAME = "mutants"
 CATALOG = Path(__file__).resolve().parents[2] / "examples" / "catalog"
@@ -80,10 +81,18 @@ def _pooled(gates: list[dict], tier: str) -> dict:
     errors = sum(r["errors"] for r in rows)
     fa = sum(r["false_accepts"] for r in rows)
     judged = destroying - errors
+    # the gate is the cluster: a gate's mutants share its blind spots, so the pooled Wilson
+    # interval (every mutant an independent trial) is too narrow; by_gate is the mean of the
+    # per-gate rates with a BCa bootstrap over gates (experiments.stats.cluster_mean)
+    per_gate = {g["gate"]: (g["tiers"][tier]["false_accepts"]
+                            / (g["tiers"][tier]["destroying"] - g["tiers"][tier]["errors"]))
+                for g in gates if g["status"] == "audited" and tier in g["tiers"]
+                and g["tiers"][tier]["destroying"] - g["tiers"][tier]["errors"] > 0}
     return {"mutants": sum(r["mutants"] for r in rows), "destroying": destroying,
             "errors": errors, "false_accepts": fa,
             "alpha": round(fa / judged, report.DIGITS) if judged else None,
-            "wilson95": report.wilson_interval(fa, judged)}
+            "wilson95": report.wilson_interval(fa, judged),
+            "by_gate": cluster_mean(per_gate, seed=0)}
 
 
 def _rows(result: Audit, phase: str, repaired: set[str]) -> list[dict]:

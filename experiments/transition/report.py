@@ -7,7 +7,9 @@ to the rows by name.
 
     python -m experiments.transition.report [--results results] [--write docs/transition.md]
 
-Without --write the block is printed. The paper's figures are quoted from seed paper 003 ("Looping
+Without --write the block is printed; --write refuses (exit 2, the page untouched) a results
+folder without the search coder's summary. `python -m paper` writes the block from
+reference-results/. The paper's figures are quoted from seed paper 003 ("Looping
 Is Not Reliability"); where the paper's quantity has no counterpart here the cell says so.
 """
 
@@ -33,14 +35,16 @@ PAPER = {
     "current_binary": "0.700, 0.700, 0.720", "stale_trace": "0.687, 0.713, 0.660",
     "unavailable": "0.687, 0.687, 0.707",
     "lost_pooled": "0.160", "lost_current": "not given",
-    "harm": "34/135 vs 4/135 (14B)", "harm_diff": "+0.222 [0.089, 0.370], Holm p 0.0337",
+    "harm": "34/135 vs 4/135 (14B)",
+    "intercepts": "all 12 (7B), all 34 (14B)", "harm_diff": "+0.222 [0.089, 0.370], Holm p 0.0337",
     "g_harm": "0/135 vs 13/135", "g_repair": "93/135 vs 100/135",
     "g_unsafe": "0/270 vs 1/270", "g_sound": "211/270 vs 219/270",
-    "criterion": "fails", "self_only": "0.998 / 0.295 / 0.703",
+    "criterion": "fails", "criterion_bca": "not given", "self_only": "0.998 / 0.295 / 0.703",
     "visible_gate": "0.797 / 0.024 / 0.778", "challenge_gate": "0.778 / 0.000 / 0.778",
     "risk70": "LLM judges: 0.050 (Qwen-7B), 0.041 (14B), 0.240 (DeepSeek-6.7B)",
     "risk70_unique": "0.400, 0.387, 0.472 (617 unique of 2,700)",
     "dependence": "7B~14B: phi 0.641, D 0.060 [0.001, 0.133]",
+    "risk70_held_out": "not given (in-sample thresholds)",
     "fresh": "coverage 0.384, 311 sound completions lost, 2.27 revisions",
     "validity": "5 DONE-only replies (7B, HumanEval/137) mapped to Keep",
 }
@@ -55,7 +59,8 @@ def _seq(xs: Any) -> str:
 
 
 def _ci(c: Any) -> str:
-    return "n/a" if not c or c[0] is None else f"[{c[0]:.3f}, {c[1]:.3f}]"
+    """An interval, or "no variation" where every task gave the same value (stats.interval)."""
+    return "(no variation)" if not c or c[0] is None else f"[{c[0]:.3f}, {c[1]:.3f}]"
 
 
 def _pair(d: dict[str, Any], key: str) -> str:
@@ -89,8 +94,20 @@ def _risk(s: dict[str, Any], level: str) -> str:
 
 
 def _dep(s: dict[str, Any]) -> str:
-    d = s["verifiers_matched"]["revisions"]["dependence"]["visible~challenge"]
+    m = s["verifiers_matched"]["revisions"]
+    if m.get("dependence_undefined"):
+        return f"not defined: {m['dependence_undefined']}"
+    d = m["dependence"]["visible~challenge"]
     return f"visible~challenge: phi {_f(d['phi'])}, D {_f(d['D'])} {_ci(d['D_ci95'])}"
+
+
+def _held_out(s: dict[str, Any]) -> str:
+    h = s["verifiers_matched"]["revisions"].get("held_out")
+    if not h:
+        return "n/a (fewer than two tasks)"
+    at = {v: next(p for p in pts if p["target"] == 0.7) for v, pts in h["risk_coverage"].items()}
+    return ", ".join(f"{v} {_f(p['risk'])} at coverage {_f(p['coverage'])}"
+                     for v, p in at.items())
 
 
 def _fresh(s: dict[str, Any]) -> str:
@@ -119,6 +136,10 @@ ROWS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
      lambda s: f"{s['stale_vs_current_harm']['stale'][0]}/{s['stale_vs_current_harm']['stale'][1]}"
                f" vs {s['stale_vs_current_harm']['current'][0]}/"
                f"{s['stale_vs_current_harm']['current'][1]}"),
+    ("replay: stale-condition harms intercepted", "intercepts",
+     lambda s: f"{s['replay_intercepts']['stale_trace']['intercepted']} of "
+               f"{s['replay_intercepts']['stale_trace']['harms']} (by the gate alone: "
+               f"{s['replay_intercepts']['stale_trace']['by_gate']})"),
     ("difference, 95% CI, Holm p", "harm_diff",
      lambda s: f"{s['stale_vs_current_harm']['difference']:+.3f} "
                f"{_ci(s['stale_vs_current_harm']['ci95'])}, Holm p "
@@ -131,9 +152,12 @@ ROWS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
      lambda s: _pair(s["guarded_vs_baseline"], "unsafe_completion")),
     ("guarded vs baseline: sound completion", "g_sound",
      lambda s: _pair(s["guarded_vs_baseline"], "sound_completion")),
-    ("preregistered joint criterion", "criterion",
-     lambda s: "passes" if s["preregistered"]["passes"] else "fails (" + ", ".join(
-         k for k, v in s["preregistered"]["parts"].items() if not v["passes"]) + ")"),
+    ("pre-specified joint criterion", "criterion",
+     lambda s: "passes" if s["pre_specified"]["passes"] else "fails (" + ", ".join(
+         k for k, v in s["pre_specified"]["parts"].items() if not v["passes"]) + ")"),
+    ("the same criterion on BCa intervals (sensitivity only)", "criterion_bca",
+     lambda s: "passes" if s["pre_specified_on_bca"]["passes"] else "fails (" + ", ".join(
+         k for k, v in s["pre_specified_on_bca"]["parts"].items() if not v["passes"]) + ")"),
     ("stopping replay, self-only: coverage / risk / sound", "self_only",
      lambda s: _stop(s, "self_only")),
     ("stopping replay, visible gate", "visible_gate", lambda s: _stop(s, "visible_gate")),
@@ -142,6 +166,7 @@ ROWS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
      lambda s: _risk(s, "revisions")),
     ("the same, unique (task, code hash)", "risk70_unique",
      lambda s: _risk(s, "unique_task_code")),
+    ("held-out thresholds: risk at 70% target coverage", "risk70_held_out", _held_out),
     ("dependence among incorrect candidates", "dependence", _dep),
     ("strict freshness (stopping replay)", "fresh", _fresh),
     ("reply validity", "validity", _validity),
@@ -266,7 +291,26 @@ def main(argv: list[str] | None = None) -> int:
                                 description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--write", type=Path, help="replace the figures block of this markdown file")
+    p.add_argument("--effects", action="store_true",
+                   help="print what the model's distinct patches did to the code (one line)")
     args = p.parse_args(argv)
+    if args.effects:
+        e = patch_effects(args.results / "transition-llm" / "replies.jsonl")
+        if not e:
+            print(f"experiments.transition.report: {args.results}/transition-llm/replies.jsonl: "
+                  "no stored model replies; fix: run make reproduce-llm", file=sys.stderr)
+            return 2
+        share = e["code"] / e["patches"] if e["patches"] else 0.0
+        print(f"model replies: {e['patches']} distinct patches, {e['code']} change code "
+              f"(share {share:.3f}), {e['docstrings_only']} change only docstrings, "
+              f"{e['unchanged']} return the file unchanged")
+        return 0
+    if args.write is not None and not (args.results / "transition" / "summary.json").is_file():
+        # the page is tracked: never replace its figures with "not run"
+        print(f"experiments.transition.report: {args.results}/transition/summary.json is "
+              f"missing: {args.write} left as it is; fix: run make reproduce, or write the page "
+              "from the committed copy (python -m paper)", file=sys.stderr)
+        return 2
     text = block(args.results)
     if args.write is None:
         print(text)

@@ -132,17 +132,56 @@ def _r(x: float) -> float | None:
 
 
 def _ci(draws: np.ndarray) -> list[float | None] | None:
+    """The percentile interval of the task-cluster draws; None (reported as "no variation") when
+    the draws do not vary, never a degenerate [x, x]."""
     ok = draws[np.isfinite(draws)]
     if len(ok) < 2:
         return None
     lo, hi = np.percentile(ok, [2.5, 97.5])
+    if not hi > lo:
+        return None
     return [_r(lo), _r(hi)]
+
+
+CURVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def held_out(cands: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Thresholds chosen on one half of the tasks and applied to the other (two folds: the tasks
+    at even and at odd positions in sorted order, each fold's thresholds applied to the other,
+    the held-out counts added up): per verifier, the risk-coverage curve at CURVE's target
+    coverages, as achieved on held-out tasks. Why: a threshold chosen on the candidates it is
+    judged on fits their ties; a held-out one says what the verifier does on tasks it was not
+    tuned on. None with fewer than two tasks."""
+    tab = _Tables(cands)
+    T = len(tab.tasks)
+    if T < 2:
+        return None
+    folds = [np.array([i % 2 == k for i in range(T)], dtype=float) for k in (0, 1)]
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for v in VERIFIERS:
+        points = []
+        for c in CURVE:
+            accepted = wrong = total = 0.0
+            for tune, judge in ((folds[0], folds[1]), (folds[1], folds[0])):
+                a = _accept((tune @ tab.n[v])[None, :], c)[0]
+                accepted += float(a @ (judge @ tab.n[v]))
+                wrong += float(a @ (judge @ tab.wrong[v]))
+                total += float((judge @ tab.n[v]).sum())
+            points.append({"target": c, "coverage": _r(accepted / total) if total else None,
+                           "risk": _r(wrong / accepted) if accepted else None})
+        curves[v] = points
+    return {"folds": "tasks at even / odd positions (sorted); each fold's thresholds judged on "
+                     "the other", "tasks": T, "risk_coverage": curves}
 
 
 def matched(cands: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int,
             coverage: float = COVERAGE) -> dict[str, Any]:
     """Risk at matched coverage per verifier; false acceptance, joint, D_ij and phi per pair among
-    incorrect candidates; each with a 95% task-cluster bootstrap interval (percentile)."""
+    incorrect candidates (only when there are correct and incorrect candidates:
+    `dependence_undefined` says which side is missing); each with a 95% task-cluster bootstrap
+    interval (percentile over multinomial task weights; None when the draws do not vary); and the
+    held-out risk-coverage curve (`held_out`)."""
     out: dict[str, Any] = {"coverage": coverage, "candidates": len(cands),
                            "incorrect": sum(not c["y"] for c in cands), "verifiers": {},
                            "dependence": {}, "n_boot": n_boot}
@@ -154,10 +193,16 @@ def matched(cands: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int,
     T = len(tab.tasks)
     draws = _stats(tab, rng.multinomial(T, [1.0 / T] * T, size=n_boot).astype(float), coverage)
     out["tasks"] = T
+    out["held_out"] = held_out(cands)
     for v in VERIFIERS:
         out["verifiers"][v] = {
             "risk": _r(point[f"risk:{v}"][0]), "risk_ci95": _ci(draws[f"risk:{v}"]),
             "false_accept": _r(point[f"false_accept:{v}"][0])}
+    correct = len(cands) - out["incorrect"]
+    if not correct or not out["incorrect"]:  # D needs correct and incorrect candidates
+        out["dependence_undefined"] = ("no correct candidate" if not correct else
+                                       "no incorrect candidate")
+        return out
     for a, b in combinations(VERIFIERS, 2):
         key = f"{a}~{b}"
         out["dependence"][key] = {

@@ -9,14 +9,19 @@ from paper.tree import Results
 
 
 def mutants(r: Results) -> Table:
+    """Per phase and tier: the pooled rate with its Wilson interval (every mutant an independent
+    trial) beside the mean of the per-gate rates with a BCa bootstrap over gates (the gate is
+    the cluster: a gate's mutants share its blind spots)."""
     t = Table("mutants", ["gates", "tier", "mutants", "destroying", "false accepts",
-                          "alpha", "Wilson 95%"], needs="mutants/summary/before")
+                          "alpha", "Wilson 95% (pooled)", "mean over gates, BCa 95%"],
+              needs="mutants/summary/before")
     for phase, label in (("before", "as shipped"), ("after", "repaired, frozen")):
         for tier in ("tier1", "tier2"):
             k = f"mutants/summary/{phase}/{tier}"
             t.rows.append([Lit(label), Lit(tier[-1]), f"{{{k}/mutants}}", f"{{{k}/destroying}}",
                            f"{{{k}/false_accepts}}", f"{{{k}/alpha|f3}}",
-                           f"[{{{k}/wilson95/0|f3}}, {{{k}/wilson95/1|f3}}]"])
+                           f"[{{{k}/wilson95/0|f3}}, {{{k}/wilson95/1|f3}}]",
+                           f"{{{k}/by_gate/mean|f3}} {{{k}/by_gate/ci95|ci3}}"])
     return t
 
 

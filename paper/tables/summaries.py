@@ -43,12 +43,10 @@ SUMMARY_ROWS: dict[str, list[tuple[str, str]]] = {
     "growth": [
         ("round growth: attainment difference [95% CI]",
          "{growth/summary/contrasts/round_attainment/difference|f2} "
-         "[{growth/summary/contrasts/round_attainment/ci95/0|f2}, "
-         "{growth/summary/contrasts/round_attainment/ci95/1|f2}]"),
+         "{growth/summary/contrasts/round_attainment/ci95|ci2}"),
         ("round growth: GPU-hours to target [95% CI]",
          "{growth/summary/contrasts/round_to_target/difference|f2} "
-         "[{growth/summary/contrasts/round_to_target/ci95/0|f2}, "
-         "{growth/summary/contrasts/round_to_target/ci95/1|f2}]"),
+         "{growth/summary/contrasts/round_to_target/ci95|ci2}"),
         ("idle growth: attainment difference", "{growth/summary/contrasts/idle_attainment/"
                                                "difference|f2}"),
         ("interaction: attainment difference", "{growth/summary/contrasts/"

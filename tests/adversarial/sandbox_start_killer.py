@@ -6,15 +6,18 @@ of OWNER, engine/system/limits/), and SIGKILL that child i * STEP_S seconds afte
 engine dies before, during or after bubblewrap's set-up. Prints one JSON line: how many
 processes carrying MARKER were alive after the kills, and how many after `reap(OWNER)` (what
 the next `run` or `resume` of the ledger does), then the same count once more.
+`python sandbox_start_killer.py probe STEP_S N` does the same to the engine's start-up probe.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.system import limits
@@ -35,7 +38,62 @@ def marked(marker: str) -> list[int]:
     return out
 
 
+def kill_at_moments(engine: Callable[[], object], step: float, n: int) -> None:
+    """Fork n engines running `engine()`, SIGKILL the i-th i * step seconds after its fork."""
+    for i in range(n):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                engine()
+            finally:
+                os._exit(0)
+        time.sleep(i * step)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    time.sleep(0.2)
+
+
+def children() -> set[int]:
+    out: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        out |= {int(p) for p in (task / "children").read_text().split()}
+    return out
+
+
+def alive(pids: set[int]) -> set[int]:
+    out = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state == "Z":
+            os.waitpid(pid, 0)
+        else:
+            out.add(pid)
+    return out
+
+
+def probes(step: str, n: str) -> None:
+    """`probe STEP N`: the same for the engine's start-up probe of bwrap (`_probe`), killed at
+    N moments; this process is the orphans' subreaper, so they become its children. Then a new
+    probe (which reaps what dead engines' probes left) and a count."""
+    from engine.system.sandbox.bwrap import _probe
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    program = backend("bwrap").program
+    assert program is not None
+    limits.mechanisms()
+    kill_at_moments(lambda: _probe(program), float(step), int(n))
+    after_kills = len(alive(children()))
+    assert _probe(program) is None
+    time.sleep(0.2)
+    print(json.dumps({"after_kills": after_kills, "after_reap": len(alive(children()))}))
+
+
 def main() -> None:
+    if sys.argv[1] == "probe":
+        probes(*sys.argv[2:4])
+        return
     owner, marker, workspace, step, n = sys.argv[1:6]
     box = backend("bwrap")
     assert box.problem() is None  # probed here, once: not in the children that are killed
@@ -43,23 +101,9 @@ def main() -> None:
     hold = Hold(ResourceLimits(memory_bytes=256 << 20, processes=64), owner, "start",
                 Path(workspace))
     confine = Confinement(box, View(writable=(Path(workspace),)), hold=hold)
-    for i in range(int(n)):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                run_command(["/bin/sh", "-c", "sleep 30", marker], Path(workspace), 60,
-                            confine=confine)
-            finally:
-                os._exit(0)
-        time.sleep(i * float(step))
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    time.sleep(0.2)
+    kill_at_moments(lambda: run_command(["/bin/sh", "-c", "sleep 30", marker], Path(workspace),
+                                        60, confine=confine), float(step), int(n))
     after_kills = len(marked(marker))
-    if os.environ.get("KILLER_DEBUG"):
-        for p in marked(marker):
-            st = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
-            print(p, st[0], "ppid", st[1], Path(f"/proc/{p}/cmdline").read_bytes()[:60], file=sys.stderr)
     reaped = limits.reap(owner)
     time.sleep(0.2)
     print(json.dumps({"after_kills": after_kills, "reaped": reaped,

@@ -98,6 +98,10 @@ class Mechanism(Protocol):
         cannot be made."""
         ...
 
+    def owners(self, prefix: str) -> list[str]:
+        """The owners starting with `prefix` that have groups here."""
+        ...
+
     def leftovers(self, owner: str) -> list[Group]:
         """The groups of `owner` still there (an engine that died left them)."""
         ...

@@ -104,6 +104,10 @@ class CgroupV1:
             raise
         return group
 
+    def owners(self, prefix: str) -> list[str]:
+        return sorted({*cgroupfs.owners(self.memory_base, prefix),
+                       *cgroupfs.owners(self.pids_base, prefix)})
+
     def leftovers(self, owner: str) -> list[V1Group]:
         out: list[V1Group] = []
         for base, make in ((self.memory_base, lambda p: V1Group(p, None)),

@@ -103,6 +103,9 @@ class CgroupV2:
             raise
         return group
 
+    def owners(self, prefix: str) -> list[str]:
+        return cgroupfs.owners(self.base, prefix)
+
     def leftovers(self, owner: str) -> list[V2Group]:
         if self.base is None:
             return []

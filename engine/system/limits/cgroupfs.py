@@ -142,3 +142,11 @@ def children(folder: Path) -> list[Path]:
     with contextlib.suppress(OSError):
         return sorted(p for p in folder.iterdir() if p.is_dir())
     return []
+
+
+def owners(base: Path | None, prefix: str) -> list[str]:
+    """The owners of the run folders below `base` whose owner starts with `prefix`."""
+    if base is None:
+        return []
+    return [p.name[len(PREFIX):] for p in children(base)
+            if p.name.startswith(PREFIX + prefix)]

@@ -51,6 +51,7 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from engine.system import limits
 from engine.system.sandbox.base import Launch, View
 from engine.system.sandbox.seccomp import filter_fd
 
@@ -288,14 +289,17 @@ def _probe(program: str) -> str | None:
         return f"{program}: is not a program; fix: reinstall bubblewrap"
     r, w = os.pipe()
     sc = filter_fd()
+    limits.reap_dead_probes()  # what the probe of an engine killed meanwhile left
+    cell = limits.Cell(limits.probe_hold())  # so that a kill of this engine now leaves nothing
     try:
         argv = bwrap_argv(program, ["true"], Path("/"), View(), w, masked_roots(), seccomp_fd=sc)
         try:
-            res = subprocess.run(argv, pass_fds=(w, sc), capture_output=True, timeout=30,
-                                 env={"PATH": os.defpath})
+            res = subprocess.run(cell.wrap(argv), pass_fds=(w, sc), capture_output=True,
+                                 timeout=30, env={"PATH": os.defpath})
         except (OSError, subprocess.SubprocessError) as exc:
             return f"{program}: cannot run bubblewrap ({exc}); fix: reinstall bubblewrap"
     finally:
+        cell.end()
         os.close(w)
         os.close(r)
         os.close(sc)

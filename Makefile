@@ -77,6 +77,7 @@ explore: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: venv sandbox browser coq
 	$(BIN)/python -m pytest -n 2

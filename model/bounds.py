@@ -99,18 +99,18 @@ class _Weigher:
     def classes(self) -> list[list[tuple[int, int]]] | None:
         """Per weight vector, (weight, mask of its nodes); None if one has more than 8."""
         if self._classes is False:
-            per: list[list[tuple[int, int]]] | None = []
+            per: list[list[tuple[int, int]]] = []
             for vector in self.weights:
                 members: dict[int, list[int]] = {}
                 for i, w in enumerate(vector):
                     if w:
                         members.setdefault(w, []).append(i)
                 if len(members) > 8:
-                    per = None
-                    break
+                    self._classes = None
+                    return None
                 per.append([(w, _bits(idx, 0)) for w, idx in members.items()])
             self._classes = per
-        return self._classes  # type: ignore[return-value]
+        return self._classes  # type: ignore[return-value]  # False is replaced just above
 
     def __call__(self, bits: int, offset: int) -> tuple[int, ...]:
         if not bits:
@@ -143,7 +143,7 @@ _SPARSE = 64  # a set of at most this many nodes is kept as a frozenset of node 
 
 def _dense(x: int | frozenset[int], own: int, base: int) -> int:
     """S_own (in either form) as an int whose bit 0 stands for node `base` <= own."""
-    if type(x) is int:
+    if isinstance(x, int):
         return x << (own - base)
     return _bits(x, base)
 
@@ -168,7 +168,8 @@ def _worst_sums(graph: LoopGraph) -> WorstSums:
     desc_c = [0] * n  # weight of desc(i): spend, scaled
     for i in range(n - 1, -1, -1):
         out = succ[i]
-        mine: int | frozenset[int] = frozenset((i,))
+        own = frozenset((i,))
+        mine: int | frozenset[int] = own
         if out:
             # the successor with the heaviest S_s carries most of desc(i); weigh only the rest
             top = max(out, key=lambda j: attempts[j] + desc_a[j])
@@ -176,11 +177,12 @@ def _worst_sums(graph: LoopGraph) -> WorstSums:
             if len(out) > 1:
                 sets = [closed[j] for j in out]
                 if sum(len(x) if type(x) is frozenset else _SPARSE + 1 for x in sets) <= _SPARSE:
-                    union = frozenset().union(*sets)
-                    extra = union - closed[top]  # type: ignore[operator]
+                    # every set is a frozenset here (the sum above counts an int as too many)
+                    union = frozenset[int]().union(*sets)  # type: ignore[arg-type]  # see above
+                    extra = union - closed[top]  # type: ignore[operator]  # a frozenset too
                     da += sum(attempts[e] for e in extra)
                     dc += sum(spends[e] for e in extra)
-                    mine = union | mine
+                    mine = union | own
                 else:
                     # the small sets' members go into one buffer, the large ones are OR-ed
                     # smallest first: each OR copies the larger operand, so neither a wide fan
@@ -191,22 +193,22 @@ def _worst_sums(graph: LoopGraph) -> WorstSums:
                     for j in out:
                         if j != top:
                             x = closed[j]
-                            if type(x) is int:
+                            if isinstance(x, int):
                                 wide.append(x << (j - i))
                             else:
                                 members.extend(x)
-                    union = _bits(members, i) | bits
-                    for x in sorted(wide, key=int.bit_length):
-                        union |= x
-                    extra = union ^ bits
-                    if extra:
-                        ea, ec = weigh(extra, i)
+                    merged = _bits(members, i) | bits
+                    for w in sorted(wide, key=int.bit_length):
+                        merged |= w
+                    added = merged ^ bits
+                    if added:
+                        ea, ec = weigh(added, i)
                         da, dc = da + ea, dc + ec
-                    mine = union | 1
+                    mine = merged | 1
             elif need[i]:
                 x = closed[top]
-                if type(x) is frozenset and len(x) < _SPARSE:
-                    mine = x | mine
+                if isinstance(x, frozenset) and len(x) < _SPARSE:
+                    mine = x | own
                 else:
                     mine = _dense(x, top, i) | 1
             desc_a[i], desc_c[i] = da, dc

@@ -275,8 +275,8 @@ def _far_repair_errors(nodes: tuple[NodeSpec, ...], topo: list[int], far: set[in
                        first_error: Any) -> dict[int, GraphError]:
     """The errors of the nodes in `far`, from their ancestor bitsets."""
     pos = [0] * len(nodes)
-    for p, i in enumerate(topo):
-        pos[i] = p
+    for at, i in enumerate(topo):
+        pos[i] = at
     index = {n.name: i for i, n in enumerate(nodes)}
     waiting = [0] * len(nodes)  # nodes still to come that need this one
     for n in nodes:

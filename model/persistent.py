@@ -25,6 +25,10 @@ class Row(Sequence[Any]):
     """An immutable sequence (a trie of 32-element tuples); `set` returns a changed copy."""
 
     __slots__ = ("_depth", "_hash", "_n", "_root")
+    _depth: int
+    _hash: int | None
+    _n: int
+    _root: tuple[Any, ...]
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         level: list[Any] = list(items)
@@ -114,6 +118,9 @@ class Bag(Set[Any]):
     a copy with one more item."""
 
     __slots__ = ("_hash", "_n", "_root")
+    _hash: int | None  # type: ignore[assignment]  # shadows Set._hash, the method __hash__ no longer calls
+    _n: int
+    _root: tuple[tuple[frozenset[Any], ...], ...]
     LEVELS = 2  # 1,024 leaves: a leaf of a 100,000-item bag holds ~100 items
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
@@ -140,7 +147,7 @@ class Bag(Set[Any]):
         out._root, out._n, out._hash = tuple(root), self._n + 1, None
         return out
 
-    def __or__(self, other: Any) -> Bag:  # type: ignore[override]
+    def __or__(self, other: Any) -> Bag:
         out = self
         for x in other:
             out = out.add(x)
@@ -200,7 +207,7 @@ def replaced_many(t: Sequence[Any], changes: dict[int, Any]) -> Sequence[Any]:
         return tuple(items) if len(items) <= SMALL else Row(items)
     out = t if type(t) is Row else Row(t)
     for i, v in changes.items():
-        out = out.set(i, v)  # type: ignore[union-attr]
+        out = out.set(i, v)
     return out
 
 

@@ -48,9 +48,10 @@ class RunState:
     (`Cancel`): like `passes`, history that the ledger keeps and no guard reads.
     """
 
-    status: tuple[Status, ...]
-    activation: tuple[int, ...]
-    attempts: tuple[int, ...]
+    # tuples, or past a few dozen nodes model.persistent's Rows (O(1) copies with one change)
+    status: Sequence[Status]
+    activation: Sequence[int]
+    attempts: Sequence[int]
     passes: frozenset[tuple[str, int]]
     repairs_used: int = 0
     attempts_total: int = 0
@@ -125,7 +126,7 @@ class RunState:
 UNKNOWN = -2
 
 
-def _first(status: tuple[Status, ...], kind: Status) -> int:
+def _first(status: Sequence[Status], kind: Status) -> int:
     return status.index(kind) if kind in status else -1
 
 
@@ -145,7 +146,7 @@ def _recount(c: tuple[int, int, int, int, int] | None, i: int, old: Status, new:
             first = i if first == -1 else (min(first, i) if first >= 0 else first)
         counts[slot], counts[slot + 1] = n, first
     counts[4] += (new is Status.DONE) - (old is Status.DONE)
-    return tuple(counts)  # type: ignore[return-value]
+    return tuple(counts)  # type: ignore[return-value]  # counts has the census's five items
 
 
 def initial_state(graph: LoopGraph) -> RunState:
@@ -160,8 +161,8 @@ def initial_state(graph: LoopGraph) -> RunState:
     )
 
 
-def changed(s: RunState, *, status: tuple[Status, ...] | None = None,
-            activation: tuple[int, ...] | None = None, attempts: tuple[int, ...] | None = None,
+def changed(s: RunState, *, status: Sequence[Status] | None = None,
+            activation: Sequence[int] | None = None, attempts: Sequence[int] | None = None,
             passes: frozenset[tuple[str, int]] | None = None, repairs_used: int | None = None,
             attempts_total: int | None = None, abandoned: int | None = None,
             settled: float | None = None, reserved: float | None = None,
@@ -203,4 +204,4 @@ def with_node(state: RunState, index: int, *, status: Status | None = None,
     return changed(state, status=put(state.status, status),
                    activation=put(state.activation, activation),
                    attempts=put(state.attempts, attempts), _census=census,
-                   **fields)  # type: ignore[arg-type]
+                   **fields)  # type: ignore[arg-type]  # fields: RunState's own, as in changed

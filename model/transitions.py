@@ -112,7 +112,7 @@ def _end_attempt(graph: LoopGraph, s: RunState, node: str, passed: bool) -> RunS
 # ---- the events ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Begin:
+class Begin(Event):
     """Start the next attempt of `node`; admitted only if settled + c_v fits B."""
 
     node: str
@@ -129,7 +129,7 @@ class Begin:
 
 
 @dataclass(frozen=True)
-class Refuse:
+class Refuse(Event):
     """The next attempt of `node` does not fit the budget: the run ends BUDGET_EXHAUSTED."""
 
     node: str
@@ -152,7 +152,7 @@ def _reservation_fits(graph: LoopGraph, s: RunState, amount: float) -> bool:
 
 
 @dataclass(frozen=True)
-class Reserve:
+class Reserve(Event):
     """Before a metered operation: hold `amount` against the attempt's ceiling and the budget.
 
     Several reservations may be outstanding at once (the concurrent model calls of one attempt,
@@ -174,7 +174,7 @@ class Reserve:
 
 
 @dataclass(frozen=True)
-class Overrun:
+class Overrun(Event):
     """A reservation that does not fit, with none outstanding: the operation never runs and the
     attempt ends failed. (With reservations outstanding, an attempt cannot end: the engine
     refuses the operation instead, and the attempt goes on.)"""
@@ -197,7 +197,7 @@ class Overrun:
 
 
 @dataclass(frozen=True)
-class Settle:
+class Settle(Event):
     """After a metered operation: release its reservation `of` (None: every outstanding one) and
     charge `amount` of it, never more."""
 
@@ -224,7 +224,7 @@ class Settle:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Event):
     """The gate's verdict on the attempt in flight. Only a PASS can make a node DONE (G2)."""
 
     node: str
@@ -240,7 +240,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Abandon:
+class Abandon(Event):
     """Recovery of an attempt with no recorded end (a crash): its outcome is unknown, so it is
     charged its open reservation and given back -- the node returns to PENDING, the interrupted
     attempt does not count against a_v (nor in `attempts_total`), and the node runs it again.
@@ -263,7 +263,7 @@ class Abandon:
 
 
 @dataclass(frozen=True)
-class Claim:
+class Claim(Event):
     """A worker's self-report ("done", "all tests pass"). Recorded; never moves control flow."""
 
     node: str
@@ -276,7 +276,7 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Cancel:
+class Cancel(Event):
     """An operator ends `node`'s activation without a verdict. Allowed where `node` could
     begin (it is next to run: no attempt in flight, nothing exhausted, every predecessor DONE);
     it becomes EXHAUSTED with the attempts it has made, and the activation is recorded in
@@ -306,7 +306,7 @@ def _repair_budget_left(graph: LoopGraph, s: RunState) -> bool:
 
 
 @dataclass(frozen=True)
-class Repair:
+class Repair(Event):
     """Exhausted `node` triggers repair `target`: S_target returns to PENDING with a new
     activation and a fresh attempt counter; the global repair budget K is spent, never reset."""
 
@@ -332,7 +332,7 @@ class Repair:
 
 
 @dataclass(frozen=True)
-class Fail:
+class Fail(Event):
     """Exhausted `node` with no repair left (none declared, or K spent): the run ends FAILED."""
 
     node: str
@@ -352,7 +352,7 @@ class Fail:
 
 
 @dataclass(frozen=True)
-class Finish:
+class Finish(Event):
     """Every node is DONE: the run ends DONE."""
 
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
@@ -366,7 +366,7 @@ class Finish:
         return changed(s, outcome=Outcome.DONE)
 
 
-EVENT_TYPES: tuple[type, ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
+EVENT_TYPES: tuple[type[Event], ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
                                  Cancel, Repair, Fail, Finish)
 
 
@@ -414,11 +414,12 @@ def _node_events(graph: LoopGraph) -> tuple[list[tuple[Event, ...]], list[tuple[
     """Per node index, (Begin, Refuse, Cancel) and (Verdict PASS, Verdict FAIL): immutable, so
     built once per graph shape."""
     memo = graph.shape_memo
-    got = memo.get("node_events")
+    got: tuple[list[tuple[Event, ...]], list[tuple[Event, ...]]] | None = memo.get("node_events")
     if got is None:
-        got = memo["node_events"] = (
-            [(Begin(n), Refuse(n), Cancel(n)) for n in graph.names],
-            [(Verdict(n, True), Verdict(n, False)) for n in graph.names])
+        begin: list[tuple[Event, ...]] = [(Begin(n), Refuse(n), Cancel(n)) for n in graph.names]
+        verdict: list[tuple[Event, ...]] = [(Verdict(n, True), Verdict(n, False))
+                                            for n in graph.names]
+        got = memo["node_events"] = (begin, verdict)
     return got
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import z3
 
@@ -517,7 +517,7 @@ class RunEncoding:
         if len(r.passes) > 8:  # a CTI may carry a long history; show what the invariants read
             current = [[v, e] for v, e in sorted(r.passes) if e == r.activation_of(self.graph, v)]
             out["passes"] = current + [f"... {len(r.passes) - len(current)} older"]
-        nodes = out["nodes"]
+        nodes = cast(dict[str, dict[str, Any]], out["nodes"])
         for k in self.semantics.extra_fields(self):
             x = value(model, s[k])
             x = number(x) if isinstance(x, Fraction) else x

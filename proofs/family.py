@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import chain, combinations
+from typing import Any
 
 import networkx as nx
 
@@ -21,7 +22,7 @@ def describe() -> str:
             "a_v, c_v, K, B symbolic")
 
 
-def _subsets(items: list) -> Iterator[tuple]:
+def _subsets(items: list[Any]) -> Iterator[tuple[Any, ...]]:
     return chain.from_iterable(combinations(items, r) for r in range(len(items) + 1))
 
 

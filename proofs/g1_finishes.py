@@ -36,6 +36,7 @@ import z3
 from model.bounds import attempt_bound, rerun_set
 from model.graph import LoopGraph, NodeSpec
 from proofs.checks import (
+    Found,
     NotRefuted,
     bmc,
     check_enabled,
@@ -120,7 +121,7 @@ def within_w(enc: RunEncoding, s: State) -> z3.BoolRef:
     return s["attempts_total"] <= closed_form(enc)
 
 
-def check_attempt_bound(graph: LoopGraph) -> Trace | None:
+def check_attempt_bound(graph: LoopGraph) -> Found:
     enc = RunEncoding(graph, Params.symbolic(graph))
     return check_inductive(enc, lambda s: attempt_invariant(enc, s), lambda s: within_w(enc, s),
                            "attempts_total <= W")
@@ -215,7 +216,7 @@ def ops_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
                   s["abandoned"] >= 0, s["abandoned"] <= C)
 
 
-def check_ranking_with_ops_bound(graph: LoopGraph) -> Trace | None:
+def check_ranking_with_ops_bound(graph: LoopGraph) -> Found:
     enc = ops_encoding(graph)
 
     def inv(s: State) -> z3.BoolRef:
@@ -224,7 +225,7 @@ def check_ranking_with_ops_bound(graph: LoopGraph) -> Trace | None:
     return check_inductive(enc, inv) or check_ranking(enc, inv, lambda s: rank(enc, s))
 
 
-def check_ranking_without_crash_bound(graph: LoopGraph) -> Trace | None:
+def check_ranking_without_crash_bound(graph: LoopGraph) -> Found:
     """The ops bound alone: Abandon gives an attempt back, so sum_v mu_v grows and the ranking
     (live, K - repairs_used, sum_v mu_v, P - ops) does not decrease."""
     enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(P >= 0), OpsBound())
@@ -235,7 +236,7 @@ def check_ranking_without_crash_bound(graph: LoopGraph) -> Trace | None:
     return check_ranking(enc, inv, lambda s: rank_without_crash_bound(enc, s))
 
 
-def check_ranking_without_ops_bound(graph: LoopGraph) -> Trace | None:
+def check_ranking_without_ops_bound(graph: LoopGraph) -> Found:
     """The crash bound alone: Claim (Reserve(0), Settle(0)) changes no control state, so
     (live, K - repairs_used, C - abandoned, sum_v mu_v) does not decrease."""
     enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(C >= 0), CrashBound())
@@ -303,7 +304,7 @@ class ControlRuns(RunEncoding):
         return [ev for ev in super().events(tag) if ev.kind in CONTROL]
 
 
-def lasso_per_activation_repairs(depth: int = 8) -> Trace | None:
+def lasso_per_activation_repairs(depth: int = 8) -> Found:
     enc = ControlRuns(LASSO_GRAPH, Params.of(LASSO_GRAPH), PerActivationRepairs())
     return find_lasso(enc, lambda s: guard_relevant(enc, s), depth,
                       "per-activation repair counters")
@@ -319,7 +320,7 @@ class RecoveryRuns(RunEncoding):
 CRASH_GRAPH = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=1.0)], spend_budget=1.0)
 
 
-def lasso_unbounded_crashes(depth: int = 4) -> Trace | None:
+def lasso_unbounded_crashes(depth: int = 4) -> Found:
     """Without a bound on crashes, a run that crashes in every attempt never ends: Begin(a),
     Abandon(a) returns to the state it started from (a_a = 1; B = 1, but a crash before any
     metered operation is charged nothing, so the budget does not stop it)."""
@@ -353,7 +354,7 @@ class PaidCrashes(Semantics):
         return upd
 
 
-def check_paid_crashes_bounded(graph: LoopGraph) -> Trace | None:
+def check_paid_crashes_bounded(graph: LoopGraph) -> Found:
     enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(DELTA > 0), PaidCrashes())
     b = enc.params.spend_budget
     assert b is not None
@@ -369,23 +370,23 @@ def check_paid_crashes_bounded(graph: LoopGraph) -> Trace | None:
             or check_init_satisfiable(enc, inv) or check_enabled(enc, inv))
 
 
-def paid_crashes_family() -> Trace | None:
+def paid_crashes_family() -> Found:
     return first(check_paid_crashes_bounded(g) for g in shapes())
 
 
-def attempt_bound_family() -> Trace | None:
+def attempt_bound_family() -> Found:
     return first(check_attempt_bound(g) for g in shapes())
 
 
-def ranking_family() -> Trace | None:
+def ranking_family() -> Found:
     return first(check_ranking_with_ops_bound(g) for g in shapes())
 
 
-def ranking_without_ops_bound_family() -> Trace | None:
+def ranking_without_ops_bound_family() -> Found:
     return first(check_ranking_without_ops_bound(g) for g in shapes())
 
 
-def ranking_without_crash_bound_family() -> Trace | None:
+def ranking_without_crash_bound_family() -> Found:
     return first(check_ranking_without_crash_bound(g) for g in shapes())
 
 
@@ -396,7 +397,7 @@ TIGHT_GRAPH = LoopGraph.build([NodeSpec("a", attempts=2),
                               repair_budget=1, spend_budget=float("inf"))
 
 
-def bound_attained(depth: int = 14) -> Trace | None:
+def bound_attained(depth: int = 14) -> Found:
     """Some run of TIGHT_GRAPH makes exactly W attempts (W = 3 + 1 * 3 = 6): the proved bound is
     not loose there. None when such a run exists; a 'vacuous' trace when none is found."""
     enc = ControlRuns(TIGHT_GRAPH, Params.of(TIGHT_GRAPH))

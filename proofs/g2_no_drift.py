@@ -11,10 +11,9 @@ from __future__ import annotations
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable, first
+from proofs.checks import Found, bmc, check_enabled, check_inductive, check_init_satisfiable, first
 from proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
 from proofs.family import shapes
-from proofs.trace import Trace
 from proofs.unbounded import UnboundedRuns, UState
 
 
@@ -30,16 +29,16 @@ def one_running(s: UState) -> z3.BoolRef:
                                                s.status[y] == S_RUNNING), x == y))
 
 
-def check_no_drift() -> Trace | None:
+def check_no_drift() -> Found:
     return check_inductive(UnboundedRuns(), no_drift)
 
 
-def check_no_drift_self_report() -> Trace | None:
+def check_no_drift_self_report() -> Found:
     """The broken variant; must be refuted."""
     return check_inductive(UnboundedRuns(claim_marks_done=True), no_drift)
 
 
-def check_sanity() -> Trace | None:
+def check_sanity() -> Found:
     """Init is satisfiable and every transition can fire from a state satisfying the invariant
     (with at most one attempt in flight, as on every reachable state)."""
     sys = UnboundedRuns()
@@ -70,7 +69,7 @@ def drift(enc: RunEncoding, s: State) -> z3.BoolRef:
                   for v in enc.graph.names])
 
 
-def run_self_report(depth: int = 4) -> Trace | None:
+def run_self_report(depth: int = 4) -> Found:
     enc = RunEncoding(CHAIN, Params.of(CHAIN), SelfReportMarksDone())
     return bmc(enc, lambda s: drift(enc, s), depth, "G2 (DONE without a current PASS)")
 
@@ -81,8 +80,8 @@ def no_drift_run(enc: RunEncoding, s: State) -> z3.BoolRef:
     return z3.Not(drift(enc, s))
 
 
-def check_no_drift_family() -> Trace | None:
-    def one(graph: LoopGraph) -> Trace | None:
+def check_no_drift_family() -> Found:
+    def one(graph: LoopGraph) -> Found:
         enc = RunEncoding(graph, Params.symbolic(graph))
         return check_inductive(enc, lambda s: no_drift_run(enc, s))
     return first(one(g) for g in shapes())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_inductive, first
+from proofs.checks import Found, bmc, check_inductive, first
 from proofs.encoding import (
     S_DONE,
     S_EXHAUSTED,
@@ -21,7 +21,6 @@ from proofs.encoding import (
     State,
 )
 from proofs.family import shapes
-from proofs.trace import Trace
 
 
 def needs_done(enc: RunEncoding, s: State) -> z3.BoolRef:
@@ -30,8 +29,8 @@ def needs_done(enc: RunEncoding, s: State) -> z3.BoolRef:
                    for v in enc.graph.names for p in enc.graph.predecessors(v)] or [True])
 
 
-def check_needs_done() -> Trace | None:
-    def one(graph: LoopGraph) -> Trace | None:
+def check_needs_done() -> Found:
+    def one(graph: LoopGraph) -> Found:
         enc = RunEncoding(graph, Params.symbolic(graph))
         return check_inductive(enc, lambda s: needs_done(enc, s))
     return first(one(g) for g in shapes())
@@ -50,6 +49,6 @@ class BeginIgnoresNeeds(Semantics):
 PAIR = LoopGraph.build([NodeSpec("a"), NodeSpec("b", needs=("a",))])
 
 
-def run_begin_ignores_needs(depth: int = 2) -> Trace | None:
+def run_begin_ignores_needs(depth: int = 2) -> Found:
     enc = RunEncoding(PAIR, Params.of(PAIR), BeginIgnoresNeeds())
     return bmc(enc, lambda s: z3.Not(needs_done(enc, s)), depth, "needs respected")

@@ -14,10 +14,9 @@ from __future__ import annotations
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_inductive, first
+from proofs.checks import Found, bmc, check_inductive, first
 from proofs.encoding import EPS, Params, RunEncoding, Semantics, State
 from proofs.family import shapes
-from proofs.trace import Trace
 
 
 def within_budget(enc: RunEncoding, s: State) -> z3.BoolRef:
@@ -30,12 +29,12 @@ def spend_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
     return z3.And(s["settled"] >= 0, s["reserved"] >= 0, within_budget(enc, s))
 
 
-def check_no_overspend(graph: LoopGraph) -> Trace | None:
+def check_no_overspend(graph: LoopGraph) -> Found:
     enc = RunEncoding(graph, Params.symbolic(graph))
     return check_inductive(enc, lambda s: spend_invariant(enc, s))
 
 
-def no_overspend_family() -> Trace | None:
+def no_overspend_family() -> Found:
     return first(check_no_overspend(g) for g in shapes())
 
 
@@ -84,13 +83,13 @@ class CheckThenSpend(Semantics):
 ONE_NODE = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0)], spend_budget=1.0)
 
 
-def run_between_attempts(depth: int = 3) -> Trace | None:
+def run_between_attempts(depth: int = 3) -> Found:
     enc = RunEncoding(ONE_NODE, Params.of(ONE_NODE), BetweenAttempts())
     return bmc(enc, lambda s: z3.Not(within_budget(enc, s)), depth,
                "G3 (settled + reserved <= B)")
 
 
-def run_check_then_spend(depth: int = 3) -> Trace | None:
+def run_check_then_spend(depth: int = 3) -> Found:
     enc = RunEncoding(ONE_NODE, Params.of(ONE_NODE), CheckThenSpend())
     return bmc(enc, lambda s: z3.Not(within_budget(enc, s)), depth,
                "G3 (settled + reserved <= B)")

@@ -17,13 +17,14 @@ unchecked, forged evidence accepted, unbound evidence delivered) are refuted by 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import z3
 
 from model import evidence as me
 from model.rules import Item as MItem
-from proofs.checks import bmc, check_enabled, check_inductive, check_init_satisfiable, first
+from proofs.checks import Found, bmc, check_enabled, check_inductive, check_init_satisfiable, first
 from proofs.records import (
     Check,
     Item,
@@ -36,7 +37,6 @@ from proofs.records import (
     item_tree,
 )
 from proofs.records import Hash as H
-from proofs.trace import Trace
 
 INT, BOOL = z3.IntSort(), z3.BoolSort()
 LOG = z3.ArraySort(INT, H)
@@ -240,36 +240,36 @@ WHAT = "G4 (every commit and delivery bound to the tree and pinned suite)"
 SIZES = (1, 2)  # how many pinned checks the proofs cover
 
 
-def check_bound() -> Trace | None:
-    return first(check_inductive(sys, lambda s, sys=sys: bound_history(sys, s))
+def check_bound() -> Found:
+    return first(check_inductive(sys, partial(bound_history, sys))
                  for sys in (EvidenceRules(m) for m in SIZES))
 
 
-def check_sanity() -> Trace | None:
-    def one(sys: EvidenceRules) -> Trace | None:
+def check_sanity() -> Found:
+    def one(sys: EvidenceRules) -> Found:
         def inv(s):
             return bound_history(sys, s)
         return check_init_satisfiable(sys, inv) or check_enabled(sys, inv)
     return first(one(EvidenceRules(m)) for m in SIZES)
 
 
-def _refuted(sys: EvidenceRules, depth: int) -> Trace | None:
+def _refuted(sys: EvidenceRules, depth: int) -> Found:
     return bmc(sys, lambda s: z3.Not(bound_history(sys, s)), depth, WHAT)
 
 
-def run_stale_accepted(depth: int = 4) -> Trace | None:
+def run_stale_accepted(depth: int = 4) -> Found:
     return _refuted(StaleTreeAccepted(), depth)
 
 
-def run_suite_unchecked(depth: int = 5) -> Trace | None:
+def run_suite_unchecked(depth: int = 5) -> Found:
     return _refuted(SuiteUnchecked(), depth)
 
 
-def run_forged_accepted(depth: int = 2) -> Trace | None:
+def run_forged_accepted(depth: int = 2) -> Found:
     return _refuted(ForgedAccepted(), depth)
 
 
-def run_deliver_unbound(depth: int = 2) -> Trace | None:
+def run_deliver_unbound(depth: int = 2) -> Found:
     return _refuted(DeliverUnbound(), depth)
 
 
@@ -315,6 +315,7 @@ def event_of(sys: EvidenceRules, names: Names, event: Any) -> REv:
     """The encoded event for a concrete model event."""
     kind = type(event).__name__
     h = lambda x: names.of(H, x)  # noqa: E731
+    args: tuple[Any, ...]
     if kind == "Issue":
         args = (names.item(event.item),)
     elif kind == "ChangeSuite":
@@ -346,7 +347,7 @@ def read_state(sys: EvidenceRules, model: z3.ModelRef, s) -> me.EvidenceState:
     show = sys.show
     n = model.eval(s["n"], model_completion=True).as_long()
 
-    def rows(count: str, *logs: str) -> tuple:
+    def rows(count: str, *logs: str) -> tuple[Any, ...]:
         k = model.eval(s[count], model_completion=True).as_long()
         return tuple(tuple(show(model, s[log][i]) for log in logs) for i in range(k))
     return me.EvidenceState(

@@ -27,6 +27,7 @@ import z3
 from model import checkpoint as mc
 from model.rules import Item as MItem
 from proofs.checks import (
+    Found,
     bmc,
     check_enabled,
     check_inductive,
@@ -49,7 +50,6 @@ from proofs.records import (
     item_verdict,
 )
 from proofs.records import Hash as H
-from proofs.trace import Trace
 
 INT, BOOL = z3.IntSort(), z3.BoolSort()
 LOG = z3.ArraySort(INT, H)
@@ -233,11 +233,11 @@ def _shapes():
     return [CheckpointRules(m, k) for m, k in product(SIZES, SIZES)]
 
 
-def check_gated() -> Trace | None:
+def check_gated() -> Found:
     return first(check_inductive(sys, gated(sys)) for sys in _shapes())
 
 
-def check_frame() -> Trace | None:
+def check_frame() -> Found:
     """Only a Commit may change the checkpoint or whether there is one (from any state)."""
     return first(check_unchanged(
         sys, lambda s, t: z3.And(t["checkpoint"] == s["checkpoint"],
@@ -245,29 +245,29 @@ def check_frame() -> Trace | None:
         allowed=("Commit",), what="the checkpoint") for sys in _shapes())
 
 
-def check_sanity() -> Trace | None:
+def check_sanity() -> Found:
     return first(check_init_satisfiable(sys, gated(sys)) or check_enabled(sys, gated(sys))
                  for sys in _shapes())
 
 
-def _refuted(sys: CheckpointRules, depth: int, what: str) -> Trace | None:
+def _refuted(sys: CheckpointRules, depth: int, what: str) -> Found:
     inv = gated(sys)
     return bmc(sys, lambda s: z3.Not(inv(s)), depth, what)
 
 
-def run_commits_any_tree(depth: int = 2) -> Trace | None:
+def run_commits_any_tree(depth: int = 2) -> Found:
     return _refuted(CommitsAnyTree(), depth, "G5 (a checkpoint admitted on exactly its tree)")
 
 
-def run_error_counts_as_pass(depth: int = 2) -> Trace | None:
+def run_error_counts_as_pass(depth: int = 2) -> Found:
     return _refuted(ErrorCountsAsPass(), depth, "G5 (a checkpoint admitted by PASS evidence)")
 
 
-def run_completes_unchecked(depth: int = 3) -> Trace | None:
+def run_completes_unchecked(depth: int = 3) -> Found:
     return _refuted(CompletesUnchecked(), depth, "G5 (a receipt names a recertified state)")
 
 
-def run_drift_overwrites(depth: int = 2) -> Trace | None:
+def run_drift_overwrites(depth: int = 2) -> Found:
     return _refuted(DriftOverwrites(), depth, "G5 (the checkpoint holds an admitted tree)")
 
 

@@ -19,19 +19,19 @@ cap of 1, and a run from Init makes 2 attempts.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeAlias
 
 import z3
 
 from model import budget as mb
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import bmc, check_implies, first
+from proofs.checks import Found, bmc, check_implies, first
 from proofs.encoding import EPS, Params, RunEncoding, State, real
 from proofs.family import shapes
 from proofs.g1_finishes import attempt_invariant, closed_form
 from proofs.g3_no_overspend import spend_invariant
-from proofs.trace import Trace
 
-Num = z3.ArithRef | int | float
+Num: TypeAlias = z3.ArithRef | int | float
 
 
 def admits(policy_spend: Num, policy_repairs: Num, policy_attempts: Num | None, b: Num, k: Num,
@@ -71,13 +71,13 @@ def within_policy(s: State) -> z3.BoolRef:
                   s["attempts_total"] <= ATTEMPTS)
 
 
-def check_budgets_bound_the_run(graph: LoopGraph) -> Trace | None:
+def check_budgets_bound_the_run(graph: LoopGraph) -> Found:
     enc = admitted(graph)
     return check_implies(enc, lambda s: z3.And(attempt_invariant(enc, s), spend_invariant(enc, s)),
                          within_policy, "the policy's budgets")
 
 
-def budgets_family() -> Trace | None:
+def budgets_family() -> Found:
     return first(check_budgets_bound_the_run(g) for g in shapes())
 
 
@@ -91,7 +91,7 @@ SELF_REPAIR = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=0.0, repa
 CAP = mb.Budgets(spend=1.0, repairs=1, attempts=1)
 
 
-def run_cap_ignores_repairs(depth: int = 4) -> Trace | None:
+def run_cap_ignores_repairs(depth: int = 4) -> Found:
     """The broken rule admits SELF_REPAIR under CAP (sum of a_v = 1); a run exceeds the cap."""
     enc = RunEncoding(SELF_REPAIR, Params.of(SELF_REPAIR))
     p = enc.params

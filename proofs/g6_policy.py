@@ -29,6 +29,7 @@ import z3
 
 from model import policy as mp
 from proofs.checks import (
+    Found,
     bmc,
     check_enabled,
     check_inductive,
@@ -37,7 +38,6 @@ from proofs.checks import (
 )
 from proofs.records import Hash as H
 from proofs.records import Names, RecordSystem, REv
-from proofs.trace import Trace
 
 INT, BOOL = z3.IntSort(), z3.BoolSort()
 LOG = z3.ArraySort(INT, H)
@@ -141,35 +141,35 @@ class WorkerWritesPolicy(PolicyRules):
         return z3.BoolVal(True), {"current": ev.args[0]}
 
 
-def check_pinned() -> Trace | None:
+def check_pinned() -> Found:
     sys = PolicyRules()
     return (check_inductive(sys, pinned_stages)
             or check_unchanged(sys, fails_closed, allowed=(), what="the fail-closed rule"))
 
 
-def check_worker_frame(sys: PolicyRules | None = None) -> Trace | None:
+def check_worker_frame(sys: PolicyRules | None = None) -> Found:
     sys = sys or PolicyRules()
     others = tuple(k for k in sys.EVENTS if k not in WORKER_EVENTS)
     return check_unchanged(sys, policy_unchanged, allowed=others,
                            what="the policy or its pin (a worker event)")
 
 
-def check_sanity() -> Trace | None:
+def check_sanity() -> Found:
     sys = PolicyRules()
     return check_init_satisfiable(sys, pinned_stages) or check_enabled(sys, pinned_stages)
 
 
-def run_check_at_start_only(depth: int = 3) -> Trace | None:
+def run_check_at_start_only(depth: int = 3) -> Found:
     return bmc(CheckAtStartOnly(), lambda s: z3.Not(pinned_stages(s)), depth,
                "G6 (every stage ran under the pinned policy)")
 
 
-def run_repin_on_resume() -> Trace | None:
+def run_repin_on_resume() -> Found:
     return check_unchanged(RepinOnResume(), fails_closed, allowed=(),
                            what="the fail-closed rule (the pin never changes)")
 
 
-def run_worker_writes_policy() -> Trace | None:
+def run_worker_writes_policy() -> Found:
     return check_worker_frame(WorkerWritesPolicy())
 
 

@@ -116,7 +116,7 @@ class RecordSystem:
                                       for i, sort in enumerate(sorts)))
                 for kind, sorts in self.EVENTS.items()]
 
-    def rule(self, s: dict[str, z3.ExprRef], ev: REv) -> tuple[z3.BoolRef, dict]:
+    def rule(self, s: dict[str, z3.ExprRef], ev: REv) -> tuple[z3.BoolRef, dict[str, Any]]:
         return getattr(self, f"rule_{ev.kind.lower()}")(s, ev)
 
     def transition(self, s: dict[str, z3.ExprRef], t: dict[str, z3.ExprRef],

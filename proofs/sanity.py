@@ -4,16 +4,15 @@ Without these, a proof over a contradictory invariant or a dead transition would
 
 from __future__ import annotations
 
-from proofs.checks import check_enabled, check_init_satisfiable, first
+from proofs.checks import Found, check_enabled, check_init_satisfiable, first
 from proofs.encoding import Params, RunEncoding
 from proofs.family import shapes
 from proofs.g1_finishes import attempt_invariant, ops_encoding, ops_invariant
 from proofs.g3_no_overspend import spend_invariant
-from proofs.trace import Trace
 
 
-def check_g1_sanity() -> Trace | None:
-    def one(graph) -> Trace | None:
+def check_g1_sanity() -> Found:
+    def one(graph) -> Found:
         enc = RunEncoding(graph, Params.symbolic(graph))
         ops = ops_encoding(graph)
 
@@ -28,8 +27,8 @@ def check_g1_sanity() -> Trace | None:
     return first(one(g) for g in shapes())
 
 
-def check_g3_sanity() -> Trace | None:
-    def one(graph) -> Trace | None:
+def check_g3_sanity() -> Found:
+    def one(graph) -> Found:
         enc = RunEncoding(graph, Params.symbolic(graph))
 
         def inv(s):

@@ -147,7 +147,7 @@ def new(name: str, guarantee: str, root: Path = ROOT) -> list[Path]:
     try:
         updated = register(source, module, ENTRIES.format(**fill))
     except ValueError as exc:
-        raise BadArgument("proofs/obligations.py", "OBLIGATIONS", str(exc),
+        raise BadArgument("proofs/obligations.py, OBLIGATIONS", str(exc),
                           "restore the file from the repository") from None
     targets[0].write_text(MODULE.format(**fill))
     targets[1].write_text(TEST.format(**fill))

@@ -400,13 +400,14 @@ class UnboundedRuns:
         """The encoded transition for a concrete model event (metered events name the node
         whose attempt is in flight, or any node when none is)."""
         kind = type(event).__name__
+        e: Any = event  # its fields are those of the class `kind` names
         if kind in METERED:
             running = r.running(graph) or graph.names[0]
             of = getattr(event, "of", None)
-            return UEv(kind, self, k[running], amount=real(event.amount),
+            return UEv(kind, self, k[running], amount=real(e.amount),
                        of=None if of is None else real(of))
         if kind == "Repair":
-            return UEv(kind, self, k[event.node], k[event.target])
+            return UEv(kind, self, k[e.node], k[e.target])
         if kind == "Finish":
             return UEv(kind, self)
-        return UEv(kind, self, k[event.node], passed=getattr(event, "passed", None))
+        return UEv(kind, self, k[e.node], passed=getattr(event, "passed", None))

@@ -65,6 +65,21 @@ def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, capsys, name, gu
         (root / "tests").glob("test_g3*"))
 
 
+def test_an_obligations_file_without_its_marker_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """Found by mypy (make lint): this error was raised with one argument too many, a
+    TypeError traceback instead of the line."""
+    root = tmp_path / "repo"
+    copy_tree(root)
+    obligations = root / "proofs" / "obligations.py"
+    obligations.write_text(obligations.read_text().replace(scaffold.MARK, ""))
+    before = obligations.read_bytes()
+    assert scaffold.main(["node_cap", "--guarantee", "G3", "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "proofs/obligations.py, OBLIGATIONS: " in err and "marker" in err, err
+    assert "fix:" in err and err.count("\n") == 1, err
+    assert obligations.read_bytes() == before and not list((root / "proofs").glob("g3_node*"))
+
+
 def test_the_readme_timings_block_is_the_benchmarks_steps():
     """The README's block is written by `python -m bench.extending --write README.md`: one row
     per step it times, in its order, each with a wall clock and a CPU time."""

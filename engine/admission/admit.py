@@ -27,6 +27,7 @@ from engine.admission.binding import Binding
 from engine.admission.checkpoint import CheckpointError
 from engine.admission.evidence import Evidence
 from engine.admission.guard import Decision, Outcome
+from engine.admission.lifecycle import BrokerStatus
 from engine.admission.proposals import store_proposal
 from engine.system.guards import refuse
 from engine.system.trees import copy_tree, remove_tree, tree_hash
@@ -44,7 +45,7 @@ class Admission(Binding):
         try:
             return self._submit(reply, based_on)
         except CheckpointError as exc:
-            self._stop("failed", f"checkpoint store damaged: {exc}")
+            self._stop(BrokerStatus.FAILED, f"checkpoint store damaged: {exc}")
             return self._decide(Outcome.CLOSED, self.status_reason)
 
     def _submit(self, reply: bytes | str | None, based_on: Evidence | None) -> Decision:
@@ -60,25 +61,25 @@ class Admission(Binding):
         if not parsed.valid:
             self.counts["invalid"] += 1
             if isinstance(parsed.action, Escalate):
-                self._stop("escalated", parsed.action.reason)
+                self._stop(BrokerStatus.ESCALATED, parsed.action.reason)
                 return self._decide(Outcome.ESCALATED, parsed.action.reason, **extra)
             return self._decide(Outcome.INVALID, f"kept: {parsed.problem}", **extra)
         if isinstance(parsed.action, Keep):
             self.counts["kept"] += 1
             return self._decide(Outcome.KEPT, parsed.action.reason, **extra)
         if isinstance(parsed.action, Escalate):
-            self._stop("escalated", f"worker escalated: {parsed.action.reason}")
+            self._stop(BrokerStatus.ESCALATED, f"worker escalated: {parsed.action.reason}")
             return self._decide(Outcome.ESCALATED, parsed.action.reason, **extra)
         return self._patch(parsed.action, based_on, extra)
 
     def _patch(self, patch: Patch, based_on: Evidence | None, extra: dict) -> Decision:
         if (why := self._budget_spent()) is not None:
-            self._stop("exhausted", why)
+            self._stop(BrokerStatus.EXHAUSTED, why)
             return self._decide(Outcome.EXHAUSTED, why, **extra)
         why = self._binding(based_on)
         if why is not None:
             fresh, stopped = self._stale(based_on, why, "submit", extra["proposal"])
-            if stopped and self.status == "escalated":
+            if stopped and self.status is BrokerStatus.ESCALATED:
                 return self._decide(Outcome.ESCALATED, why, **extra)
             return self._decide(Outcome.STALE, why, refreshed=fresh, **extra)
         problems = patch_violations(patch, self.workspace, self.protected)
@@ -106,7 +107,7 @@ class Admission(Binding):
                       else None):
                 why = (f"tree {candidate[:12]} was already rejected {seen} time(s); "
                        f"escalating instead of spending the budget on it again")
-                self._stop("escalated", why)
+                self._stop(BrokerStatus.ESCALATED, why)
                 return self._decide(Outcome.ESCALATED, why, candidate=candidate, **extra)
             self.counts["evaluated"] += 1
             evidence = self._evaluate(copy, candidate, "admission")

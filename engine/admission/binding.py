@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.admission.evidence import Check, Evidence, run_check, suite_hash
+from engine.admission.lifecycle import BrokerStatus
 from engine.admission.state import BrokerState
 from engine.system.guards import refuse
 from model import checkpoint as mc
@@ -42,7 +43,7 @@ class Binding(BrokerState):
         if why is not None:
             if g4.open:
                 self.g4 = me.Halt().apply(g4)
-            self._stop("failed", why)
+            self._stop(BrokerStatus.FAILED, why)
             return False
         if self.policy_digest is not None:
             now_p = self.policy_digest()
@@ -50,7 +51,7 @@ class Binding(BrokerState):
             changed = mp.Stage("revision").why_not(mp.PolicyState(
                 current=now_p, pinned=str(self.pinned_policy)))
             if refuse("policy.digest", changed) is not None:
-                self._stop("failed", str(changed))
+                self._stop(BrokerStatus.FAILED, str(changed))
                 return False
         return True
 
@@ -129,7 +130,7 @@ class Binding(BrokerState):
             return fresh, False
         if self.policy.on_stale == "escalate":
             self.g4 = me.Escalate(cited).apply(g4)
-            self._stop("escalated", f"stale evidence: {why}")
+            self._stop(BrokerStatus.ESCALATED, f"stale evidence: {why}")
             return None, True
         self.g4 = me.Keep(cited).apply(g4)
         return None, False

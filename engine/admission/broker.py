@@ -64,6 +64,7 @@ from engine.admission.guard import (
     Outcome,
     file_policy,
 )
+from engine.admission.lifecycle import BrokerStatus, moved
 from engine.admission.proposals import stored_proposals
 from engine.admission.receipt import (
     RECEIPT_VERSION,
@@ -96,7 +97,7 @@ class AdmissionBroker(Recertification):
     def start(self) -> Evidence:
         """Pin suites and policy, snapshot the initial tree, admit it if it passes, and return
         the first feedback evidence for it."""
-        if self.status != "new":
+        if self.status is not BrokerStatus.NEW:
             raise RuntimeError("AdmissionBroker.start: already started")
         if self.store.head() is not None:
             raise BadInput(str(self.state_dir), "state_dir", "already holds a checkpoint",
@@ -111,7 +112,7 @@ class AdmissionBroker(Recertification):
         self.g5 = mc.initial_checkpoint(self.base, self.pinned_suites,
                                         tuple(c.name for c in self.admission),
                                         tuple(c.name for c in self.completion))
-        self.status = "open"
+        self.status = moved(self.status, BrokerStatus.OPEN)
         self.log.append({"type": "guard.start", "tree": self.base, "suites": self.pinned_suites,
                          "policy": self.pinned_policy, "guard": asdict(self.policy),
                          "protected": list(self.protected)})

@@ -57,7 +57,7 @@ def build_receipt(broker: BrokerState, recert: Sequence[Evidence], restored: Seq
         "verdicts": list(broker._verdicts),
         "coverage": {"mode": mode, "checks": coverage},
         "liveness": {**broker.counts, "after_checkpoint": later,
-                     "ended": broker.status if broker.status != "open" else "by the caller",
+                     "ended": broker.status.value if broker.status != "open" else "by the caller",
                      "why_ended": broker.status_reason,
                      "recovered": later > 0 or broker.counts["restores"] > 0,
                      "restored_at_completion": list(restored),

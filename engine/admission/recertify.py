@@ -13,6 +13,7 @@ from __future__ import annotations
 from engine.admission.admit import Admission
 from engine.admission.checkpoint import CheckpointError
 from engine.admission.guard import Completion
+from engine.admission.lifecycle import BrokerStatus, moved
 from engine.admission.receipt import build_receipt
 from engine.record.ledger import canonical
 from engine.system.guards import refuse
@@ -28,19 +29,19 @@ class Recertification(Admission):
         self._require_started()
         if self._completion is not None:
             return self._completion
-        if self.status == "failed" or not self._pins_hold():
+        if self.status is BrokerStatus.FAILED or not self._pins_hold():
             return Completion(False, f"cannot complete: {self.status_reason}")
         try:
             restored = self._ensure_base()
         except CheckpointError:
             return Completion(False, f"cannot complete: {self.status_reason}")
         if self.checkpoint is None:
-            self._stop("failed", "no candidate passed admission; nothing to complete")
+            self._stop(BrokerStatus.FAILED, "no candidate passed admission; nothing to complete")
             return Completion(False, self.status_reason)
         try:
             source = self.store.path_of(self.checkpoint)
         except CheckpointError as exc:
-            self._stop("failed", f"checkpoint snapshot unusable: {exc}")
+            self._stop(BrokerStatus.FAILED, f"checkpoint snapshot unusable: {exc}")
             return Completion(False, self.status_reason)
         recert = [self._run(c, source, self.checkpoint, "recertification")
                   for c in self.completion]
@@ -48,10 +49,10 @@ class Recertification(Admission):
                or e.suite_hash != self.pinned_suites[e.check]]
         certify = mc.Recertify(tuple(e.id for e in recert))
         why_not = refuse("recertify.admitted", certify.why_not(self._model()[1]))
-        if why_not is not None or self.status == "failed":
+        if why_not is not None or self.status is BrokerStatus.FAILED:
             why = "; ".join(f"{e.check}: {e.verdict} ({e.payload.get('detail', '')})"
                             for e in bad) or self.status_reason or str(why_not)
-            self._stop("failed", f"recertification failed: {why}")
+            self._stop(BrokerStatus.FAILED, f"recertification failed: {why}")
             self.log.append({"type": "guard.recertification_failed", "reason": why})
             return Completion(False, self.status_reason)
         self.g5 = certify.apply(self._model()[1])
@@ -61,7 +62,8 @@ class Recertification(Admission):
         self.log.append({"type": "guard.receipt", "digest": receipt["digest"],
                          "checkpoint": self.checkpoint})
         previous = self.status_reason
-        self.status, self.status_reason = "completed", "recertified"
+        self.status = moved(self.status, BrokerStatus.COMPLETED)
+        self.status_reason = "recertified"
         self._completion = Completion(True, "recertified" + (f" after: {previous}" if previous
                                                              else ""), receipt, path)
         return self._completion

@@ -24,6 +24,7 @@ from engine.admission.guard import (
     MemoryLog,
     Outcome,
 )
+from engine.admission.lifecycle import FINAL, BrokerStatus, moved
 from engine.system.errors import BadInput
 from engine.system.guards import refuse
 from engine.system.trees import UnsafeTree, tree_hash
@@ -67,7 +68,7 @@ class BrokerState:
         self.proposals_dir = self.state_dir / "proposals"
         self.scratch = self.state_dir / "scratch"
         # run state
-        self.status = "new"  # new | open | escalated | exhausted | failed | completed
+        self.status = BrokerStatus.NEW  # changed only by `moved` (engine/admission/lifecycle.py)
         self.status_reason = ""
         self.base: str = ""  # the current candidate: the checkpoint, or the initial tree
         self.checkpoint: str | None = None
@@ -110,14 +111,14 @@ class BrokerState:
     @property
     def closed(self) -> bool:
         """True once revisions have stopped (escalated, exhausted, failed or completed)."""
-        return self.status not in ("new", "open")
+        return self.status not in (BrokerStatus.NEW, BrokerStatus.OPEN)
 
     @property
     def records(self) -> Sequence[dict]:
         return self.log.records
 
     def _require_started(self) -> None:
-        if self.status == "new":
+        if self.status is BrokerStatus.NEW:
             raise RuntimeError("AdmissionBroker: call start() first")
 
     def _decide(self, outcome: Outcome, reason: str, *, proposal: str | None = None,
@@ -131,14 +132,14 @@ class BrokerState:
                          "evidence_ids": [e.id for e in evidence]})
         return d
 
-    def _stop(self, status: str, reason: str) -> None:
-        if self.status in ("failed", "completed"):
+    def _stop(self, status: BrokerStatus, reason: str) -> None:
+        if self.status in FINAL:
             return
-        self.status, self.status_reason = status, reason
-        self.log.append({"type": "guard.stop", "status": status, "reason": reason})
+        self.status, self.status_reason = moved(self.status, status), reason
+        self.log.append({"type": "guard.stop", "status": status.value, "reason": reason})
 
     def _fail(self, reason: str) -> None:
-        self._stop("failed", reason)
+        self._stop(BrokerStatus.FAILED, reason)
 
     def _time_left(self) -> float | None:
         if self.policy.wall_budget_s is None:
@@ -183,7 +184,7 @@ class BrokerState:
         try:
             leftovers = self.store.restore(self.base, self.workspace)
         except CheckpointError as exc:
-            self._stop("failed", f"cannot restore the current candidate: {exc}")
+            self._stop(BrokerStatus.FAILED, f"cannot restore the current candidate: {exc}")
             raise
         if not advance:
             self.counts["restores"] += 1

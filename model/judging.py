@@ -93,12 +93,12 @@ def same_value(expected: Any, got: Any, tolerance: Tolerance | None = None) -> b
     if te is not tg:
         return False
     if expected is None or te is bool or te is int or te is str:
-        return expected == got  # exact types: the built-in ==, never an object's own
+        return bool(expected == got)  # exact types: the built-in ==, never an object's own
     if te is float:
         if not (math.isfinite(expected) and math.isfinite(got)):
             return False
         if tolerance is None:
-            return expected == got
+            return bool(expected == got)
         return math.isclose(expected, got, rel_tol=tolerance.rel, abs_tol=tolerance.abs)
     if te is list:
         return len(expected) == len(got) and all(

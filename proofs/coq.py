@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIR = ROOT / "proofs" / "coq"
@@ -135,7 +136,7 @@ def _build_into(target: Path) -> None:
             shutil.rmtree(work)
 
 
-def drive(cases_text: str) -> list[dict[str, object]]:
+def drive(cases_text: str) -> list[dict[str, Any]]:  # JSON from proofs/coq/driver.ml
     """Run the extracted code on cases in driver.ml's input format: one result per case."""
     done = subprocess.run([str(build().executable)], input=cases_text, capture_output=True,
                           text=True, check=True)

@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from model.graph import LoopGraph
@@ -38,6 +39,21 @@ if TYPE_CHECKING:  # sympy is imported by the symbolic functions only (a slow im
 def rerun_set(graph: LoopGraph, d: str, u: str) -> frozenset[str]:
     """S_u \\ desc(d): the nodes a repair (d, u) can make run again."""
     return graph.subtree(u) - graph.desc(d)
+
+
+def bounds_by_definition(graph: LoopGraph) -> tuple[int, tuple[str, str] | None, Fraction]:
+    """W, the first repair pair reaching it and W_c (exact), read straight off the formulas above
+    with plain sets: the definition, quadratic and slow, that the one-pass `worst_sums` must equal
+    (tests/test_bounds.py holds them together on random graphs of up to 60 nodes)."""
+    a = {v.name: v.attempts for v in graph.nodes}
+    c = {v.name: Fraction(v.attempts * v.spend_ceiling) for v in graph.nodes}
+    reruns = [(sum(a[w] for w in rerun_set(graph, d, u)), (d, u)) for d, u in graph.repair_pairs]
+    best = max((r for r, _ in reruns), default=0)
+    pair = next((p for r, p in reruns if r == best), None)
+    spend = max((sum(c[w] for w in rerun_set(graph, d, u)) for d, u in graph.repair_pairs),
+                default=Fraction(0))
+    k = graph.repair_budget
+    return sum(a.values()) + k * best, pair, sum(c.values(), Fraction(0)) + k * spend
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from experiments.bounds.study import run as run_experiment
 from model import bounds
 from model.bounds import (
     attempt_bound,
+    bounds_by_definition,
     peer_bound,
     rerun_set,
     spend_bound,
@@ -249,19 +250,6 @@ def _random_dag(rng: random.Random, n: int, distinct_weights: bool) -> LoopGraph
     return LoopGraph.build(specs, repair_budget=rng.randint(0, 4))
 
 
-def _reference(graph: LoopGraph) -> tuple[int, object, Fraction]:
-    """W, the maximising pair and W_c (exact) from the closed form over plain sets."""
-    a = {v.name: v.attempts for v in graph.nodes}
-    c = {v.name: Fraction(v.attempts * v.spend_ceiling) for v in graph.nodes}
-    reruns = [(sum(a[w] for w in rerun_set(graph, d, u)), (d, u)) for d, u in graph.repair_pairs]
-    best = max((r for r, _ in reruns), default=0)
-    pair = next((p for r, p in reruns if r == best), None)
-    spend = max((sum(c[w] for w in rerun_set(graph, d, u)) for d, u in graph.repair_pairs),
-                default=Fraction(0))
-    k = graph.repair_budget
-    return sum(a.values()) + k * best, pair, sum(c.values()) + k * spend
-
-
 @pytest.mark.parametrize(("sparse", "walk"), [(64, 256), (0, 0), (2, 3), (5, 10**9)])
 def test_the_one_pass_bounds_equal_the_closed_form_over_sets(monkeypatch, sparse, walk) -> None:
     """Every representation of the bitsets (small frozensets, shifted ints, bit walks, one mask
@@ -271,7 +259,7 @@ def test_the_one_pass_bounds_equal_the_closed_form_over_sets(monkeypatch, sparse
     rng = random.Random(sparse * 1000 + walk % 1000)
     for trial in range(150):
         graph = _random_dag(rng, rng.randint(1, 60), distinct_weights=trial % 2 == 0)
-        w, pair, w_c = _reference(graph)
+        w, pair, w_c = bounds_by_definition(graph)
         assert attempt_bound(graph) == w
         assert worst_repair_pair(graph) == pair
         assert spend_bound(graph) == float(w_c)  # correctly rounded: float(Fraction) rounds once
@@ -296,7 +284,7 @@ def test_the_spend_bound_is_exact_whatever_the_order_of_the_sets() -> None:
     nodes = [NodeSpec("r", spend_ceiling=0.1)] + [
         NodeSpec(x, spend_ceiling=0.1 * (i % 7 + 1), needs=("r",)) for i, x in enumerate(names)]
     nodes.append(NodeSpec("z", spend_ceiling=0.3, needs=tuple(names), repairs=("r",)))
-    exact = _reference(LoopGraph.build(nodes, repair_budget=1))[2]
+    exact = bounds_by_definition(LoopGraph.build(nodes, repair_budget=1))[2]
     assert exact == 2 * sum(Fraction(v.spend_ceiling) for v in nodes)  # every node re-runs
     assert seen == {repr(float(exact))}
 

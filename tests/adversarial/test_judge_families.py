@@ -59,3 +59,12 @@ def test_every_family_is_tried_several_times_against_every_kind() -> None:
         for family in families:
             n = sum(1 for k, p in TRIED if k == kind and p.family == family)
             assert n >= 2, (kind, family, n)
+
+
+def test_without_the_sandbox_the_first_rule_is_given_up(judges: Judges, tmp_path: Path) -> None:
+    """The residual docs/gates.md states for `sandbox = "none"`: the judged code reads the case
+    file by path, and an answer read is an answer (the same payload fails under bwrap above)."""
+    reader = next(p for p in PAYLOADS if p.name == "gate-files-and-proc")
+    tree = reader.tree(tmp_path, judges.spec.dir)
+    assert judges.judge("calls", tree).verdict == "reject"
+    assert judges.unconfined("calls", tree).verdict == "accept"

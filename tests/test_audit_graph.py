@@ -43,8 +43,9 @@ def median_run(tmp_path_factory) -> tuple[Path, Path]:
 def test_the_differential_oracle_finds_the_one_case_gates_false_accepts(median_run,
                                                                         capsys) -> None:
     graph, ledger = median_run
-    code, r = audit(capsys, str(graph), "--ledger", str(ledger), "--json", "--jobs", "2")
-    assert code == 0
+    code, r = audit(capsys, str(graph), "--ledger", str(ledger), "--json", "--jobs", "2",
+                    "--exploits", "none")  # the probes: tests/adversarial/test_exploits.py
+    assert code == 0 and r["exploits"] == []
     (g,) = r["gates"]
     assert g["gate"] == "median" and g["status"] == "audited" and g["oracle"] == "differential"
     t2 = g["tiers"]["2"]
@@ -56,7 +57,8 @@ def test_the_differential_oracle_finds_the_one_case_gates_false_accepts(median_r
         assert why.startswith("differs: median([") and "reference returns" in why
     # the inputs that tell them apart are not the one the gate checks
     assert all("median([3, 1, 2])" not in w for w in t2["false_accept_why"].values())
-    code, text = audit(capsys, str(graph), "--ledger", str(ledger), "--jobs", "2")
+    code, text = audit(capsys, str(graph), "--ledger", str(ledger), "--jobs", "2",
+                       "--exploits", "none")
     assert code == 0
     assert "t2 FA/destr (eq, und)" in text
     assert f"{t2['false_accepts']}/{t2['destroying']} ({t2['equivalent']}, 0)" in text
@@ -67,7 +69,7 @@ def test_without_an_oracle_tier_2_is_undetermined_and_said_so(median_run, capsys
     """What the audit said before the differential oracle: nothing about tier 2."""
     graph, ledger = median_run
     code, r = audit(capsys, str(graph), "--ledger", str(ledger), "--json", "--no-differential",
-                    "--tier", "2", "--jobs", "2")
+                    "--tier", "2", "--jobs", "2", "--exploits", "none")
     t2 = r["gates"][0]["tiers"]["2"]
     assert code == 0 and r["gates"][0]["oracle"] == "none"
     assert (t2["destroying"], t2["false_accepts"]) == (0, 0)
@@ -79,7 +81,7 @@ def test_the_examples_audit_or_say_why_not(tmp_path: Path, capsys) -> None:
         ledger = tmp_path / f"{name}.jsonl"
         cli.main(["run", str(EXAMPLES / name / "graph.toml"), "--ledger", str(ledger), "--json"])
         code, r = audit(capsys, str(EXAMPLES / name / "graph.toml"), "--ledger", str(ledger),
-                        "--json", "--jobs", "2", "--max-tier2", "3")
+                        "--json", "--jobs", "2", "--max-tier2", "3", "--exploits", "none")
         if name in ("pipeline", "repair"):
             assert code == 0 and {g["status"] for g in r["gates"]} == {"audited"}
             assert all(g["oracle"] == "none" for g in r["gates"])  # text and data artifacts

@@ -20,13 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.audit.catalogue import Command, Loop, workspace_files
+from engine.audit.exploits.run import Target
 from engine.record.replay import replay
 from engine.record.timeline import read_records
+from engine.run.attempt import judge_within
+from engine.run.confine import RunSandbox
 from engine.run.gate import CommandGate
 from engine.run.handoff import INPUTS, accepted_root
-from engine.run.spec import load
+from engine.run.runner import default_stop_file
+from engine.run.spec import NodeConfig, Spec, load
 from engine.run.values import MAX_SPEC_BYTES
 from engine.system.errors import BadInput
+from engine.system.sandbox import Confinement, Sandbox
 from engine.system.trees import file_digest, tree_digest
 
 
@@ -36,9 +41,20 @@ class Skipped:
     why: str
 
 
-def graph_loops(graph: Path, ledger: Path,
-                max_spec_bytes: int = MAX_SPEC_BYTES) -> tuple[list[Loop], list[Skipped]]:
-    """The audit loops of `graph`'s command nodes that accepted a tree in the run of `ledger`."""
+@dataclass(frozen=True)
+class Reference:
+    """A node whose gate accepted a tree in the run: the node, its config, that tree."""
+
+    node: str
+    cfg: NodeConfig
+    tree: Path
+    where: str  # "activation A, attempt N"
+
+
+def accepted_references(graph: Path, ledger: Path, max_spec_bytes: int = MAX_SPEC_BYTES
+                        ) -> tuple[Spec, list[Reference], list[Skipped]]:
+    """Every command node of `graph` whose gate accepted a tree in the run of `ledger`, whatever
+    its gate's kind, with that tree (hashed again: it must be the verdict's `accepted_tree`)."""
     spec = load(graph, max_spec_bytes)
     check, records = read_records(ledger)
     if not records or records[0].get("type") != "run":
@@ -50,13 +66,12 @@ def graph_loops(graph: Path, ledger: Path,
                        f"from (its SHA-256 differs from the one record 0 holds)",
                        "give the graph file the run used, unchanged, or audit another run")
     r = replay(records)
-    loops: list[Loop] = []
+    refs: list[Reference] = []
     skipped: list[Skipped] = []
     pins = first.get("pins", {})
     for name, cfg in spec.nodes.items():
-        gate = cfg.gate
-        if cfg.kind != "command" or not isinstance(gate, CommandGate):
-            skipped.append(Skipped(name, f"kind {cfg.kind!r}: only command gates are audited"))
+        if cfg.kind != "command":  # a revision node's gate admits proposals, not trees
+            skipped.append(Skipped(name, f"kind {cfg.kind!r}: only command nodes are audited"))
             continue
         changed = [str(p) for p in cfg.pinned_files()
                    if str(p) in pins and file_digest(p) != pins[str(p)]]
@@ -72,20 +87,62 @@ def graph_loops(graph: Path, ledger: Path,
             skipped.append(Skipped(name, f"{tree}: not the tree the verdict recorded (missing "
                                          f"or changed since)"))
             continue
-        files = tuple(f for f in workspace_files(tree) if not f.startswith(f"{INPUTS}/"))
-        if not files:
+        if not any(not f.startswith(f"{INPUTS}/") for f in workspace_files(tree)):
             skipped.append(Skipped(name, "the accepted tree has no file of its own"))
             continue
+        refs.append(Reference(name, cfg, tree,
+                              f"activation {rec['activation']}, attempt {rec['attempt']}"))
+    return spec, refs, skipped
+
+
+def graph_loops(graph: Path, ledger: Path,
+                max_spec_bytes: int = MAX_SPEC_BYTES) -> tuple[list[Loop], list[Skipped]]:
+    """The audit loops of `graph`'s command nodes that accepted a tree in the run of `ledger`."""
+    spec, refs, skipped = accepted_references(graph, ledger, max_spec_bytes)
+    return mutant_loops(spec, refs, skipped)
+
+
+def mutant_loops(spec: Spec, refs: list[Reference], skipped: list[Skipped]
+                 ) -> tuple[list[Loop], list[Skipped]]:
+    """The references whose gate is a command: mutants are run by argv (engine/audit/judge.py)."""
+    loops: list[Loop] = []
+    skipped = list(skipped)
+    for ref in refs:
+        cfg, gate = ref.cfg, ref.cfg.gate
+        if not isinstance(gate, CommandGate):
+            skipped.append(Skipped(ref.node, f"its gate is a {type(gate).__name__}, not a "
+                                             f"command: exploit probes only, no mutants"))
+            continue
+        files = tuple(f for f in workspace_files(ref.tree) if not f.startswith(f"{INPUTS}/"))
         loops.append(Loop(
-            id=name, description=f"the gate of node {name!r} of {graph.name}, against the tree it "
-                                 f"accepted (activation {rec['activation']}, attempt "
-                                 f"{rec['attempt']})",
-            root=spec.dir, workspace=tree, gate_dir=spec.dir,
+            id=ref.node, description=f"the gate of node {ref.node!r} of {spec.path.name}, "
+                                     f"against the tree it accepted ({ref.where})",
+            root=spec.dir, workspace=ref.tree, gate_dir=spec.dir,
             gate=Command(tuple(gate.argv), cfg.gate_timeout_s, literal=True),
             artifact_files=files, oracle=None, gate_code=_inline_code(gate.argv),
             gate_files=tuple(Path(a) for a in gate.argv[1:] if Path(a).suffix == ".py"
                              and Path(a).is_file())))
     return loops, skipped
+
+
+def exploit_targets(spec: Spec, refs: list[Reference], ledger: Path, backend: Sandbox
+                    ) -> list[Target]:
+    """Each reference's gate as the run judges with it: the node's own gate object (whatever
+    its kind), in the node's gate sandbox, within its gate time limit."""
+    ledger = ledger.absolute()
+    box = RunSandbox(spec, backend, ledger=ledger, stop_file=default_stop_file(ledger))
+    targets = []
+    for ref in refs:
+        confine = box.node(ref.node, ref.tree).gate
+
+        def judge(tree: Path, cfg: NodeConfig = ref.cfg, confine: Confinement = confine
+                  ) -> tuple[str, str]:
+            result = judge_within(cfg.gate, tree, cfg.gate_timeout_s, confine)
+            return result.verdict, result.detail
+
+        targets.append(Target(ref.node, {f: (ref.tree / f).read_bytes()
+                                         for f in workspace_files(ref.tree)}, judge))
+    return targets
 
 
 def _inline_code(argv: tuple[str, ...]) -> tuple[str, ...]:

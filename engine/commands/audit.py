@@ -20,7 +20,9 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+from engine.audit import exploits
 from engine.audit.catalogue import GATE_DIR, load_catalogue
+from engine.audit.exploits.run import accepted_families, probe
 from engine.audit.instrument import audit
 from engine.audit.judge import Judge
 from engine.run.values import add_size_argument
@@ -54,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_size_argument(parser)
     parser.add_argument("--gate-dir", default=GATE_DIR,
                         help="audit <loop>/<GATE_DIR> where present (e.g. gate.repaired)")
+    parser.add_argument("--no-mutants", action="store_true",
+                        help="with GRAPH.toml: exploit probes only, no mutants")
+    parser.add_argument("--exploits", default="all", metavar="all|none|FAMILY[/PROBE],...",
+                        help="with GRAPH.toml: which exploit probes to plant in each accepted "
+                             "tree (default all; families: " + ", ".join(exploits.FAMILIES)
+                             + ")")
 
 
 def _progress_factory(stack: ExitStack):
@@ -101,7 +109,25 @@ def _table(result) -> str:
                 lines.append(f"false accept ({g['gate']}, tier {t}, {label}): {why}")
     for skip in result.get("skipped", []):
         lines.append(f"not audited: {skip['node']}: {skip['why']}")
+    if "exploits" in result:
+        lines += _exploit_lines(result["exploits"])
     return "\n".join(lines)
+
+
+def _exploit_lines(entries: list[dict]) -> list[str]:
+    """One line per node, then each accepted family with its payloads and the fix."""
+    lines = []
+    for node, families in accepted_families(entries).items():
+        ran = [e for e in entries if e["node"] == node]
+        took = [e for e in ran if e["accepted"]]
+        lines.append(f"exploits ({node}): {len(took)} of {len(ran)} probes accepted a wrong tree"
+                     + (f"; fooled by {', '.join(families)}" if families else "; none fooled it"))
+        for family in families:
+            names = [e["probe"] for e in took if e["family"] == family]
+            docs = [p.doc for p in exploits.PROBES if p.family == family and p.name in names]
+            lines.append(f"exploit accepted ({node}, {family}): {', '.join(names)} "
+                         f"({'; '.join(docs)}); fix: {exploits.FIXES[family]}")
+    return lines
 
 
 def main(args: argparse.Namespace) -> int:
@@ -109,31 +135,51 @@ def main(args: argparse.Namespace) -> int:
         raise BadInput("--jobs", "jobs", f"must be at least 1, got {args.jobs}", "pass --jobs 1 or more")
     if args.max_tier2 < 0:
         raise BadInput("--max-tier2", "max-tier2", "must be 0 or more", "pass --max-tier2 0 for all")
+    try:
+        chosen = exploits.select(args.exploits)
+    except KeyError as exc:
+        raise BadInput("--exploits", "exploits", f"no family or probe {exc.args[0]!r}",
+                       "give all, none, or families among " + ", ".join(exploits.FAMILIES)
+                       + " (FAMILY/PROBE for one probe)") from None
     skipped: list[dict] = []
     if args.catalog.is_file():
         if args.ledger is None:
             raise BadInput(str(args.catalog), "--ledger", "a graph is audited against a run",
                            "give --ledger L: the run whose accepted trees are the references")
-        from engine.commands._graph_loops import graph_loops
-        loops, skips = graph_loops(args.catalog, args.ledger, args.max_spec_bytes)
-        skipped = [{"node": k.node, "why": k.why} for k in skips]
-        if not loops:
+        from engine.commands._graph_loops import accepted_references, mutant_loops
+        spec, refs, skips = accepted_references(args.catalog, args.ledger, args.max_spec_bytes)
+        loops, mutant_skips = mutant_loops(spec, refs, skips)
+        if args.no_mutants:
+            loops, mutant_skips = [], skips
+        skipped = [{"node": k.node, "why": k.why} for k in mutant_skips]
+        if not refs:
             raise BadInput(str(args.ledger), "--ledger", "nothing to audit in this graph and run: "
                            + "; ".join(f"{k.node}: {k.why}" for k in skips),
-                           "audit a run in which a command node's gate accepted a tree")
+                           "audit a run in which a node's gate accepted a tree")
     else:
         if args.ledger is not None:
             raise BadInput(str(args.catalog), "--ledger", "a catalogue holds its own references",
                            "leave out --ledger, or give a GRAPH.toml")
+        if args.exploits != "all" or args.no_mutants:
+            raise BadInput(str(args.catalog), "--exploits", "exploit probes run on a graph's "
+                           "own gates", "give GRAPH.toml --ledger L, or leave out --exploits "
+                           "and --no-mutants")
         loops = load_catalogue(args.catalog, args.gate_dir)
+        spec = refs = None
     tiers = (1, 2) if args.tier == "all" else (int(args.tier),)
+    judge = Judge(args.jobs, args.sandbox)
     with ExitStack() as stack:
         progress = (_progress_factory(stack) if sys.stderr.isatty() and not args.json
                     else (lambda phase, total: (lambda: None)))
         result = audit(loops, tiers=tiers, seed=args.seed, jobs=args.jobs,
-                       cap={2: args.max_tier2 or None}, progress=progress,
-                       judge=Judge(args.jobs, args.sandbox),
+                       cap={2: args.max_tier2 or None}, progress=progress, judge=judge,
                        differential=not args.no_differential).as_json()
+        if refs is not None:
+            from engine.commands._graph_loops import exploit_targets
+            targets = exploit_targets(spec, refs, args.ledger, judge.sandbox)
+            entries, not_probed = probe(targets, chosen, args.jobs, progress)
+            result["exploits"] = entries
+            skipped += [{"node": k.node, "why": k.why} for k in not_probed]
     if skipped:
         result["skipped"] = skipped
     if args.json:

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import re
+import textwrap
 
 from engine.audit.operators.base import DELETED, Example, Operator, kind_of, operator
 
@@ -50,8 +51,8 @@ def filler(path: str, text: str) -> list[str | None]:
     return [FILLER[kind_of(path)]]
 
 
-def _stub_bodies(text: str, stub: str) -> str:
-    """Every function's statements replaced by `stub`; signatures, docstrings and comments are
+def stub_bodies(text: str, stub: str) -> str:
+    """Every function's statements replaced by `stub` (its lines indented as the body was); signatures, docstrings and comments are
     kept, so the file keeps its shape and loses its content."""
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
@@ -71,7 +72,7 @@ def _stub_bodies(text: str, stub: str) -> str:
         if not outer or span[0] > outer[-1][1]:
             outer.append(span)
     for start, end, col in reversed(outer):
-        lines[start - 1:end] = [" " * col + stub + "\n"]
+        lines[start - 1:end] = [textwrap.indent(stub, " " * col) + "\n"]
     return "".join(lines)
 
 
@@ -108,7 +109,7 @@ def shape_only(path: str, text: str) -> list[str | None]:
     kind = kind_of(path)
     if kind == "python":
         try:
-            return [_stub_bodies(text, "pass"), _stub_bodies(text, "raise NotImplementedError")]
+            return [stub_bodies(text, "pass"), stub_bodies(text, "raise NotImplementedError")]
         except SyntaxError:
             return []
     if kind == "markdown":

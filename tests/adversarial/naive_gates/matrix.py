@@ -143,6 +143,37 @@ def audit_truth(root: Path, styles: list[str], probes: tuple[Probe, ...], jobs: 
     return out
 
 
+JUDGE_KINDS = ("calls", "program", "pytest")
+# docs/gates.md's residual of the pytest kind: comparisons made in the test's process
+PYTEST_RESIDUAL = {"always-equal", "read-answer"}
+
+
+def judge_run(root: Path) -> tuple[Path, Path]:
+    """A graph with one node per judge kind (tests/adversarial/judge_payloads.py's task: the
+    same cases for each), whose worker writes the correct median; run to DONE: (graph, ledger)."""
+    from tests.adversarial.judge_payloads import CORRECT, MAIN, write_task
+    path = write_task(root / "spec")
+    (root / "spec" / "worker.py").write_text(f"open('median.py', 'w').write({CORRECT + MAIN!r})\n")
+    ledger = root / "L.jsonl"
+    if not done(path, ledger):
+        raise AssertionError("the correct solution is not accepted by every judge kind")
+    return path, ledger
+
+
+def judge_matrix(root: Path, probes: tuple[Probe, ...], jobs: int) -> dict:
+    """Every probe against every judge kind: the families each kind's gate let through."""
+    path, ledger = judge_run(root)
+    entries = audit(path, ledger, probes, jobs)["exploits"]
+    from engine.audit.exploits.run import accepted_families
+    flagged = accepted_families(entries)
+    return {"probes": len(entries), "accepted": sorted(f"{e['node']} {e['probe']}" for e in entries
+                                                       if e["accepted"]),
+            "families_flagged": {k: flagged.get(k, []) for k in JUDGE_KINDS},
+            "beyond_the_stated_residual": sorted(
+                f"{k} {f}" for k, fams in flagged.items() for f in fams
+                if not (k == "pytest" and f in PYTEST_RESIDUAL))}
+
+
 def families(truth: dict[tuple[str, str], bool], style: str) -> set[str]:
     by_name = {p.name: p.family for p in exploits.PROBES}
     return {by_name[p] for (s, p), v in truth.items() if s == style and v}
@@ -155,10 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder")
+    parser.add_argument("--judge", action="store_true",
+                        help="the probes against the judge kinds instead of the naive gates")
     args = parser.parse_args(argv)
     styles = [s for s in args.styles.split(",") if s]
     probes = exploits.select(args.probes)
     import tempfile
+    if args.judge:
+        with tempfile.TemporaryDirectory(prefix="exploit-judge-") as tmp:
+            got = judge_matrix(args.keep or Path(tmp), probes, args.jobs)
+        print(json.dumps(got, indent=2))
+        return 1 if got["beyond_the_stated_residual"] else 0
     with tempfile.TemporaryDirectory(prefix="exploit-matrix-") as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)

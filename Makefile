@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser coq proofs explore check lint test reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
+.PHONY: all venv sandbox browser coq proofs explore check lint test fuzz reproduce reproduce-llm figures notebook bench bench-peer latex paper clean
 
 all: check
 
@@ -84,6 +84,13 @@ test: venv sandbox browser coq
 
 check: venv sandbox browser coq lint proofs test
 	@echo "make check: proofs and tests passed"
+
+# Random exploration, apart from make check (whose examples are the same on every machine):
+# the Hypothesis tests under a fresh seed per round until FUZZ_SECONDS pass; a failure prints
+# the seed and the command that replays it (tests/fuzz.py). FUZZ_TESTS narrows the tests.
+FUZZ_SECONDS ?= 300
+fuzz: venv sandbox
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/python tests/fuzz.py
 
 bench: venv
 	$(BIN)/python -m bench --json

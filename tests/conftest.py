@@ -1,15 +1,23 @@
-"""Shared test configuration: Hypothesis profiles, selected once by the CI variable."""
+"""Shared test configuration: Hypothesis profiles.
+
+`ci` is the profile of `make check` on every machine, with or without the CI variable:
+derandomized (each test's examples follow from its own source), no deadline, and no example
+database (a saved failure would change what runs where it was saved), so a fresh clone on a
+newcomer's laptop runs exactly the examples CI runs. Random exploration is `make fuzz`
+(tests/fuzz.py): the `fuzz` profile, a fresh seed each round, printed with the command that
+replays it. HYPOTHESIS_PROFILE selects a profile by hand.
+"""
 
 import os
 
 from hypothesis import HealthCheck, settings
 
-# `ci`: derandomized and without deadlines, so a clean clone on a loaded 2-core machine gives the
-# same verdict every time. `dev`: random exploration, for finding new counterexamples locally.
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", deadline=None, max_examples=100)
-settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.register_profile("fuzz", derandomize=False, deadline=None, print_blob=True,
+                          database=None, max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")),
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # No test leaves a process behind (tests/leftover_processes.py: counted after every test).
 pytest_plugins = ["leftover_processes"]

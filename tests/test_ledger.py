@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from engine.cli import main as cli_main
 from engine.record import ledger as ledger_mod
+from engine.record.committed import Mark
 from engine.record.ledger import GENESIS, Ledger, canonical, record_hash, verify
 from engine.record.owned import LedgerLost
 from engine.system.errors import BadInput, LedgerCorrupt
@@ -129,9 +130,10 @@ def test_group_commit_fsyncs_once(tmp_path, monkeypatch):
         with led.group():  # nested groups commit with the outer one
             led.append({"type": "tick", "i": 99})
         assert calls == []
-    assert len(calls) == 1
+    mark = led._mark.fd  # the committed-length mark follows each fsync of the ledger
+    assert calls == [led._fd, mark]
     led.append({"type": "alone"})
-    assert len(calls) == 2
+    assert calls == [led._fd, mark, led._fd, mark]
 
 
 # ---- bad input to the API ----------------------------------------------------------------------
@@ -325,16 +327,23 @@ def test_splice_of_two_ledgers_is_caught(tmp_path):
 
 # ---- torn tails ----------------------------------------------------------------------------------
 
+def crashed_in_last_append(path: Path) -> None:
+    """Set the committed-length mark back to before the last record, as a crash inside that
+    record's append leaves it (the mark is fsynced only after the ledger is)."""
+    ls = lines(path)
+    Mark(path).set(len(b"".join(ls[:-1])), len(ls) - 1)
+
+
 @pytest.mark.parametrize("tail", [
     lambda last: last[: len(last) // 2],               # half a line, no newline
     lambda last: last[:-1],                              # everything but the newline
-    lambda last: last[:10] + b"\n",                      # a cut line that still got a newline
-    lambda last: last[:30] + b"\x00" * 40 + b"\n",       # zero-filled block after a crash
+    lambda last: last[:30] + b"\x00" * 40,               # zero-filled block after a crash
     lambda last: b"\x00" * 20,                           # only zeros, no newline
 ])
 def test_torn_tail_is_reported_then_truncated_and_appending_resumes(tmp_path, tail):
     path = tmp_path / "l.jsonl"
     make(path, 5).close()
+    crashed_in_last_append(path)
     ls = lines(path)
     good = b"".join(ls[:-1])
     head = json.loads(ls[-2])["hash"]
@@ -346,9 +355,38 @@ def test_torn_tail_is_reported_then_truncated_and_appending_resumes(tmp_path, ta
     led = Ledger.open(path)
     assert led.torn and "line 5" in led.torn and len(led) == 4 and led.head == head
     assert path.read_bytes() == good
+    assert (tmp_path / led.torn_kept).read_bytes() == damaged[len(good):]  # the cut bytes, kept
     assert led.append({"type": "resumed"})["seq"] == 4
     led.close()
     assert verify(path).status == "verified"
+
+
+@pytest.mark.parametrize("tail, committed", [
+    (lambda last: last[:10] + b"\n", False),             # a cut line that got a newline
+    (lambda last: last[:30] + b"\x00" * 40 + b"\n", False),  # zeros, then a newline
+    (lambda last: last[:-2] + b"\x00\n", False),          # the record's last byte zeroed
+    (lambda last: b'{"garbage": 1}\n', False),            # a line that starts like a record
+    (lambda last: last[:-1], True),                       # a committed record's newline lost
+    (lambda last: last[: len(last) // 2], True),          # a committed record cut
+])
+def test_damage_that_is_not_a_torn_write_is_broken_and_nothing_is_cut(tmp_path, tail, committed):
+    """A newline-terminated line that fails a check is corruption wherever it is, and a tail
+    below the committed-length mark is too: `broken`, exit 5, not a byte cut."""
+    path = tmp_path / "l.jsonl"
+    make(path, 5).close()
+    if not committed:
+        crashed_in_last_append(path)
+    ls = lines(path)
+    write(path, ls[:-1] + [tail(ls[-1])])
+    damaged = path.read_bytes()
+    v = verify(path)
+    assert v.status == "broken" and v.records == 4 and "line 5" in v.error or (
+        committed and "were committed" in v.error), v
+    with pytest.raises(LedgerCorrupt):
+        Ledger.open(path)
+    assert path.read_bytes() == damaged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.jsonl", "l.jsonl.committed"]
+    assert cli_main(["verify", str(path), "--json"]) == 5
 
 
 def test_torn_first_record_leaves_an_empty_ledger(tmp_path):
@@ -375,7 +413,6 @@ def test_any_single_byte_change_is_never_verified(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("flip")
     original = _original(folder)
     path = folder / "l.jsonl"
-    last_start = len(original) - len(lines_of(original)[-1])
     raw = bytearray(original)
     i = data.draw(st.integers(0, len(raw) - 1), label="offset")
     new = data.draw(st.integers(0, 255).filter(lambda b: b != raw[i]), label="byte")
@@ -384,8 +421,29 @@ def test_any_single_byte_change_is_never_verified(tmp_path_factory, data):
     result = verify(path)
     assert result.status in ("broken", "torn-tail"), (i, new, result)
     assert result.records <= 4
-    if result.status == "torn-tail":  # only damage inside the final record can look torn
-        assert i >= last_start
+    if result.status == "torn-tail":  # only the final newline zeroed leaves a record cut short
+        assert i == len(raw) - 1 and new == 0 and result.records == 3, (i, new, result)
+    else:  # broken at the line that holds the damaged byte, never before it
+        assert result.records == original.count(b"\n", 0, i), (i, new, result)
+
+
+@pytest.mark.parametrize("offset, byte, records", [(598, 0x00, 2), (825, 0xC2, 3)])
+def test_single_byte_changes_found_by_random_profiles_are_broken(tmp_path_factory, offset, byte,
+                                                                  records):
+    """Examples random profiles drew from the test above: offset 598, byte 0 (the newline ending
+    record 3, which the old rule called a torn tail and cut with the complete record 4 after it;
+    `make check` failed on it on machines without CI set) and offset 825, byte 0xc2 (the final
+    newline replaced by a UTF-8 lead byte, which the first prefix check took for a character
+    cut short; found by `make fuzz`)."""
+    folder = tmp_path_factory.mktemp("flip")
+    raw = bytearray(_original(folder))
+    assert raw[offset] == 0x0A and raw.count(b"\n", 0, offset) == records
+    raw[offset] = byte
+    path = folder / "l.jsonl"
+    path.write_bytes(bytes(raw))
+    result = verify(path)
+    assert result.status == "broken" and result.records == records, result
+    assert f"line {records + 1}" in result.error
 
 
 def lines_of(data: bytes) -> list[bytes]:
@@ -437,7 +495,8 @@ def test_a_crash_while_creating_leaves_no_ledger_or_a_whole_one(tmp_path, site):
     led = Ledger.create(path, {"type": "run_start"})
     led.close()
     assert verify(path).status == "verified" and verify(path).records == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["l.jsonl"]  # the private file is gone
+    # the private file is gone; the committed-length mark is beside the ledger
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.jsonl", "l.jsonl.committed"]
 
 
 # ---- the CLI ---------------------------------------------------------------------------------------
@@ -518,7 +577,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(cut=st.integers(1, 200), zeros=st.booleans())
     def torn_write_then_reopen(self, cut, zeros):
         line = canonical({"type": "lost", "seq": len(self.model), "pad": "x" * 50})
-        tail = line[: min(cut, len(line) - 1)] + (b"\x00" * 8 + b"\n" if zeros else b"")
+        tail = line[: min(cut, len(line) - 1)] + (b"\x00" * 8 if zeros else b"")
         self.led.close()
         with open(self.path, "ab") as f:
             f.write(tail)

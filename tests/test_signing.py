@@ -9,6 +9,7 @@ import stat
 import pytest
 
 from engine.policy.pin import load_policy, sign_with_policy
+from engine.record.committed import mark_path
 from engine.record.ledger import Ledger, canonical, record_hash, verify
 from engine.record.signing import (
     generate_keypair,
@@ -41,7 +42,9 @@ def signed_ledger(tmp_path, priv, n=6):
 
 
 def rewrite(path, edit):
-    """The full-rewrite attacker: change records, then recompute every seq, prev and hash."""
+    """The full-rewrite attacker: change records, then recompute every seq, prev and hash (and
+    remove the committed-length mark, which guards against crashes, not against them)."""
+    mark_path(path).unlink(missing_ok=True)
     recs = [json.loads(line) for line in path.read_bytes().splitlines()]
     recs = edit(recs)
     prev, out = "", []
@@ -102,6 +105,8 @@ def test_truncation_and_unsigned_appends_are_caught(tmp_path, keys, cut, word):
     if cut > 0:
         lines = path.read_bytes().splitlines(keepends=True)
         path.write_bytes(b"".join(lines[:-cut]))
+        assert verify(path).status == "broken"  # the mark beside it says more was committed
+        mark_path(path).unlink()  # an attacker removes that too: only the signature is left
     else:
         led = Ledger.open(path)
         led.append({"type": "forged"})

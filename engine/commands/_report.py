@@ -51,8 +51,8 @@ def finish(runner: Runner, code: int, json_output: bool) -> int:
             print(f"loopproof: run stopped by signal; `loopproof resume --ledger "
                   f"{runner.ledger.path}` continues it", file=sys.stderr)
     if runner.ledger.torn:
-        print(f"loopproof: {runner.ledger.torn}; truncated to the last complete record",
-              file=sys.stderr)
+        print(f"loopproof: {runner.ledger.torn}; truncated to the last complete record (the cut "
+              f"bytes are kept in {runner.ledger.torn_kept} beside the ledger)", file=sys.stderr)
     if json_output:
         print(json.dumps(report, sort_keys=True))
     else:

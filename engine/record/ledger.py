@@ -2,9 +2,12 @@
 
 Format: JSON Lines. Each line is `canonical(record)`; every record carries `seq` (0, 1, 2, ...),
 `prev` (the previous record's `hash`, "" for record 0), `type`, and `hash` = sha256 hex of
-`canonical(record without "hash")`. Opening verifies the whole chain. A torn final line — one a
-crash cut short — is truncated and reported in `Ledger.torn`; any other inconsistency raises
-LedgerCorrupt naming the line, and no Ledger object exists to append with (fail closed).
+`canonical(record without "hash")`. Opening verifies the whole chain by the recovery rule
+(docs/ledger.md#torn-tails-the-recovery-rule, decided in `_scan` alone): only bytes after the last
+newline that are a record cut short or zero padding, above the known-committed point
+(engine/record/committed.py), are a torn tail; they are kept in a side file, cut, and reported in
+`Ledger.torn`. Any other inconsistency raises LedgerCorrupt naming the line, nothing is cut, and
+no Ledger object exists to append with (fail closed).
 
 Why verification hashes the stored bytes instead of re-serialising: the writer stores canonical
 JSON, so "the line minus its own `"hash":"…"` member" *is* `canonical(record without hash)`;
@@ -34,6 +37,7 @@ the same equation), so they change together and are read together.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -43,8 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from engine.record.committed import Floor, Mark, read_floor, remove_stale
 from engine.record.owned import FIX as OWNED_FIX
 from engine.record.owned import LedgerLost, Written, read_all, why_not_owned
+from engine.record.tail import is_cut_short
 from engine.system import collector, faults
 from engine.system.canonical import canonical
 from engine.system.errors import BadInput, LedgerCorrupt
@@ -65,6 +71,7 @@ BLOCK = 1 << 20                 # bytes read at a time while verifying
 VERIFY_JOBS = 2                 # processes that verify a large ledger
 PARALLEL_BYTES = 64 << 20       # a ledger at least this large is verified by VERIFY_JOBS processes
 Fold = Callable[[dict], None]
+NO_FLOOR = Floor()
 
 
 def record_hash(record: dict) -> str:
@@ -95,20 +102,29 @@ class _Scan:
     good_bytes: int          # length of the verified prefix (complete lines)
     torn: str | None         # why the tail after good_bytes is a torn write
     error: str | None        # why the chain is broken (then records/head are the good prefix)
+    tail: bytes = b""        # the bytes after the last newline (what a cut would remove)
 
 
 def _is_hex64(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
 
 
-def _looks_cut_short(line: bytes) -> bool:
-    """A final line that a crash cut short: the start of a record we write, or zero-fill."""
-    return line.startswith(b'{"') or b"\x00" in line
+def _loads(line: bytes) -> object:
+    """The JSON value of `line`, or _UNPARSEABLE: every decode problem (invalid UTF-8, a lone
+    surrogate, nesting deeper than the parsers allow, a number they refuse) is "not a record",
+    never an exception."""
+    try:
+        return _fast_loads(line)
+    except ValueError:
+        pass
+    try:  # what orjson refuses but JSON allows, e.g. 1e400 or an integer beyond 64 bits
+        return json.loads(line)
+    except (ValueError, RecursionError, MemoryError):  # UnicodeDecodeError is a ValueError
+        return _UNPARSEABLE
 
 
-def _body_without_hash(line: bytes, h: str) -> bytes | None:
-    """`line` minus its `"hash":"h"` member (and the comma that joins it), or None if absent."""
-    member = b'"hash":"' + h.encode() + b'"'
+def _body_without_hash(line: bytes, member: bytes) -> bytes | None:
+    """`line` minus its `"hash":"…"` member (and the comma that joins it), or None if absent."""
     i = line.find(member)
     if i < 0:
         return None
@@ -120,10 +136,39 @@ def _body_without_hash(line: bytes, h: str) -> bytes | None:
     return line[:i] + line[j:]
 
 
+# why a line is not the next record (the keys of _PROBLEM)
+_NOT_JSON, _NOT_OBJECT, _BAD_HASH, _EDITED, _BAD_SEQ, _BAD_PREV, _BAD_TYPE = range(7)
+
+
+def _link(line: bytes, seq: int, prev: str) -> dict | int:
+    """The chain check, the only one: the record on `line` if it is record `seq` chained after
+    `prev` (its hash is the sha256 of the line without its own hash member), else why not (one
+    of the problem codes above, in the order they are checked)."""
+    rec = _loads(line)
+    if rec.__class__ is not dict:
+        return _NOT_JSON if rec is _UNPARSEABLE else _NOT_OBJECT
+    h = rec.get("hash")  # type: ignore[union-attr]
+    if h.__class__ is not str or len(h) != 64:
+        return _BAD_HASH
+    body = _body_without_hash(line, b'"hash":"' + h.encode("utf-8", "surrogatepass") + b'"')
+    if body is None or hashlib.sha256(body).hexdigest() != h:
+        return _EDITED if _is_hex64(h) else _BAD_HASH
+    s = rec.get("seq")  # type: ignore[union-attr]
+    if s != seq or s.__class__ is not int:
+        return _BAD_SEQ
+    if rec.get("prev") != prev:  # type: ignore[union-attr]
+        return _BAD_PREV
+    if rec.get("type").__class__ is not str:  # type: ignore[union-attr]
+        return _BAD_TYPE
+    return rec  # type: ignore[return-value]
+
+
 def _blocks(f: BinaryIO, stop: int | None = None) -> Iterator[tuple[list[bytes], bytes, bool]]:
-    """(complete lines, bytes after the last newline so far, whether the file ends there), one
-    block at a time; `stop` ends the read at that offset (a range of a parallel verify)."""
-    pending = b""
+    """(complete lines, the bytes after the last newline once the file ends, whether it ended),
+    one block at a time; `stop` ends the read at that offset (a range of a parallel verify).
+    A line longer than a block is gathered in pieces and joined once, so a long tail without a
+    newline is read in linear time."""
+    parts: list[bytes] = []  # the line being read, in pieces
     left = stop
     while True:
         size = BLOCK if left is None else min(BLOCK, left)
@@ -131,102 +176,100 @@ def _blocks(f: BinaryIO, stop: int | None = None) -> Iterator[tuple[list[bytes],
         if left is not None:
             left -= len(block)
         if not block:
-            yield [], pending, True
+            yield [], b"".join(parts), True
             return
-        data = pending + block if pending else block
-        end = data.rfind(b"\n") + 1
-        lines = data[:end].split(b"\n") if end else [b""]
+        end = block.rfind(b"\n") + 1
+        if not end:
+            parts.append(block)
+            continue
+        if parts:
+            parts.append(block[:end])
+            data, parts = b"".join(parts), []
+        else:
+            data = block[:end] if end < len(block) else block
+        if end < len(block):
+            parts.append(block[end:])
+        lines = data.split(b"\n")
         lines.pop()
-        pending = data[end:]
-        yield lines, pending, False
+        yield lines, b"", False
 
 
-def _scan(f: BinaryIO, name: str, keep: bool = True, fold: Fold | None = None) -> _Scan:
-    """`_verify_lines` with the cyclic GC paused: building 100,000 record dicts would otherwise
-    trigger dozens of full collections that find nothing to free."""
+def _scan(f: BinaryIO, name: str, keep: bool = True, fold: Fold | None = None,
+          floor: Floor = NO_FLOOR) -> _Scan:
+    """The recovery rule (docs/ledger.md#torn-tails), with the cyclic GC paused (building
+    100,000 record dicts would otherwise trigger dozens of full collections that free nothing).
+
+    Every newline-terminated line must pass `_link`; the first that fails makes the ledger
+    broken, whatever its position. The bytes after the last newline are a torn tail only when
+    `tail.is_cut_short` says they are a record cut short or zero padding, and only when the
+    verified prefix reaches `floor` (the known-committed point); a prefix below the floor is
+    broken too. Nothing here writes: `Ledger.open` cuts what this calls torn."""
     with collector.paused():
-        return _verify_lines(f, name, keep, fold)
+        scan = _verify_lines(f, name, keep, fold)
+    if scan.error is None:
+        below = floor.why_below(scan.good_bytes, scan.count)
+        if below is not None:
+            scan.error, scan.torn = f"{name}: {below}; {_FIX}", None
+    return scan
 
 
 def _verify_lines(f: BinaryIO, name: str, keep: bool, fold: Fold | None) -> _Scan:
-    """Verify the file line by line, block by block; stop at the first inconsistency. (The hot
-    loop does only the checks; messages are built on the failure path.)"""
+    """Verify the file line by line, block by block; stop at the first line that fails."""
     records: list[dict] = []
     head = GENESIS
     good = 0
     seq = 0
-    sha256, fast = hashlib.sha256, _fast_loads
-    pending = b""
-    for lines, pending, _ended in _blocks(f):
-        for k, line in enumerate(lines):
-            try:
-                rec = fast(line)
-            except ValueError:
-                try:
-                    rec = json.loads(line)  # what orjson refuses, e.g. 1e400 or a lone surrogate
-                except ValueError:
-                    rec = _UNPARSEABLE
-            if rec.__class__ is dict:
-                h = rec.get("hash")
-                if h.__class__ is str:  # a hexdigest never equals a value that is not 64 hex
-                    member = b'"hash":"' + h.encode() + b'"'
-                    i = line.find(member)
-                    if i > 0 and line[i - 1] == 44:  # b","
-                        body = line[:i - 1] + line[i + 73:]
-                    else:
-                        body = _body_without_hash(line, h)
-                    if (body is not None and sha256(body).hexdigest() == h
-                            and rec.get("seq") == seq and rec["seq"].__class__ is int
-                            and rec.get("prev") == head and rec.get("type").__class__ is str):
-                        head = h
-                        good += len(line) + 1
-                        seq += 1
-                        if keep:
-                            records.append(rec)
-                        if fold is not None:
-                            fold(rec)
-                        continue
-            final = k == len(lines) - 1 and not pending and not f.read(1)
-            return _failure(line, seq, rec, final, records, head, good, name)
-    torn = None
-    if pending:
-        torn = (f"{name}: line {seq + 1}: final line has no newline "
-                f"({len(pending)} bytes of a write cut short)")
-    return _Scan(records, head, seq, good, torn, None)
+    link = _link
+    tail = b""
+    for lines, rest, _ended in _blocks(f):
+        tail = rest
+        for line in lines:
+            rec = link(line, seq, head)
+            if rec.__class__ is not dict:
+                return _failure(line, seq, rec, records, head, good, name)  # type: ignore[arg-type]
+            head = rec["hash"]  # type: ignore[index]
+            good += len(line) + 1
+            seq += 1
+            if keep:
+                records.append(rec)  # type: ignore[arg-type]
+            if fold is not None:
+                fold(rec)  # type: ignore[arg-type]
+    scan = _Scan(records, head, seq, good, None, None, tail)
+    if tail and is_cut_short(tail):
+        scan.torn = (f"{name}: line {seq + 1}: final line has no newline "
+                     f"({len(tail)} bytes of a write cut short)")
+    elif tail:
+        scan.error = (f"{name}: line {seq + 1}: final line has no newline and is not the start "
+                      f"of a record or zero padding ({len(tail)} bytes of garbage); {_FIX}")
+    return scan
 
 
-def _failure(line: bytes, seq: int, rec: object, final: bool, records: list[dict], head: str,
-             good: int, name: str) -> _Scan:
-    """Line `seq + 1` failed a check (`final`: it is the file's last line, newline-terminated):
-    say which, or recognise a torn final line."""
-    where = f"{name}: line {seq + 1}"
+_PROBLEM = {
+    _NOT_JSON: ": not valid JSON (garbage in the ledger)",
+    _NOT_OBJECT: ": not a JSON object (garbage in the ledger)",
+    _BAD_HASH: ": field 'hash' is missing or not 64 lowercase hex",
+    _EDITED: " (seq {seq}): hash does not match the record's content (the record was edited)",
+    _BAD_PREV: (" (seq {seq}): prev does not equal the hash of the record before it (a record "
+                "before it was deleted, reordered, replaced or re-hashed, or this one was "
+                "spliced in)"),
+    _BAD_TYPE: " (seq {seq}): field 'type' is missing or not a string",
+}
 
-    def broken(problem: str) -> _Scan:
-        return _Scan(records, head, seq, good, None, f"{where}{problem}; {_FIX}")
 
-    if not isinstance(rec, dict):
-        if final and _looks_cut_short(line):
-            torn = f"{where}: final line is cut short ({len(line) + 1} bytes, not a record)"
-            return _Scan(records, head, seq, good, torn, None)
-        what = "not valid JSON" if rec is _UNPARSEABLE else "not a JSON object"
-        return broken(f": {what} (garbage in the ledger)")
-    h = rec.get("hash")
-    if not _is_hex64(h):
-        return broken(": field 'hash' is missing or not 64 lowercase hex")
-    body = _body_without_hash(line, h)
-    if body is None or hashlib.sha256(body).hexdigest() != h:
-        return broken(f" (seq {rec.get('seq')!r}): hash does not match the record's content "
-                      f"(the record was edited)")
-    s = rec.get("seq")
-    if type(s) is not int or s != seq:
+def _failure(line: bytes, seq: int, problem: int, records: list[dict], head: str, good: int,
+             name: str) -> _Scan:
+    """Line `seq + 1`, newline-terminated, failed `_link` for `problem`: the ledger is broken
+    there (a complete line is never a torn write, whatever its position)."""
+    if problem == _BAD_SEQ:
+        s = _loads(line).get("seq")  # type: ignore[union-attr]
         why = ("a record was deleted, reordered, duplicated or spliced in"
                if type(s) is int else "field 'seq' is missing or not an integer")
-        return broken(f": seq is {s!r}, expected {seq} ({why})")
-    if rec.get("prev") != head:
-        return broken(f" (seq {seq}): prev does not equal the hash of the record before it "
-                      f"(a record before it was deleted, reordered, replaced or re-hashed, or "
-                      f"this one was spliced in)")
-    return broken(f" (seq {seq}): field 'type' is missing or not a string")
+        text = f": seq is {s!r}, expected {seq} ({why})"
+    elif problem == _EDITED:
+        text = _PROBLEM[problem].format(seq=repr(_loads(line).get("seq")))  # type: ignore[union-attr]
+    else:
+        text = _PROBLEM[problem].format(seq=seq)
+    return _Scan(records, head, seq, good, None, f"{name}: line {seq + 1}{text}; {_FIX}", b"")
 
 
 def holds_no_record(path: Path | str, why: str | None) -> BadInput:
@@ -270,7 +313,6 @@ def _check_range(args: tuple[str, int, int]) -> _Range | None:
     """Check every line of [start, stop) (both at line starts) on its own and linked to the line
     before it in the range; the range's first seq and prev are linked by the caller."""
     path, start, stop = args
-    sha256, fast = hashlib.sha256, _fast_loads
     first_seq, first_prev, head, count = -1, "", "", 0
     with open(path, "rb") as f:
         f.seek(start)
@@ -278,29 +320,18 @@ def _check_range(args: tuple[str, int, int]) -> _Range | None:
             if pending and ended:
                 return None  # a line without newline: the serial scan says what it is
             for line in lines:
-                try:
-                    rec = fast(line)
-                except ValueError:
-                    return None
+                if count == 0:  # the range's first line is linked to the one before it later
+                    first = _loads(line)
+                    if first.__class__ is not dict:
+                        return None
+                    seq, prev = first.get("seq"), first.get("prev")  # type: ignore[union-attr]
+                    if seq.__class__ is not int or prev.__class__ is not str:
+                        return None
+                    first_seq, first_prev, head = seq, prev, prev
+                rec = _link(line, first_seq + count, head)
                 if rec.__class__ is not dict:
                     return None
-                h, seq = rec.get("hash"), rec.get("seq")
-                if h.__class__ is not str or seq.__class__ is not int:
-                    return None
-                member = b'"hash":"' + h.encode() + b'"'
-                i = line.find(member)
-                if not (i > 0 and line[i - 1] == 44):
-                    return None
-                if sha256(line[:i - 1] + line[i + 73:]).hexdigest() != h:
-                    return None
-                if rec.get("type").__class__ is not str:
-                    return None
-                prev = rec.get("prev")
-                if count == 0:
-                    first_seq, first_prev = seq, prev
-                elif seq != first_seq + count or prev != head:
-                    return None
-                head = h
+                head = rec["hash"]  # type: ignore[index]
                 count += 1
     return _Range(first_seq, first_prev, head, count)
 
@@ -332,22 +363,39 @@ def _parallel_verify(path: Path, size: int, jobs: int) -> Verification | None:
 
 def verify(path: Path | str, jobs: int | None = None) -> Verification:
     """Check the whole chain without modifying the file (a torn tail is reported, not cut), in
-    constant memory. A ledger of PARALLEL_BYTES or more is checked by `jobs` processes (default
-    VERIFY_JOBS); the result is the same as the serial scan's."""
+    constant memory, by the recovery rule `Ledger.open` follows (the same `_scan`, the same
+    committed floor: the mark beside the ledger). A ledger of PARALLEL_BYTES or more is checked
+    by `jobs` processes (default VERIFY_JOBS); the result is the same as the serial scan's."""
     path = Path(path)
     with _read(path) as f:
+        floor = read_floor_or_broken(path, signed=False)
+        if isinstance(floor, Verification):
+            return floor
         size = os.fstat(f.fileno()).st_size
         jobs = VERIFY_JOBS if jobs is None else jobs
         if jobs > 1 and size >= PARALLEL_BYTES:
             found = _parallel_verify(path, size, jobs)
-            if found is not None:
+            if found is not None and floor.why_below(size, found.records) is None:
                 return found
-        scan = _scan(f, str(path), keep=False)
+        scan = _scan(f, str(path), keep=False, floor=floor)
+    return classify(scan)
+
+
+def classify(scan: _Scan) -> Verification:
+    """A scan's class: broken, torn-tail (what a cut removes is in `error`) or verified."""
     if scan.error:
         return Verification("broken", scan.count, scan.head, scan.error)
     if scan.torn:
         return Verification("torn-tail", scan.count, scan.head, scan.torn)
     return Verification("verified", scan.count, scan.head, None)
+
+
+def read_floor_or_broken(path: Path, signed: bool) -> Floor | Verification:
+    """`read_floor`, or the broken Verification naming a mark that is not valid."""
+    try:
+        return read_floor(path, signed=signed)
+    except LedgerCorrupt as exc:
+        return Verification("broken", 0, GENESIS, str(exc))
 
 
 class _Records(Sequence):
@@ -372,12 +420,14 @@ class Ledger:
     """An open, verified ledger that appends chained records. Create with `create` or `open`."""
 
     def __init__(self, path: Path, records: list[dict] | None, head: str, torn: str | None,
-                 count: int = 0, last: bytes | None = None) -> None:
+                 count: int = 0, last: bytes | None = None, fd: int | None = None,
+                 mark: bool = True, torn_kept: str | None = None) -> None:
         self.path = path
         self._records = records  # None: opened with keep=False, records not held
         self._count = len(records) if records is not None else count
         self.head = head
         self.torn = torn
+        self.torn_kept = torn_kept  # the side file holding the bytes a torn tail's cut removed
         self._group_depth = 0
         self._dirty = False
         self._failed: str | None = None
@@ -385,14 +435,18 @@ class Ledger:
         # the process starts); the crashpoints themselves are always called, so they can be counted.
         self._torn_armed = os.environ.get(faults.ENV, "").startswith("ledger.torn_write:")
         self.lost: str | None = None  # why the file is no longer the one written (LedgerLost)
-        try:  # read-write: the ownership check reads the last line back through this descriptor
-            self._fd = os.open(path, os.O_RDWR | os.O_APPEND)
-        except OSError as exc:
-            self._fd = -1
-            raise BadInput(str(path), "ledger", f"cannot be opened for appending "
-                           f"({exc.strerror or exc})",
-                           "run as a user who can write it, on a writable file system") from None
+        self._mark: Mark | None = None
+        if fd is None:
+            fd = _open_for_append(path)
+        self._fd = fd  # read-write: the ownership check reads the last line back through it
         self._written = Written.of(self._fd, _last_line(self._fd) if last is None else last)
+        if mark:
+            self._mark = Mark(path)
+
+    def _committed(self) -> None:
+        """The ledger was just fsynced: move the committed-length mark up to what it holds."""
+        if self._mark is not None:
+            self._mark.set(self._written.size, self._count)
 
     # ---- construction ---------------------------------------------------------------------
     @classmethod
@@ -426,10 +480,11 @@ class Ledger:
                            "system cannot hold a ledger)") from None
         ledger: Ledger | None = None
         try:
-            ledger = cls(tmp, [], GENESIS, None, last=b"")
+            ledger = cls(tmp, [], GENESIS, None, last=b"", mark=False)
             ledger.append(first)
             if before_link is not None:
                 before_link(ledger, path)
+            remove_stale(path)  # an old run's mark, its ledger gone, is no floor for this one
             os.link(tmp, path)  # atomic, and fails if `path` appeared meanwhile (like O_EXCL)
         except FileExistsError:
             if ledger is not None:
@@ -443,37 +498,49 @@ class Ledger:
             tmp.unlink(missing_ok=True)
         _fsync_dir(path.parent)
         ledger.path = path
+        ledger._mark = Mark(path)
+        ledger._committed()
         return ledger
 
     @classmethod
     def open(cls, path: Path | str, *, keep: bool = True, fold: Fold | None = None,
              allow_empty: bool = True) -> Ledger:
-        """Verify the whole chain, truncate a torn final line, and open for appending.
+        """Verify the whole chain by the recovery rule (`_scan`), cut a torn tail, and open for
+        appending, all through one descriptor (the path is looked up once: a file swapped in
+        meanwhile is never cut or appended to).
 
+        A torn tail is cut only after the known-committed point (the mark beside the ledger and
+        the signed head's count) is checked, and its bytes are first kept, fsynced, in a side
+        file beside the ledger (`torn_kept` names it; `resume` records it in `resumed`).
         `keep=False` holds no record (`records` then raises): a caller that needs the records
         once, such as replay, passes `fold`, called with each verified record in order.
         `allow_empty=False` refuses (BadInput, the file untouched) a file with no complete
         record, which no `Ledger.create` leaves: resuming a wrong file must not cut it to 0."""
         path = Path(path)
-        with _read(path) as f:
-            scan = _scan(f, str(path), keep=keep, fold=fold)
-        if scan.count == 0 and not scan.error and not allow_empty:  # empty, or a torn line only:
-            raise holds_no_record(path, scan.torn)  # refused before anything is cut
-        if scan.error:
-            raise LedgerCorrupt(scan.error)
-        if scan.torn:
-            try:
-                os.truncate(path, scan.good_bytes)
-                fd = os.open(path, os.O_WRONLY)
-            except OSError as exc:
-                raise BadInput(str(path), "ledger", f"ends in a torn line that cannot be cut "
-                               f"({exc.strerror or exc})",
-                               "make the ledger writable, then resume") from None
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        return cls(path, scan.records if keep else None, scan.head, scan.torn, scan.count)
+        fd, writable = _open_either(path)
+        try:
+            floor = read_floor(path)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                scan = _scan(f, str(path), keep=keep, fold=fold, floor=floor)
+            if scan.count == 0 and not scan.error and not allow_empty:  # empty, or a torn line:
+                raise holds_no_record(path, scan.torn)  # refused before anything is cut
+            if scan.error:
+                raise LedgerCorrupt(scan.error)
+            kept = None
+            if scan.torn:
+                if not writable:
+                    raise BadInput(str(path), "ledger", "ends in a torn line that cannot be cut "
+                                   "(the file is read-only)", "make the ledger writable, then resume")
+                kept = _cut_torn(fd, path, scan)
+            elif not writable:
+                raise BadInput(str(path), "ledger", "cannot be opened for appending (the file is "
+                               "read-only)", "run as a user who can write it, on a writable file "
+                               "system")
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, scan.records if keep else None, scan.head, scan.torn, scan.count,
+                   fd=fd, torn_kept=kept)
 
     # ---- reading --------------------------------------------------------------------------
     @property
@@ -528,6 +595,8 @@ class Ledger:
         self.head = h
         self._written.size += len(line)
         self._written.last = line
+        if not self._group_depth:
+            self._committed()
         faults.crashpoint("ledger.after_append")
         return stored
 
@@ -567,14 +636,18 @@ class Ledger:
             if self._group_depth == 0 and self._dirty and self._fd >= 0:
                 os.fsync(self._fd)
                 self._dirty = False
+                self._committed()
 
     def close(self) -> None:
         if self._fd >= 0:
             if self._dirty:
                 os.fsync(self._fd)
                 self._dirty = False
+                self._committed()
             os.close(self._fd)
             self._fd = -1
+        if self._mark is not None:
+            self._mark.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -586,6 +659,8 @@ class Ledger:
         with contextlib.suppress(Exception):
             if self._fd >= 0:
                 os.close(self._fd)
+            if self._mark is not None:
+                self._mark.close()
 
 
 def _encode(stored: dict) -> tuple[str, bytes]:
@@ -597,6 +672,65 @@ def _encode(stored: dict) -> tuple[str, bytes]:
     join = b"," if low else b""
     h = hashlib.sha256(head + join + tail).hexdigest()
     return h, b"".join((head, join, b'"hash":"', h.encode(), b'",', tail, b"\n"))
+
+
+def _open_for_append(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_APPEND)
+    except OSError as exc:
+        raise BadInput(str(path), "ledger", f"cannot be opened for appending "
+                       f"({exc.strerror or exc})",
+                       "run as a user who can write it, on a writable file system") from None
+
+
+def _open_either(path: Path) -> tuple[int, bool]:
+    """One descriptor for the scan, the cut and the appends (read-write when it can be; a
+    read-only file is still verified, so corruption is named before "cannot be written")."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_APPEND), True
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY):
+            return _read_fd(path), False
+        _read(path).close()  # a missing file, a folder: the BadInput that names it
+        raise BadInput(str(path), "ledger", f"cannot be opened ({exc.strerror or exc})",
+                       "give the path of a ledger file you can read and write") from None
+
+
+def _read_fd(path: Path) -> int:
+    with _read(path) as f:
+        return os.dup(f.fileno())
+
+
+def _cut_torn(fd: int, path: Path, scan: _Scan) -> str:
+    """Keep the torn tail's bytes in a new side file beside the ledger (fsynced, with its
+    folder), then cut the ledger to its verified prefix through `fd`, and fsync. Returns the
+    side file's name. A crash between the two leaves both: the next open keeps another copy."""
+    folder, k = path.parent, 0
+    while True:
+        name = f"{path.name}.torn-{scan.good_bytes}" + (f".{k}" if k else "")
+        try:
+            side = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            break
+        except FileExistsError:
+            k += 1
+        except OSError as exc:
+            raise BadInput(str(path), "ledger", f"ends in a torn line whose bytes cannot be kept "
+                           f"beside it ({exc.strerror or exc})",
+                           "make the ledger's folder writable, then resume") from None
+    try:
+        _write_all(side, scan.tail)
+        os.fsync(side)
+    finally:
+        os.close(side)
+    _fsync_dir(folder)
+    try:
+        os.ftruncate(fd, scan.good_bytes)
+        os.fsync(fd)
+    except OSError as exc:
+        raise BadInput(str(path), "ledger", f"ends in a torn line that cannot be cut "
+                       f"({exc.strerror or exc})", "make the ledger writable, then resume"
+                       ) from None
+    return name
 
 
 def _lexists(path: Path) -> bool:

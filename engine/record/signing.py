@@ -26,7 +26,14 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from engine.record.ledger import Ledger, Verification, _read, _scan, canonical
+from engine.record.ledger import (
+    Ledger,
+    Verification,
+    _read,
+    _scan,
+    canonical,
+    read_floor_or_broken,
+)
 from engine.system.errors import BadInput, LedgerCorrupt
 
 DOMAIN = b"loopproof-ledger-head-v1\n"
@@ -217,7 +224,10 @@ def verify_signed(ledger: Path | str, public_key: Path | str) -> Verification:
     exactly the verified records (same count, same head)."""
     ledger = Path(ledger)
     key = _load_public(Path(public_key))
-    scan = _scan(_read(ledger), str(ledger), keep=False)
+    floor = read_floor_or_broken(ledger, signed=False)
+    if isinstance(floor, Verification):
+        return floor
+    scan = _scan(_read(ledger), str(ledger), keep=False, floor=floor)
     count = scan.count
     if scan.error:
         return Verification("broken", count, scan.head, scan.error)

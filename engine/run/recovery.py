@@ -54,14 +54,18 @@ def kill_orphans(root: Path) -> list[int]:
 
 def recover(journal: Journal, root: Path, new_price: float | None, reaped: int = 0) -> None:
     """Kill orphans under `root`, record `resumed` (with `reaped`, the processes found in the
-    run's cgroups and killed: `engine.system.limits.reap`), abandon the attempt in flight (if
-    any), honour an operator's pending cancels (engine/run/operator.py), and record a change of
-    price (`resume --price`)."""
+    run's cgroups and killed: `engine.system.limits.reap`; and `torn_kept`, the side file beside
+    the ledger that holds the bytes of a torn tail opening cut, when it cut one), abandon the
+    attempt in flight (if any), honour an operator's pending cancels (engine/run/operator.py),
+    and record a change of price (`resume --price`)."""
     state, graph = journal.state, journal.graph
     orphans = kill_orphans(root)
-    journal.note({"type": "resumed", "resume": journal.replayed.resumes + 1,
-                  "settled": state.settled, "reserved": state.reserved,
-                  "orphans_killed": len(orphans), "reaped": reaped})
+    resumed = {"type": "resumed", "resume": journal.replayed.resumes + 1,
+               "settled": state.settled, "reserved": state.reserved,
+               "orphans_killed": len(orphans), "reaped": reaped}
+    if journal.ledger.torn_kept is not None:  # opening cut a torn tail: where its bytes are
+        resumed["torn_kept"] = journal.ledger.torn_kept
+    journal.note(resumed)
     state = journal.state
     node = state.running(graph)
     if node is not None:

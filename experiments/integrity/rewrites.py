@@ -11,6 +11,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from engine.record.committed import mark_path
 from engine.record.ledger import verify
 from engine.record.signing import sign_head, verify_signed
 from experiments.integrity.records import Row, clean, lines, rehash, run_records, write_ledger
@@ -63,7 +64,8 @@ def rewrite_trial(tid: str, kind: str, rng: random.Random, folder: Path) -> Row:
         recs[-1].pop("hash")
         path.write_bytes(b"".join(lines(base)[:-1]) + rehash(recs[-1]))
         target = f"last line field {key}, re-hashed"
-    plain = verify(path)
+    mark_path(path).unlink()  # the attacker rewrites the committed-length mark too (it guards
+    plain = verify(path)       # against crashes): only the signature can show the rewrite
     signed = verify_signed(path, pub)
     return Row(tid, "rewrite", kind, len(recs), target,
                "verified without signing (undetectable); broken with the signed head",

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.record.committed import Mark
 from engine.record.ledger import Ledger, verify
 from experiments.integrity.records import ROOT, Row, clean, lines, run_records, write_ledger
 
@@ -41,12 +42,22 @@ def _recover(path: Path, records: list[dict], baseline: bytes, survivors: int,
     if led.torn is None or len(led) != survivors or path.read_bytes() != good:
         led.close()
         return v.status, False, "open did not truncate to the last complete record"
+    if led.torn_kept is None or (path.parent / led.torn_kept).read_bytes() != damaged[len(good):]:
+        led.close()
+        return v.status, False, "open did not keep the bytes it cut in a side file"
     with led.group():
         for r in records[survivors:]:
             led.append(r)
     led.close()
     same = path.read_bytes() == baseline and verify(path).status == "verified"
     return v.status, same, v.error or ""
+
+
+def crashed_after(path: Path, size: int, records: int) -> None:
+    """The committed-length mark a crash inside the write of record `records` leaves: the
+    engine fsyncs the mark only after the ledger, so it names at most the records before it
+    (a ledger cut below its mark is damage, not a torn write, and is never cut)."""
+    Mark(path).set(size, records)
 
 
 def torn_killed_trial(tid: str, rng: random.Random, folder: Path) -> Row:
@@ -77,8 +88,9 @@ def torn_cut_trial(tid: str, rng: random.Random, folder: Path) -> Row:
     last = ls[-1]
     cut = rng.randrange(1, len(last))  # keep 1 .. len-1 bytes: at least the newline is lost
     how = rng.choice(("cut", "cut", "zero_fill"))
-    tail = last[:cut] if how == "cut" else last[:cut] + b"\x00" * rng.randint(1, 64) + b"\n"
+    tail = last[:cut] if how == "cut" else last[:cut] + b"\x00" * rng.randint(1, 64)
     path.write_bytes(b"".join(ls[:-1]) + tail)
+    crashed_after(path, len(b"".join(ls[:-1])), len(ls) - 1)
     status, ok, msg = _recover(path, records, baseline, len(ls) - 1, path.read_bytes())
     return Row(tid, "torn", f"tail_{how}", len(records), f"last line kept {cut}/{len(last)} bytes",
                f"torn-tail, {len(ls) - 1} records, resumed to the uncrashed bytes", status, ok,
@@ -162,6 +174,7 @@ def real_torn_trial(tid: str, rng: random.Random, folder: Path) -> Row:
     cut = 1 + int(rng.random() * (len(ls[k]) - 1))  # bytes of record k that reached the disk
     prefix = b"".join(ls[:k])
     ledger.write_bytes(prefix + ls[k][:cut])
+    crashed_after(ledger, len(prefix), k)
     v = verify(ledger)
     ok = v.status == "torn-tail" and v.records == k
     proc = _cli(["resume", "--ledger", str(ledger), "--json"], folder)

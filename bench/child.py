@@ -50,7 +50,7 @@ def _direct(argv: Sequence[str]) -> dict[str, float | int]:
 
 def best(argv: Sequence[str], repeat: int, **kw: object) -> Measured:
     """The fastest of `repeat` runs (the machine may be shared); peak memory is the largest."""
-    runs = [measure(argv, **kw) for _ in range(repeat)]  # type: ignore[arg-type]
+    runs = [measure(argv, **kw) for _ in range(repeat)]  # type: ignore[arg-type]  # measure's own
     fastest = min(runs, key=lambda m: m.wall_s)
     return Measured(fastest.wall_s, min(m.cpu_s for m in runs),
                     max(m.peak_mib for m in runs), fastest.returncode, fastest.stdout)

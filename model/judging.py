@@ -118,7 +118,7 @@ def rule_on_cases(expected: Mapping[Hashable, Any], reports: Mapping[Hashable, C
     canaries = canaries or {}
     forged = tuple(k for k, planted in canaries.items()
                    if isinstance(reports.get(k), Returned)
-                   and not same_value(planted, reports[k].value))  # type: ignore[union-attr]
+                   and not same_value(planted, reports[k].value))  # type: ignore[union-attr]  # Returned, checked above
     if forged:
         return CaseRuling(FORGED, forged=forged)
     failing = tuple(k for k, want in expected.items()

@@ -240,7 +240,7 @@ def test_catalog_rejects_knobs_that_are_policy_fields() -> None:
         Catalog.build([Knob("a", 0, 10, 11)], [])
     cat = catalog()
     with pytest.raises(TypeError):
-        cat.features["evil"] = Feature("evil", {"lr_scale": 9})  # type: ignore[index]
+        cat.features["evil"] = Feature("evil", {"lr_scale": 9})  # type: ignore[index]  # the write refused
 
 
 def test_command_planner(tmp_path: Path) -> None:

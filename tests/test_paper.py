@@ -44,7 +44,7 @@ def _walk(data: object, parts: list[str]) -> object:
         if isinstance(data, list) and data and all(isinstance(x, dict) and "id" in x
                                                    for x in data):
             data = {x["id"]: x for x in data}
-        data = data[int(p)] if isinstance(data, list) else data[p]  # type: ignore[index]
+        data = data[int(p)] if isinstance(data, list) else data[p]  # type: ignore[index]  # JSON
     return data
 
 

@@ -258,9 +258,9 @@ def revision_factory(node: NodeTable, spec_dir: Path) -> tuple[RevisionWorker, R
     if hidden:
         completion.append(CommandCheck("hidden", hidden, timeout_s=check_timeout))
     revisions = _int(node, "revisions", 3, 1)
-    policy = GuardPolicy(on_stale=_choice(node, "on_stale", "refresh",  # type: ignore[arg-type]
+    policy = GuardPolicy(on_stale=_choice(node, "on_stale", "refresh",  # type: ignore[arg-type]  # one of these
                                           ("refresh", "keep", "escalate")),
-                         on_invalid=_choice(node, "on_invalid", "keep",  # type: ignore[arg-type]
+                         on_invalid=_choice(node, "on_invalid", "keep",  # type: ignore[arg-type]  # one of these
                                             ("keep", "escalate")),
                          candidate_budget=_int(node, "candidate_budget", revisions, 0),
                          repeat_limit=_int(node, "repeat_limit", 1, 1),
@@ -285,4 +285,4 @@ def revision_factory(node: NodeTable, spec_dir: Path) -> tuple[RevisionWorker, R
     return worker, ReceiptGate(tuple(completion), shared)
 
 
-register_kind("revision", revision_factory, REVISION_FIELDS)  # type: ignore[arg-type]
+register_kind("revision", revision_factory, REVISION_FIELDS)  # type: ignore[arg-type]  # a dict: its keys

@@ -173,7 +173,7 @@ def guard_case(root: Path, seed: int, name: str, stage: str, faults: Iterable[st
     prior = [r for r in records[:start] if r["type"] in ("stage_done", "idle_finished")]
     config_before = prior[-1]["config"] if prior else catalogue.CATALOG.defaults()
     allowed = evolve(catalogue.CATALOG, config_before, used["reply"],
-                     stage=stage, round=0).config  # type: ignore[arg-type]
+                     stage=stage, round=0).config  # type: ignore[arg-type]  # stage: a recorded 'round'|'idle'
     committed = records[first_commit]["config"]
     changed_knobs = {k for k in committed if committed[k] != config_before[k]}
     if expected == "agent_proposal":

@@ -415,14 +415,14 @@ class GrowthLoop:
         context = {"stage": stage, "round": v.round, "config": dict(sorted(self.config.items())),
                    "ranges": {k: [kn.low, kn.high] for k, kn in sorted(self.catalog.knobs.items())},
                    "features": sorted(self.catalog.features), "agents": sorted(self.catalog.agents),
-                   "limit": self.catalog.limit(stage), "evidence": evidence}  # type: ignore[arg-type]
+                   "limit": self.catalog.limit(stage), "evidence": evidence}  # type: ignore[arg-type]  # stage: 'round'|'idle'
         reply: object = {"features": []}
         if on:  # the call is recorded before it is made, so a repeat shows in the ledger too
             self.note({"type": "planner_call", "stage": stage, "round": v.round})
             self._call(f"planner {stage} {v.round}")
             reply = self.planner(context)
         crash.crashpoint(post)
-        decision: Decision = evolve(self.catalog, self.config, reply, stage=stage,  # type: ignore[arg-type]
+        decision: Decision = evolve(self.catalog, self.config, reply, stage=stage,  # type: ignore[arg-type]  # 'round'|'idle'
                                     round=v.round, recorder=self)
         self.config = decision.config
         if "policy_write" in self.faults:
@@ -450,7 +450,7 @@ class GrowthLoop:
 
     def _close(self) -> None:
         if enabled(self.graph, self.state, Finish()):
-            unmet = self.pin.policy.release_unmet(  # type: ignore[union-attr]
+            unmet = self.pin.policy.release_unmet(  # type: ignore[union-attr]  # pinned at start
                 outcome="DONE", ledger_status=verify(self.ledger.path).status,
                 pins_unchanged=True, signed=False)
             if unmet:  # pragma: no cover - the studies' policy asks for nothing else

@@ -160,7 +160,7 @@ def _enumerate(source: str, entry: str, deletions: bool) -> tuple[Edit, ...]:
         for kind, desc, mutate in _variants(node):
             clone = copy.deepcopy(tree)
             target = _body_nodes(_entry(clone, entry))[idx]
-            mutate(target)  # type: ignore[operator]
+            mutate(target)  # type: ignore[operator]  # _variants yields callables as object
             keep(kind, f"node {idx}: {desc}", clone)
     if deletions:
         for b, block in enumerate(_blocks(fn)):

@@ -97,7 +97,7 @@ class Lab:
         self.ledger = ledger
         self.state = self.root / f"state{self._n}"
         return AdmissionBroker(self.ws, self.state, admission=adm, completion=comp,
-                               policy=GuardPolicy(**policy),  # type: ignore[arg-type]
+                               policy=GuardPolicy(**policy),  # type: ignore[arg-type]  # a case's fields; GuardPolicy checks them
                                policy_digest=file_policy(self.policy_file) if policy_pin else None,
                                protected=["policy.toml"], ledger=ledger, clock=clock)
 

@@ -1,0 +1,27 @@
+"""Every `# type: ignore[code]` says why on its own line (`# type: ignore[code]  # why`), so a
+reader can judge whether it still holds; a bare one hides whatever mypy would say next."""
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("model", "proofs", "engine", "experiments", "bench", "paper", "tests")
+# Ignores without a reason yet, in files their owners were changing when this test came in:
+# give each its reason, then drop the file from here.
+NOT_YET = {"engine/record/replay.py", "engine/record/ledger.py", "engine/run/confine.py",
+           "tests/test_ledger.py", "tests/test_type_ignores.py"}  # this file quotes bare ones
+EXPLAINED = re.compile(r"# type: ignore\[[a-z-]+(, [a-z-]+)*\]  # \S")
+
+
+def test_every_type_ignore_gives_its_reason() -> None:
+    bare = []
+    for pkg in PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if "# type: ignore" in line and not EXPLAINED.search(line) and rel not in NOT_YET:
+                    bare.append(f"{rel}:{n}")
+    assert not bare, "a # type: ignore without its reason: " + ", ".join(bare)
+    assert EXPLAINED.search("x = y  # type: ignore[index]  # JSON")
+    assert not EXPLAINED.search("x = y  # type: ignore[index]")
+    assert not EXPLAINED.search("x = y  # type: ignore")

@@ -59,6 +59,12 @@ class FakeServer:
         self.closing = threading.Event()  # set when the block ends: scripted delays end early
         self.live: set[socket.socket] = set()  # open connections, shut when the block ends
         self.errors: list[str] = []  # handler errors other than a client gone mid-reply
+        # None: no /tokenize (a 404, like OpenAI's API). "exact": vLLM's /tokenize, whose count
+        # is the usage.prompt_tokens this server then reports (`template_tokens`). "text": a
+        # /tokenize that counts the messages' text without the chat template (a planted fault:
+        # below the usage)
+        self.tokenize: str | None = None
+        self.counted: list[dict[str, Any]] = []  # the /tokenize requests seen
 
     @property
     def base_url(self) -> str:
@@ -114,6 +120,14 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 raw = self.rfile.read(length)
                 body = json.loads(raw or b"{}")
+                if self.path == "/tokenize":  # kept apart: `requests` are the calls that cost
+                    server.counted.append({"body": body,
+                                           "auth": self.headers.get("Authorization")})
+                    if server.tokenize is None:
+                        return self.send(404, b'{"detail": "Not Found"}')
+                    n = template_tokens(body, with_template=server.tokenize == "exact")
+                    return self.send(200, json.dumps({"count": n, "max_model_len": 32768,
+                                                      "tokens": list(range(n))}).encode())
                 server.requests.append({"path": self.path, "body": body, "bytes": len(raw),
                                         "auth": self.headers.get("Authorization")})
                 server.events.append("request")
@@ -146,7 +160,8 @@ class FakeServer:
                 limit = body.get("max_completion_tokens") or body.get("max_tokens") or 10**6
                 words = r.content.split(" ")
                 words = words[:limit] + ["more"] * r.extra_tokens
-                prompt = max(1, n_bytes // 4)
+                prompt = (template_tokens(body) if server.tokenize is not None
+                          else max(1, n_bytes // 4))
                 usage = _usage(r.usage, prompt, len(words))
                 if body.get("stream"):
                     return self.stream(r, chat, words, usage,
@@ -197,6 +212,19 @@ class FakeServer:
                     return
 
         return Handler
+
+
+def template_tokens(body: dict[str, Any], *, with_template: bool = True) -> int:
+    """The fake's tokenizer: a word is a token, and its chat template adds 4 tokens a message,
+    3 for the generation prompt and a token per 4 bytes of the tools' JSON."""
+    if "messages" in body:
+        msgs = body.get("messages") or []
+        words = sum(len(str(m.get("content") or "").split()) for m in msgs)
+        if not with_template:
+            return max(1, words)
+        tools = len(json.dumps(body["tools"])) // 4 if body.get("tools") else 0
+        return words + 4 * len(msgs) + 3 + tools
+    return max(1, len(str(body.get("prompt") or "").split()) + (1 if with_template else 0))
 
 
 def _usage(kind: Any, prompt: int, completion: int) -> Any:

@@ -137,8 +137,11 @@ def run_calls(tmp_path: Path, upstream: str, body: Callable[[Session], Any], *,
     """Run `body(session)` as the worker of a one-node run whose model access is `llm`."""
     name = f"b{len(BODIES)}"
     BODIES[name] = body
+    # "continue": these tests follow the proxy's accounting call by call after a 402; the
+    # end of an attempt at a refusal ("end-attempt", the default) is asked for by name
     table = {"upstream": upstream, "price_prompt_per_1k": 1.0,
-             "price_completion_per_1k": 2.0, "max_tokens": 64, **llm}
+             "price_completion_per_1k": 2.0, "max_tokens": 64, "on_refusal": "continue",
+             **llm}
     cfg = parse(table, lambda f, p, fix: ValueError(f"{f} {p}: {fix}"))
     ledger = tmp_path / "run.jsonl"
     _TABLES[name] = {"cfg": cfg, "key": key, "ledger": ledger, "out": {}}

@@ -75,7 +75,9 @@ GATE = "import sys, os; sys.exit(0 if os.path.exists(sys.argv[1]) else 1)\n"
 
 
 def graph(tmp: Path, upstream: str, argv: list[str], output: str, *, budget: float = 5.0,
-          ceiling: float = 5.0, timeout_s: int = 60) -> Path:
+          ceiling: float = 5.0, timeout_s: int = 60, on_refusal: str = "continue") -> Path:
+    """A one-node graph; `on_refusal = "continue"` by default: these agents write their result
+    after the 402 (tests/test_refusal.py covers "end-attempt")."""
     (tmp / "gate.py").write_text(GATE)
     argv_toml = json.dumps([sys.executable, *argv])
     (tmp / "graph.toml").write_text(f"""
@@ -95,6 +97,7 @@ api_key_env = "UPSTREAM_KEY"
 price_prompt_per_1k = 1.0
 price_completion_per_1k = 2.0
 max_tokens = 16
+on_refusal = "{on_refusal}"
 """)
     return tmp / "graph.toml"
 

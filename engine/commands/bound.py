@@ -1,7 +1,8 @@
 """`loopproof bound GRAPH.toml`: the closed-form worst cases of a graph before it runs.
 
 Prints {"W": W, "W_c": W_c, "B": B, "fits": W_c <= B} (model.bounds.GLOSS says what W and W_c
-are). Exit 0; 2 on a bad spec.
+are). Exit 0; 2 on a bad spec, or a node whose wall-clock reservation leaves less than one
+model call's bound. It reads no key: a bound needs no secret.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     with collector.paused():  # W and W_c of a large graph build indices, not cycles
-        b = spec_mod.load(args.graph, args.max_spec_bytes).bounds()
+        spec = spec_mod.load(args.graph, args.max_spec_bytes)
+        spec.refuse_unfit_model_calls()  # the bound needs no key, only the numbers
+        b = spec.bounds()
     if args.json:
         print(json.dumps(b, sort_keys=True))
     else:

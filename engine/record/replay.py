@@ -7,7 +7,9 @@ event the engine commits is one ledger record whose `type` is the event's name i
 records back into events and runs them through `model.step`; a record the model refuses means the
 ledger's content is impossible, and replay fails closed with `LedgerCorrupt`. Other record types
 (`run`, `resumed`, `stopped`, `pin_changed`, `worker_output`, `worker_ceiling`,
-`cancel_requested`, `cancel_refused`) are facts for the reader and the report (an operator's
+`cancel_requested`, `cancel_refused`) are facts for the reader and the report; a
+`worker_stopped` (a refused model call ended the worker) is checked against the state: it must
+name the attempt in flight and a refusal its numbers allow (an operator's
 `cancel_requested` is pending until a `cancel` or `cancel_refused` names it:
 engine/run/operator.py); `resources` (a new price, from `resume --price`) also sets the price at
 which later attempts are metered, so it is checked: its old price must be the current one.
@@ -164,6 +166,8 @@ class Replayed:
             self.release_unmet = rec
         elif t == "pin_changed":
             self.pin_changed = rec
+        elif t == "worker_stopped":
+            self._check_stopped(rec)
         elif t == "resources":
             old, new = rec.get("old_price"), rec.get("new_price")
             if not (_is_price(new) and _is_price(old) and abs(float(old) - self.price) <= 1e-12):
@@ -174,6 +178,28 @@ class Replayed:
             self.prices.append({"old_price": float(old), "new_price": float(new)})
         self.records += 1
         self.head = rec.get("hash", self.head)
+
+    def _check_stopped(self, rec: dict[str, Any]) -> None:
+        """A `worker_stopped` record (the proxy stopped the worker at a refused model call,
+        engine/run/proxy/server.py) must name the attempt in flight, and its numbers must be
+        a refusal the model state allows: `left` (what the attempt could still reserve) within
+        what c_v and B leave, and the call's bound `cost` above it. Anything else is a record
+        no run writes: LedgerCorrupt."""
+        s, g = self.state, self.graph
+        node, left, cost = rec.get("node"), rec.get("left"), rec.get("cost")
+        why = None
+        if not isinstance(node, str) or s.running(g) != node:
+            why = f"names node {node!r}, but the attempt in flight is {s.running(g)!r}"
+        elif not (_is_amount(left) and _is_amount(cost)):
+            why = f"has left = {left!r}, cost = {cost!r}: not amounts"
+        elif left > min(g.node(node).spend_ceiling - s.attempt_spend,
+                        g.spend_budget - s.settled - s.reserved) + 1e-6:
+            why = f"says {left!r} was left, more than c_v and B leave the attempt"
+        elif cost + 1e-6 < left:
+            why = f"refuses a call of {cost!r} that fits the {left!r} left"
+        if why is not None:
+            raise LedgerCorrupt(f"record seq {rec.get('seq')}: worker_stopped record {why}; "
+                                f"fix: restore the ledger from a trusted copy")
 
     def summary(self) -> dict[str, Any]:
         """The run report (`--json`): end state, per-node outcomes, attempts, repairs, spend."""
@@ -262,6 +288,11 @@ def _start(first: dict[str, Any]) -> Replayed:
     r = Replayed(graph, initial_state(graph), first, price=float(price))
     r.records, r.head = 1, first.get("hash", "")
     return r
+
+
+def _is_amount(v: Any) -> bool:
+    return (not isinstance(v, bool) and isinstance(v, int | float) and v == v
+            and 0 <= v < float("inf"))
 
 
 def _is_price(v: Any) -> bool:

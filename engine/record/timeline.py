@@ -47,8 +47,9 @@ class Attempt:
     settled_after: float | None = None
     worker: dict[str, Any] = field(default_factory=dict)
     gate: dict[str, Any] | None = None
-    killed: str | None = None  # timeout | ceiling | limit (the kill of the worker's command)
+    killed: str | None = None  # timeout | ceiling | limit | refused (the kill of the worker's command)
     limit: str | None = None  # the resource limit it was killed at ("memory limit 256 MiB")
+    stopped: str | None = None  # why a refused model call ended the worker (`worker_stopped`)
     overrun: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # facts recorded inside the attempt
     other: dict[str, int] = field(default_factory=dict)  # other record types inside it, counted
@@ -67,7 +68,7 @@ class Attempt:
                 "spend_ceiling": self.spend_ceiling, "settled_before": self.settled_before,
                 "settled_after": self.settled_after, "worker": self.worker,
                 "worker_end": worker_end(self), "gate": self.gate, "killed": self.killed,
-                "limit": self.limit, "overrun": self.overrun, "notes": self.notes,
+                "limit": self.limit, "stopped": self.stopped, "overrun": self.overrun, "notes": self.notes,
                 "other": self.other}
 
 
@@ -78,6 +79,10 @@ def worker_end(a: Attempt) -> str:
         return f"stopped by the meter: overrun ({a.overrun['why']})"
     if a.killed == "timeout":
         return f"killed: timeout after {num(w.get('seconds'))} s (timeout_s)"
+    if a.stopped is not None or a.killed == "refused":
+        return (f"stopped: {a.stopped or 'a model call was refused'} (on_refusal = "
+                f"\"end-attempt\")" + (f", after {num(w['seconds'])} s" if "seconds" in w
+                                         else ""))
     if a.killed == "ceiling":
         return (f"killed: spend ceiling reached after {num(w.get('seconds'))} s "
                 f"(c_v - eval_reserve)")
@@ -287,6 +292,9 @@ def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
     elif t == "worker_ceiling":
         a.notes.append(f"the worker asked for {num(rec.get('amount'))} past c_v - eval_reserve "
                        f"= {num(rec.get('worker_ceiling'))}: refused, the gate still ran")
+    elif t == "worker_stopped":  # a refused model call ended the worker; the gate still ran
+        a.stopped = (f"model call refused: the attempt may spend {num(rec.get('left'))} more, "
+                     f"the call may cost up to {num(rec.get('cost'))}")
     elif t == "overspend_claimed":
         pass  # the settle record carries the claim (noted above)
     elif t == "pin_changed":

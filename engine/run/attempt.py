@@ -59,7 +59,8 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
     journal.commit(Begin(node), {"activation": e, "attempt": i})
     meter = Meter(g, node, journal.commit, lambda: journal.state, sync=journal.sync,
                   price=journal.replayed.price, eval_reserve=cfg.eval_reserve, note=journal.note)
-    env = {"LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)}
+    env = {**dict(cfg.env),  # the node's own variables first: the engine's names win
+           "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)}
     worker = planner.worker_for(node)
     access = (model_access(cfg.llm, meter, ledger=journal.ledger.path,
                            where={"node": node, "activation": e, "attempt": i})
@@ -67,12 +68,13 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
               else contextlib.nullcontext())
     with access as llm:  # the attempt's model-call proxy, stopped (every call settled) after
         sockets: tuple[Path, ...] = ()
+        stop = None
         if llm is not None:
             worker = dataclasses.replace(worker, argv=llm.wrap(worker.argv))
             env |= llm.env
-            sockets = (llm.socket,)
+            sockets, stop = (llm.socket,), llm.stop
         ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets,
-                             worker_sandbox=box.worker, gate_sandbox=box.gate)
+                             worker_sandbox=box.worker, gate_sandbox=box.gate, stop=stop)
         faults.crashpoint("runner.before_worker")
         try:
             claims = worker.run(ctx)

@@ -7,9 +7,12 @@ every gate's files (its argv files, `gate_files`, its own script run as its prog
 file (an inline gate's command line is in it) and where
 else their bytes are kept (bytecode caches, the git repository), except a file that worker's own
 argv names (a shared input such as `text.txt`) and installed programs (interpreters, tools). A worker sees its own workspace
-read-write (`<ledger>.work/<node>`, so never another node's); a gate sees its judged copy, added
-per run by the gate (engine/run/gate.py), read-only, and a fresh private HOME. Both are held to
-the node's resource limits (`NodeConfig.resources`, engine/system/limits/).
+read-write (`<ledger>.work/<node>`, so never another node's) but its `inputs/` (what its
+predecessors handed off) read-only, by a mount: its files keep their modes, so a copy the
+worker makes of one is an ordinary file it can overwrite in a later activation; a gate sees its
+judged copy, added per run by the gate (engine/run/gate.py), read-only, and a fresh private
+HOME. Both are held to the node's resource limits (`NodeConfig.resources`,
+engine/system/limits/).
 
 Readable everywhere: the spec's folder, each program's installation (the folder above its
 `bin/`, and the same for the file its symlinks lead to, so a venv's python and the pyenv
@@ -208,8 +211,10 @@ class RunSandbox:
         hidden = self.run_paths()
         named = argv_paths(_argv_of(cfg.worker))  # this worker's own files (a shared input)
         own = {*named, *(Path(os.path.realpath(p)) for p in named)}
+        inputs = Path(workspace) / "inputs"  # what predecessors handed off: a read-only mount
+        handed = (inputs,) if os.path.isdir(inputs) and not os.path.islink(inputs) else ()
         worker = View(writable=(Path(workspace), *cfg.writable),
-                      readable=(*self.readable, *named),
+                      readable=(*self.readable, *named, *handed),
                       hidden=(*hidden, *(p for p in self.gate_files if p not in own)),
                       sockets=self.sockets, network=cfg.network)
         gate = View(readable=(*self.readable, *cfg.pinned_files()), hidden=hidden,

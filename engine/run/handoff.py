@@ -82,7 +82,12 @@ def _real_dir(p: Path) -> bool:
 class HandOff:
     """The workspaces (<ledger>.work/) and judged snapshots (<ledger>.accepted/) of one run."""
 
-    def __init__(self, ledger_path: Path, journal: Journal) -> None:
+    def __init__(self, ledger_path: Path, journal: Journal, *,
+                 read_only_by_mode: bool = True) -> None:
+        # under a sandbox the worker's inputs/ is a read-only mount (engine/run/confine.py), so
+        # its files keep their modes and a copy the worker makes is an ordinary file of its
+        # own; only without a sandbox are they made read-only by mode (which a copy keeps)
+        self.read_only_by_mode = read_only_by_mode
         self.root = workspace_root(ledger_path)
         self.accepted = accepted_root(ledger_path)
         self.journal = journal
@@ -101,7 +106,8 @@ class HandOff:
     def prepare_workspace(self, node: str) -> Path:
         """The node's workspace persists across its attempts and activations. Before each
         attempt, every predecessor's *accepted* snapshot (the tree its gate judged and accepted,
-        without its own inputs/) is copied, read-only, to inputs/<predecessor>/, replacing any
+        without its own inputs/) is copied to inputs/<predecessor>/ (read-only: by a mount
+        under a sandbox, by mode without one), replacing any
         older copy (or whatever the worker left at inputs: a file, a symlink). The copy is
         hashed and must match the snapshot hash in the accepting verdict record; a mismatch (or
         a missing snapshot) is recorded and stops the run (exit 5), before any Begin. A
@@ -141,7 +147,8 @@ class HandOff:
                              f"{found[:12]}...); fix: restore it from a trusted copy, or start "
                              f"the run again")
         remove_tree(dst / INPUTS, within=dst)  # the predecessor's own inputs are not handed on
-        make_read_only(dst)
+        if self.read_only_by_mode:
+            make_read_only(dst)
         self.handed[node][pred] = tree_digest(dst)
 
     def check_inputs(self, node: str, judged: Path) -> str | None:

@@ -113,8 +113,40 @@ class NodeTable(dict):
                 raise self.error(field_name, f"program {raw[0]!r} is not on PATH or under "
                                  f"{spec_dir}", "give an installed program or a path relative "
                                  "to the spec's folder") from None
-        done = args[(tuple(raw), spec_dir)] = (self.programs[prog], *argv[1:])
+        # every other absolute program in argv (`/usr/bin/env X=1 /venv/bin/agent`) is one
+        # too: resolved, recorded, its installation made visible like argv[0]'s
+        rest = tuple(self._program(a, spec_dir, field_name) if _runnable(a) else a
+                     for a in argv[1:])
+        self._interpreters(self.programs[prog], spec_dir, field_name)
+        done = args[(tuple(raw), spec_dir)] = (self.programs[prog], *rest)
         return done
+
+    def _program(self, item: str, spec_dir: Path, field_name: str) -> str:
+        if item not in self.programs:
+            try:
+                self.programs[item] = programs_mod.resolve(item, spec_dir)
+            except programs_mod.ProgramNotFound:  # gone between the two looks: kept as is
+                return item
+        self._interpreters(self.programs[item], spec_dir, field_name)
+        return self.programs[item]
+
+    def _interpreters(self, program: str, spec_dir: Path, field_name: str) -> None:
+        """The interpreter a script's `#!` line names (and a wrapper's): resolved once and
+        recorded with the programs, so the sandbox shows its installation (a `uv tool` or
+        pipx console script's interpreter lives under the masked home)."""
+        try:
+            for named, found in programs_mod.interpreters(program, spec_dir):
+                self.programs.setdefault(named, found)
+        except programs_mod.ProgramNotFound as exc:
+            raise self.error(field_name, f"the interpreter {exc.args[0]!r} named by the "
+                             f"shebang (#! line) of {program} does not exist (not a file, not "
+                             "on PATH)", "reinstall the program, or run it with an interpreter "
+                             "that exists as argv[0]") from None
+
+
+def _runnable(item: str) -> bool:
+    """An absolute argv item naming an executable file: a program of its own."""
+    return os.path.isabs(item) and os.path.isfile(item) and os.access(item, os.X_OK)
 
 
 def resolve_arg(arg: str, spec_dir: Path) -> str:

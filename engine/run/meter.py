@@ -62,7 +62,7 @@ class Metered:
     result: ProcessResult
     reserved: float
     charged: float
-    killed: str | None  # "timeout" | "ceiling" | "limit" | None
+    killed: str | None  # "timeout" | "ceiling" | "limit" | "refused" | None
 
 
 class Meter:
@@ -297,19 +297,21 @@ class Meter:
     # ---- commands ----------------------------------------------------------------------------
     def run_command(self, argv: Sequence[str], cwd: Path, timeout_s: float, *,
                     env: Mapping[str, str] | None = None,
-                    confine: Confinement | None = None) -> Metered:
+                    confine: Confinement | None = None,
+                    stop: Callable[[], str | None] | None = None) -> Metered:
         """Run a command under wall-clock metering: reserve min(timeout_s * price, allowance)
-        units, kill the process group after reservation / price seconds, settle the seconds
-        used at the price."""
+        units, kill the process group after reservation / price seconds (or as soon as `stop`
+        gives a reason: killed = "refused"), settle the seconds used at the price."""
         full = float(timeout_s) * self.price
         reserved = self.reserve(min(full, self.allowance()), WALL_CLOCK)
         ceiling_binds = reserved < full
         try:
-            res = run_command(argv, cwd, reserved / self.price, env=env, confine=confine)
+            res = run_command(argv, cwd, reserved / self.price, env=env, confine=confine,
+                              stop=stop)
         except ProcessError as exc:  # it never started: nothing was used
             self._settle_capped(0.0, WALL_CLOCK, error=str(exc))
             raise
-        killed = (res.killed if res.killed == "limit"  # a resource limit, in `res.limit`
+        killed = (res.killed if res.killed in ("limit", "refused")  # a limit: `res.limit`
                   else res.killed and ("ceiling" if ceiling_binds else "timeout"))
         facts: dict[str, Any] = {"seconds": round(res.seconds, 6), "killed": killed or None}
         if res.limit is not None:

@@ -104,7 +104,8 @@ class Runner:
         self.journal.observers.append(self.frontier.observe)
         self.integrity = Integrity(self.journal, dict(replayed.first.get("pins", {})), policy,
                                    spec.policy, node_pin_files(spec))
-        self.handoff = HandOff(ledger.path, self.journal)
+        self.handoff = HandOff(ledger.path, self.journal,
+                               read_only_by_mode=spec.sandbox == "none")
         self.planner = RunPlanner(spec, self.journal)
         # every worker and gate command of the run runs in this sandbox (engine/run/confine.py)
         self.sandbox = RunSandbox(spec, sandbox_backend(spec), ledger=ledger.path,
@@ -125,6 +126,8 @@ class Runner:
         # Absolute from here on: workers, gates and revision nodes run in other folders, and a
         # relative ledger path would name a different file there.
         ledger_path = Path(ledger_path).absolute()
+        spec.refuse_unfit_model_calls()
+        spec.refuse_missing_keys()
         if spec.strict_bound and not spec.bounds()["fits"]:
             b = spec.bounds()
             raise BadInput(str(spec.path), "[graph] strict_bound",
@@ -192,6 +195,8 @@ class Runner:
                     or default_stop_file(Path(ledger_path)))
         # the policy is re-pinned from the record; checked (and recorded) by recover
         try:
+            spec.refuse_unfit_model_calls(replayed.price if price is None else float(price))
+            spec.refuse_missing_keys()
             runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress,
                          policy=policy)
         except BadInput:  # e.g. bwrap is missing here: exit 2, nothing appended

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from engine.run.kinds import NodeTable
+from engine.run.proxy import pricing
 from engine.run.proxy.config import LlmConfig
 from engine.run.proxy.config import parse as parse_llm
 from engine.run.values import (
@@ -30,6 +32,7 @@ from engine.run.worker import CommandWorker, Worker
 from engine.system.errors import BadInput
 from engine.system.judged import Limits
 from engine.system.limits import ResourceLimits
+from engine.system.secrets import secret_name
 
 _NUMBERS = (int, float)  # for isinstance: a tuple, not `int | float` built anew at every call
 LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)
@@ -76,17 +79,15 @@ def node_ranges(node: NodeTable) -> None:
 
 
 def llm_table(node: NodeTable, worker: Worker) -> LlmConfig | None:
-    """The node's `llm` table, for a command worker only; its key variable must be set now."""
+    """The node's `llm` table, for a command worker only. Its key variable is not read here:
+    a command that calls no model (`bound`, `show`, `audit`) needs no secret (`upstream_keys`
+    is asked by `run` and `resume`)."""
     if "llm" not in node:
         return None
     cfg = parse_llm(node["llm"], node.error)
     if not isinstance(worker, CommandWorker):
         raise node.error("llm", "model access is given to command workers only",
                          'use kind = "command" with a worker argv, or remove [llm]')
-    if cfg.api_key_env is not None and cfg.key() is None:
-        raise node.error("llm.api_key_env", f"{cfg.api_key_env} is not set in the engine's "
-                         "environment", f"export {cfg.api_key_env}=<the upstream key> before "
-                         "`loopproof run` / `resume`")
     return cfg
 
 
@@ -192,3 +193,106 @@ def resource_limits(node: NodeTable, defaults: Mapping[str, int],
            for key in RESOURCE_FIELDS}
     return ResourceLimits(got["max_memory_bytes"], got["max_processes"], got["max_tmp_bytes"],
                           limits.max_bytes)
+
+
+def upstream_keys(nodes: Mapping[str, Any], file: str) -> None:
+    """BadInput (exit 2) for the first node whose `llm.api_key_env` is not set in the engine's
+    environment: asked by `run` and `resume`, the commands that call the model."""
+    for name, cfg in nodes.items():
+        llm = getattr(cfg, "llm", None)
+        if llm is not None and llm.api_key_env is not None and llm.key() is None:
+            raise BadInput(file, f"node {name!r}, field 'llm.api_key_env'",
+                           f"{llm.api_key_env} is not set in the engine's environment",
+                           f"export {llm.api_key_env}=<the upstream key> before "
+                           "`loopproof run` / `resume`")
+
+
+def model_room(nodes: Mapping[str, Any], ceilings: Mapping[str, float], price: float,
+               file: str) -> None:
+    """BadInput (exit 2) for the first node with an `llm` table whose wall-clock reservation
+    leaves less than one call's bound for its model calls. A command worker reserves
+    min(timeout_s x price, c_v - eval_reserve) for its wall clock before it starts; its calls
+    are paid from the rest, and the least a call can be bound to is its completion cap
+    (max_tokens at the completion price, before a single prompt token). Less than that left
+    and every call is answered 402 from the first: the run "works" and the agent never gets a
+    reply."""
+    for name, cfg in nodes.items():
+        llm = getattr(cfg, "llm", None)
+        if llm is None:
+            continue
+        worker_c = ceilings[name] - cfg.eval_reserve
+        wall = min(cfg.timeout_s * price, worker_c)
+        left = round(worker_c - wall, 6)
+        call = pricing.cost(llm, 0, llm.max_tokens)
+        if left + 1e-9 < call:
+            raise BadInput(
+                file, f"node {name!r}, field 'timeout_s'",
+                f"the wall-clock reservation timeout_s x price = {cfg.timeout_s:g} x "
+                f"{price:g} = {cfg.timeout_s * price:g} leaves {left:g} of c_v - eval_reserve "
+                f"= {worker_c:g} for model calls, less than one call's bound {call:g} "
+                f"(max_tokens {llm.max_tokens} at price_completion_per_1k "
+                f"{llm.price_completion_per_1k:g}, before any prompt token)",
+                _room_fix(worker_c, call, cfg.timeout_s))
+
+
+def _room_fix(worker_c: float, call: float, timeout_s: float) -> str:
+    """The fix: a price whose wall clock leaves room for ten calls (or one), else a c_v."""
+    for calls in (10, 1):
+        room = worker_c - calls * call
+        if room > 0:
+            return (f"lower timeout_s or the price (e.g. [graph] price = "
+                    f"{room / timeout_s / 2:.3g} leaves room for {calls} call(s)), or raise "
+                    "spend_ceiling")
+    return (f"raise spend_ceiling above {call:g} + the wall clock's share, or lower "
+            "max_tokens or the prices")
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENGINE_ENV = frozenset({"PATH", "HOME", "TMPDIR"})  # set by the engine for every worker
+ENGINE_ENV_PREFIXES = ("OPENAI_", "LOOPPROOF_")  # the model proxy's and the attempt's own
+MAX_ENV_VALUE = 32 * 1024
+
+
+def env_table(t: Mapping[str, Any], where: str, file: str) -> dict[str, str]:
+    """An `env` table (names to strings) for a command worker. Refused, one line each: a name
+    that is not a variable name, one the engine sets (PATH, HOME, TMPDIR, OPENAI_*,
+    LOOPPROOF_*), one whose name says it holds a secret (engine/system/secrets.py's rule: the
+    spec is stored in the ledger, so a secret reaches a worker only through `api_key_env`), a
+    value that is not a string (or holds a NUL byte, or is over 32 KiB)."""
+    v = t.get("env", {})
+    if not isinstance(v, dict):
+        raise BadInput(file, f"{where}'env'", f"must be a table of names to strings, got "
+                       f"{short(v)}", 'write env = { NAME = "value" }')
+    for name, value in v.items():
+        shown = name[:64] if name.isprintable() and "'" not in name else short(name)
+        field = f"{where}'env.{shown}'"
+        if not ENV_NAME.fullmatch(name):
+            raise BadInput(file, field, "is not an environment variable name",
+                           "use letters, digits and _ (not first a digit)")
+        upper = name.upper()
+        if upper in ENGINE_ENV or upper.startswith(ENGINE_ENV_PREFIXES):
+            raise BadInput(file, field, "is set by the engine for every worker (PATH, HOME, "
+                           "TMPDIR, OPENAI_*, LOOPPROOF_*)", "remove it: the engine's value "
+                           "is the one the worker gets (docs/proxy.md says which)")
+        if secret_name(name):
+            raise BadInput(file, field, "looks like a secret's name (the spec is stored in "
+                           "the ledger)", "give a secret to a worker only through an llm "
+                           "table's api_key_env, or rename a variable that holds none")
+        if not isinstance(value, str) or "\0" in value or len(value) > MAX_ENV_VALUE:
+            raise BadInput(file, field, f"must be a string of at most {MAX_ENV_VALUE} "
+                           f"characters without NUL, got {short(value)}",
+                           f'write {name} = "value"')
+    return dict(v)
+
+
+def worker_env(node: NodeTable, worker: Worker, defaults: Mapping[str, str],
+               file: str) -> tuple[tuple[str, str], ...]:
+    """A command worker's variables: the graph's `env`, then the node's (it wins per name).
+    A node whose worker is not a command may not set `env` (nothing would read it)."""
+    if "env" in node and not isinstance(worker, CommandWorker):
+        raise node.error("env", "only a command worker gets environment variables",
+                         'use kind = "command", or remove env')
+    if not isinstance(worker, CommandWorker):
+        return ()
+    own = env_table(node, f"node {node.name!r}, field ", file)
+    return tuple(sorted({**defaults, **own}.items()))

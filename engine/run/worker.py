@@ -37,6 +37,9 @@ class AttemptContext:
     # Python workers)
     worker_sandbox: Confinement | None = None
     gate_sandbox: Confinement | None = None
+    # polled while a command worker runs: a reason to stop it now (a refused model call under
+    # on_refusal = "end-attempt"), else None
+    stop: Callable[[], str | None] | None = None
 
 
 class Worker(Protocol):
@@ -68,7 +71,7 @@ class CommandWorker:
         env = safe_environment(extra=dict(ctx.env), home=ctx.workspace)
         try:
             m = ctx.meter.run_command(self.argv, ctx.workspace, self.timeout_s, env=env,
-                                      confine=self._sandbox(ctx))
+                                      confine=self._sandbox(ctx), stop=ctx.stop)
         except ProcessError as exc:
             return {"argv": list(self.argv), "started": False, "error": str(exc)}
         r = m.result

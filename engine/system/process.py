@@ -124,7 +124,7 @@ class ProcessResult:
     argv: tuple[str, ...]
     returncode: int | None
     timed_out: bool
-    killed: str | None  # "timeout" | "ceiling" | "limit" | None
+    killed: str | None  # "timeout" | "ceiling" | "limit" | "refused" | None
     seconds: float
     stdout: bytes  # the first max_output bytes (all of it, unless output_truncated)
     stderr: bytes
@@ -240,13 +240,15 @@ def _exited(pid: int) -> bool:
 def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
                 env: Mapping[str, str] | None = None, stdin: bytes | None = None,
                 on_tick: Callable[[float], bool] | None = None, tick_s: float = 0.05,
-                max_output: int = 1 << 20, confine: Confinement | None = None
-                ) -> ProcessResult:
-    """Run `argv` in `cwd`; SIGKILL its whole process group at `timeout_s` or when `on_tick`
-    (called about every `tick_s` seconds with the elapsed time) returns False. With `confine`,
-    the command runs in that sandbox; its set-up time counts in `seconds` (it is paid for).
-    With `confine.hold`, it runs in a `Cell` (engine/system/limits/): killed at the first limit
-    it hits (`killed` = "limit"), and every process it started is killed when it ends."""
+                max_output: int = 1 << 20, confine: Confinement | None = None,
+                stop: Callable[[], str | None] | None = None) -> ProcessResult:
+    """Run `argv` in `cwd`; SIGKILL its whole process group at `timeout_s`, when `on_tick`
+    (called about every `tick_s` seconds with the elapsed time) returns False (killed =
+    "ceiling"), or when `stop` (asked as often) gives a reason (killed = "refused"). With
+    `confine`, the command runs in that sandbox; its set-up time counts in `seconds` (it is
+    paid for). With `confine.hold`, it runs in a `Cell` (engine/system/limits/): killed at the
+    first limit it hits (`killed` = "limit"), and every process it started is killed when it
+    ends."""
     argv = tuple(str(a) for a in argv)
     if not argv:
         raise ProcessError("empty command: give the program to run as the first argv item")
@@ -264,7 +266,7 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
         with launcher as launch:
             cell = Cell(hold, launch.tmpfs) if hold is not None else None
             result = _run(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output,
-                          cell)
+                          cell, stop)
     except Unavailable as exc:
         raise ProcessError(f"{argv[0]}: cannot sandbox the command: {exc}") from exc
     if (cell is not None and result.returncode == JOIN_FAILED
@@ -273,17 +275,21 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float, *,
                            f"fix: check that the engine may create cgroups below its own")
     if launch.started() is False and result.killed is None:
         words = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        why = launch.explain() if launch.explain is not None else None
         raise ProcessError(f"{argv[0]}: the sandbox could not start command {list(argv)!r} in "
-                           f"{cwd}: {words}; fix: check the program path (it must be visible "
-                           f"in the sandbox) and that it is executable")
+                           f"{cwd}: {words}" + (f"; {why}" if why else "") + "; fix: check "
+                           "the program path (it and its interpreter must be visible in the "
+                           "sandbox) and that it is executable")
     return result
 
 
 def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
          stdin: bytes | None, on_tick: Callable[[float], bool] | None, tick_s: float,
-         max_output: int, cell: Cell | None = None) -> ProcessResult:
+         max_output: int, cell: Cell | None = None,
+         stop: Callable[[], str | None] | None = None) -> ProcessResult:
     try:
-        return _run_in(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output, cell)
+        return _run_in(argv, launch, timeout_s, start, stdin, on_tick, tick_s, max_output, cell,
+                       stop)
     finally:
         if cell is not None:  # whatever happened: no process of the command outlives it
             cell.end()
@@ -291,7 +297,8 @@ def _run(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
 
 def _run_in(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: float,
             stdin: bytes | None, on_tick: Callable[[float], bool] | None, tick_s: float,
-            max_output: int, cell: Cell | None) -> ProcessResult:
+            max_output: int, cell: Cell | None,
+            stop: Callable[[], str | None] | None = None) -> ProcessResult:
     try:
         proc = subprocess.Popen(
             cell.wrap(launch.argv) if cell is not None else launch.argv, cwd=launch.cwd,
@@ -320,6 +327,8 @@ def _run_in(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: floa
                 killed = "ceiling"
             elif cell is not None and (limit := cell.breach()) is not None:
                 killed = "limit"
+            elif stop is not None and stop() is not None:
+                killed = "refused"
             if killed:
                 _kill_group(proc.pid)
                 break

@@ -78,3 +78,41 @@ def installed(program: str) -> bool:
     """A program of an installation (in a bin/ or sbin/ folder: an interpreter, a system tool),
     which workers may run too; any other program (a gate's own script) is one of its files."""
     return Path(program).parent.name in ("bin", "sbin")
+
+
+def shebang(path: str) -> str | None:
+    """The interpreter a script's `#!` line names, as written: its absolute path, or the name
+    `/usr/bin/env` is asked to find (`#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`).
+    None for a compiled program, an unreadable file or no `#!` line."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    words = line.split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        return names[0] if names else None
+    return words[0]
+
+
+def interpreters(program: str, spec_dir: Path, *, path: str | None = None,
+                 depth: int = 4) -> list[tuple[str, str]]:
+    """(as written, absolute) for the interpreter a script names in its `#!` line, and the one
+    that interpreter names if it is a script too (a wrapper), resolved like argv[0]. Raises
+    `ProgramNotFound` with the interpreter's name when one does not exist."""
+    out: list[tuple[str, str]] = []
+    current = program
+    for _ in range(depth):
+        named = shebang(current)
+        if named is None:
+            break
+        found = resolve(named, spec_dir, path=path)  # ProgramNotFound(named) if missing
+        out.append((named, found))
+        current = found
+    return out

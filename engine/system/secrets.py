@@ -23,12 +23,17 @@ MIN_LEN = 8
 PUBLIC = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PWD", "SHELL"})
 
 
+def secret_name(name: str) -> bool:
+    """Does this variable name say that it holds a secret (`SECRET_NAME`)?"""
+    return name not in PUBLIC and SECRET_NAME.search(name) is not None
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
     """(name, value) of every secret-looking variable, longest value first (so a value that
     contains another is replaced whole)."""
     env = os.environ if environ is None else environ
     found = {(k, v) for k, v in env.items()
-             if k not in PUBLIC and SECRET_NAME.search(k) and len(v) >= MIN_LEN}
+             if secret_name(k) and len(v) >= MIN_LEN}
     return tuple(sorted(found, key=lambda kv: (-len(kv[1]), kv[0])))
 
 

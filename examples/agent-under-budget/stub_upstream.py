@@ -22,24 +22,28 @@ STEPS = ["read the failing test", "find the off-by-one", "patch the loop bound",
          "run the tests again", "tidy the docstring"]
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler that answers JSON (examples/mini-swe-agent's stub uses it too)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def send(self, status: int, doc: Any) -> None:
+        data = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 def serve(port: int = 0, key: str | None = None) -> ThreadingHTTPServer:
     """Start the stub on 127.0.0.1:`port` (0: any free port) in a thread; return the server."""
     counter = iter(range(10**9))
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def send(self, status: int, doc: Any) -> None:
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def allowed(self) -> bool:
             if key and self.headers.get("Authorization") != f"Bearer {key}":
                 self.send(401, {"error": {"message": "bad key", "type": "invalid_request_error",

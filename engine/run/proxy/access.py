@@ -15,7 +15,7 @@ import secrets
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,9 @@ class Access:
 
     env: dict[str, str]
     socket: Path
+    # why the worker must stop now (a refusal under on_refusal = "end-attempt", once its calls
+    # in flight are settled), else None: polled while the worker runs
+    stop: Callable[[], str | None] = lambda: None
 
     def wrap(self, argv: Sequence[str]) -> tuple[str, ...]:
         return (sys.executable, "-I", "-S", str(BRIDGE), "--socket", str(self.socket), "--",
@@ -64,7 +67,7 @@ def model_access(cfg: LlmConfig, account: Account, *, ledger: Path,
                   store=BodyStore(calls_root(ledger), [key, token]), where=where)
     proxy.start()
     try:
-        yield Access({"OPENAI_API_KEY": token}, sock)
+        yield Access({"OPENAI_API_KEY": token}, sock, proxy.stop_reason)
     finally:
         proxy.stop()
         shutil.rmtree(folder, ignore_errors=True)

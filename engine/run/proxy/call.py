@@ -47,7 +47,7 @@ class Upstream(Protocol):
     account: Account
     store: BodyStore
 
-    def upstream(self) -> http.client.HTTPConnection: ...
+    def upstream(self, timeout_s: float | None = None) -> http.client.HTTPConnection: ...
 
     def target(self, endpoint: str) -> str: ...
 
@@ -56,6 +56,10 @@ class Upstream(Protocol):
     def track(self, s: socket.socket, on: bool) -> None: ...
 
     def record(self, call: str, **facts: Any) -> None: ...
+
+    ending: str | None
+
+    def refused(self, call: str, cost: float, left: float) -> None: ...
 
 
 class Client(Protocol):
@@ -94,17 +98,25 @@ class Call:
         b, p = self.bound, self.p
         request_sha = p.store.put(b.body)
         facts = {"call": self.call, "endpoint": b.endpoint, "model": b.model}
-        if not p.account.hold(self.call, b.cost, WHAT, **facts):
-            left = p.account.allowance()
+        ending = p.ending
+        if ending is not None or not p.account.hold(self.call, b.cost, WHAT, **facts):
+            left = round(p.account.allowance(), 6)
+            if ending is None:
+                p.refused(self.call, b.cost, left)
+            ends = p.ending is not None
             body = error_body(
                 f"loopproof: this call may cost up to {b.cost:g} spend units "
                 f"({b.prompt_tokens} prompt tokens at most, {b.completion_tokens} completion "
-                f"tokens at most); the attempt may spend {left:g} more", "insufficient_quota",
-                "budget_exceeded")
+                f"tokens at most); the attempt may spend {left:g} more"
+                + ("; the attempt ends here (on_refusal = \"end-attempt\")" if ends else ""),
+                "insufficient_quota", "budget_exceeded")
             self.h.close_connection = True
             self.h.reply(402, body)
+            why = ("the attempt is ending: a call was refused" if ending is not None
+                   else "the reservation does not fit")
             p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
-                     refused=True, status=402, why="the reservation does not fit",
+                     refused=True, status=402, why=why, prompt_bound=b.prompt_tokens,
+                     prompt_counted_by=b.prompt_counted_by,
                      reserved=b.cost, charged=0.0, request_sha256=request_sha,
                      response_sha256=p.store.put(body),
                      latency_s=round(time.monotonic() - self.t0, 6))
@@ -132,6 +144,7 @@ class Call:
             extra = {"error": self.error} if self.error else {}
             p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
                      refused=False, status=self.status, reserved=b.cost, charged=charged,
+                     prompt_bound=b.prompt_tokens, prompt_counted_by=b.prompt_counted_by,
                      prompt_tokens=tokens[0], completion_tokens=tokens[1],
                      usage=self.usage_kind, cut=self.cut,
                      latency_s=round(time.monotonic() - self.t0, 6),

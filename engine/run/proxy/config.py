@@ -16,7 +16,9 @@ from urllib.parse import urlsplit
 from engine.system import secret_env
 
 FIELDS = ("upstream", "api_key_env", "price_prompt_per_1k", "price_completion_per_1k",
-          "max_tokens", "timeout_s")
+          "max_tokens", "timeout_s", "on_refusal", "tokenize")
+ON_REFUSAL = ("end-attempt", "continue")  # what a 402 does to the attempt (docs/proxy.md)
+TOKENIZE = ("auto", "vllm", "none")  # how the upstream counts a prompt's tokens
 DEFAULT_TIMEOUT_S = 300.0  # wall clock of one upstream call
 
 
@@ -31,6 +33,10 @@ class LlmConfig:
     price_completion_per_1k: float = 0.0
     max_tokens: int = 1024
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # "end-attempt": the first 402 stops the worker once its calls in flight are settled, and
+    # the attempt goes on to its gate; "continue": the worker decides what a 402 means
+    on_refusal: str = "end-attempt"
+    tokenize: str = "auto"  # engine/run/proxy/tokens.py: exact prompt counts where offered
 
     def key(self) -> str | None:
         """The upstream key, whether or not the engine has taken it out of its environment."""
@@ -40,7 +46,8 @@ class LlmConfig:
         out: dict[str, Any] = {"upstream": self.upstream,
                                "price_prompt_per_1k": self.price_prompt_per_1k,
                                "price_completion_per_1k": self.price_completion_per_1k,
-                               "max_tokens": self.max_tokens, "timeout_s": self.timeout_s}
+                               "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
+                               "on_refusal": self.on_refusal, "tokenize": self.tokenize}
         if self.api_key_env is not None:
             out["api_key_env"] = self.api_key_env
         return out
@@ -86,5 +93,14 @@ def parse(table: Any, problem: Problem) -> LlmConfig:
     if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
         raise problem("llm.timeout_s", f"{t!r} is not a number > 0",
                       "set timeout_s to the wall clock one upstream call may take")
+    choices = {"on_refusal": ON_REFUSAL, "tokenize": TOKENIZE}
+    picked = {}
+    for f, allowed in choices.items():
+        v = table.get(f, allowed[0])
+        if v not in allowed:
+            raise problem(f"llm.{f}", f"{v!r} is not one of {list(allowed)}",
+                          f'write {f} = "{allowed[0]}" (or leave it out)')
+        picked[f] = v
     return LlmConfig(up.rstrip("/"), key_env, prices["price_prompt_per_1k"],
-                     prices["price_completion_per_1k"], mt, float(t))
+                     prices["price_completion_per_1k"], mt, float(t), picked["on_refusal"],
+                     picked["tokenize"])

@@ -18,6 +18,7 @@ string, a negative, more than asked) is charged the reservation in full.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -64,6 +65,13 @@ class Bound:
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    prompt_counted_by: str = "bytes"  # "bytes" (the body's length) or "tokenize" (upstream)
+
+
+def with_prompt(b: Bound, tokens: int, cfg: LlmConfig) -> Bound:
+    """`b` with its prompt bound the upstream's exact count (engine/run/proxy/tokens.py)."""
+    return dataclasses.replace(b, prompt_tokens=tokens, prompt_counted_by="tokenize",
+                               cost=cost(cfg, tokens, b.completion_tokens))
 
 
 def up(x: float) -> float:

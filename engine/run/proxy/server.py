@@ -26,6 +26,7 @@ import contextlib
 import hmac
 import http.client
 import itertools
+import json
 import socket
 import socketserver
 import threading
@@ -40,6 +41,7 @@ from engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call
 from engine.run.proxy.config import LlmConfig
 from engine.run.proxy.pricing import CHAT, COMPLETIONS, MODELS, Refused, error_body
 from engine.run.proxy.store import BodyStore
+from engine.run.proxy.tokens import PromptCounter
 
 # Names that live in engine.run.proxy.call, importable from here as before.
 __all__ = ["MAX_RESPONSE", "WHAT", "Account", "Call", "Proxy"]
@@ -66,12 +68,17 @@ class Proxy:
         self._https = parts.scheme == "https"
         self._host, self._port = parts.hostname or "", parts.port
         self._base = parts.path.rstrip("/")
+        root = self._base.removesuffix("/v1")  # vLLM serves /tokenize beside /v1, not in it
+        self.counter = PromptCounter(cfg.tokenize, self.upstream, root + "/tokenize",
+                                     self.headers)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._live: set[socket.socket] = set()  # sockets to shut down on stop
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.stopping = False
+        self.ending: str | None = None  # why the worker is to be stopped (on_refusal)
+        self._flight = 0  # metered calls between their hold and their settle
 
     # ---- life ----------------------------------------------------------------------------------
     def start(self) -> Proxy:
@@ -117,10 +124,54 @@ class Proxy:
     def next_id(self) -> str:
         return f"c{next(self._ids)}"
 
+    # ---- the end of the attempt at a refusal (on_refusal = "end-attempt") ----------------------
+    @contextlib.contextmanager
+    def in_flight(self) -> Any:
+        """Count a metered call from before its hold to after its settle."""
+        with self._lock:
+            self._flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._flight -= 1
+
+    def refused(self, call: str, cost: float, left: float) -> None:
+        """A call's bound did not fit. Under "end-attempt" the first refusal records why the
+        worker is to be stopped (`worker_stopped`, validated on replay) and later calls are
+        refused at once; the worker is stopped when no call is in flight (`stop_reason`)."""
+        if self.cfg.on_refusal != "end-attempt":
+            return
+        with self._lock:
+            if self.ending is not None:
+                return
+            self.ending = (f"model call refused: the attempt may spend {left:g} more, the call "
+                           f"may cost up to {cost:g}")
+        self.account.fact({"type": "worker_stopped", **self.where, "why": "model call refused",
+                           "call": call, "left": left, "cost": cost})
+
+    def stop_reason(self) -> str | None:
+        """Why the worker must stop now: a refusal was recorded and every call it had in
+        flight has been settled. None: let it run."""
+        with self._lock:
+            return self.ending if self.ending is not None and self._flight == 0 else None
+
     # ---- upstream ------------------------------------------------------------------------------
-    def upstream(self) -> http.client.HTTPConnection:
+    def upstream(self, timeout_s: float | None = None) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return cls(self._host, self._port, timeout=self.cfg.timeout_s)
+        return cls(self._host, self._port,
+                   timeout=self.cfg.timeout_s if timeout_s is None else timeout_s)
+
+    def tighten(self, endpoint: str, bound: pricing.Bound) -> pricing.Bound:
+        """The bound with its prompt part the upstream's exact count, where it gives one."""
+        if self.ending is not None:  # refused anyway: nothing to count
+            return bound
+        try:
+            body = json.loads(bound.body)
+        except ValueError:
+            return bound
+        n = self.counter.count(endpoint, body, bound.prompt_tokens)
+        return bound if n is None else pricing.with_prompt(bound, n, self.cfg)
 
     def target(self, endpoint: str) -> str:
         return self._base + endpoint.removeprefix("/v1")
@@ -270,5 +321,6 @@ class _Handler(BaseHTTPRequestHandler):
                               request_sha256=self.proxy.store.put(raw),
                               response_sha256=self.proxy.store.put(body))
             return None
-        Call(self, call, bound, t0).run()
+        with self.proxy.in_flight():
+            Call(self, call, self.proxy.tighten(endpoint, bound), t0).run()
         return None

@@ -14,7 +14,7 @@ error, never read as the command's own exit code 1 = reject).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -68,6 +68,9 @@ class Launch:
     status: Mapping[str, object] = field(default_factory=dict)
     # the private temp folders made at `View.tmp_bytes`, as the command sees them
     tmpfs: tuple[str, ...] = ()
+    # after a failed start: which file the command needed and could not see, and why (None:
+    # the backend cannot tell)
+    explain: Callable[[], str | None] | None = None
 
     def started(self) -> bool | None:
         value = self.status.get("started")

@@ -134,6 +134,50 @@ def mount_plan(view: View, masks: Sequence[str]) -> list[tuple[str, str, str]]:
     return plan
 
 
+def unseen(path: str, view: View, masks: Sequence[str]) -> str | None:
+    """Why `path` cannot be seen by a command under `view` (None: it can): it does not exist,
+    or the deepest layer of the mount plan over it masks it (a tmpfs over the engine user's
+    home or /tmp, a hidden run file)."""
+    if not os.path.exists(path):
+        return "it does not exist"
+    r = _real(path)
+    layers = [("/", "ro"), *((dest, op) for op, _src, dest in mount_plan(view, masks))]
+    if _cover(r, layers) != "masked":
+        return None
+    holder = max((d for d, op in layers if _under(r, d) and _effect(op) == "masked"),
+                 key=_depth)
+    what = ("it is one of the run's files hidden from workers" if holder == r
+            else f"it lies under {holder}, which the sandbox masks (an empty folder)")
+    return f"{what}{'' if r == path else f' (it is {r})'}"
+
+
+def explain_start(argv: Sequence[str], env: Mapping[str, str], view: View,
+                  masks: Sequence[str]) -> str | None:
+    """After bwrap could not exec `argv`: the first file it needed that the command cannot see
+    (the program, then the interpreter its `#!` line names, and that one's), and why."""
+    from engine.system.programs import shebang  # a sibling module; only on this failure path
+    if not argv:
+        return None
+    current = argv[0]
+    if not os.path.isabs(current):
+        current = shutil.which(current, path=env.get("PATH", os.defpath)) or current
+    what = f"the program {current}"
+    for _ in range(5):
+        why = unseen(current, view, masks) if os.path.isabs(current) else "it is not on PATH"
+        if why is not None:
+            return f"{what} is not visible: {why}"
+        named = shebang(current)
+        if named is None:
+            return None
+        found = named if os.path.isabs(named) else shutil.which(
+            named, path=env.get("PATH", os.defpath))
+        what = f"the interpreter {named} named by the shebang of {current}"
+        if found is None:
+            return f"{what} is not visible: it is not on PATH"
+        current = found
+    return None
+
+
 def _effect(op: str) -> str:
     return {"ro": "ro", "rw": "rw", "tmpfs": "masked", "hide-file": "masked",
             "hide-dir": "masked"}[op]
@@ -215,7 +259,9 @@ class Bwrap:
         sc = filter_fd()
         status: dict[str, object] = {}
         full = tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks, seccomp_fd=sc))
-        launch = Launch(full, child_env, Path(cwd), (w, sc), status, sized_tmpfs(full))
+        masks = self.masks
+        launch = Launch(full, child_env, Path(cwd), (w, sc), status, sized_tmpfs(full),
+                        explain=lambda: explain_start(argv, child_env, view, masks))
         try:
             yield launch
         finally:

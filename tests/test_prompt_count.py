@@ -73,7 +73,7 @@ def test_a_count_that_skips_the_chat_template_is_below_the_usage(tmp_path):
     schedule = [{"messages": [{"role": "system", "content": "you fix bugs"},
                               {"role": "user", "content": "fix calc.py"}], "tools": True,
                  "stream": False, "completions": False}]
-    recs, _ = _run(tmp_path, schedule, "exact")
+    recs, _ = _run(tmp_path, schedule, "text")
     # the planted fault the property above would catch: a bound below the billed prompt (the
     # usage is then not believed, and the call is charged its whole reservation)
     assert recs[0]["prompt_bound"] < 12 and recs[0]["usage"] == "implausible"

@@ -40,7 +40,7 @@ while True:  # retries a 402 forever, as an agent with a generic retry policy do
 """
 
 
-def graph(tmp: Path, upstream: str, on_refusal: str | None) -> Path:
+def graph(tmp: Path, upstream: str, on_refusal: str | None, timeout_s: int) -> Path:
     (tmp / "agent.py").write_text(RETRIER)
     line = "" if on_refusal is None else f'on_refusal = "{on_refusal}"\n'
     (tmp / "graph.toml").write_text(f"""
@@ -52,7 +52,7 @@ price = 0.001
 worker = [{json.dumps(sys.executable)}, "agent.py"]
 gate = ["/bin/sh", "-c", "test -f calls.txt"]
 spend_ceiling = 0.2
-timeout_s = 6
+timeout_s = {timeout_s}
 
 [node.agent.llm]
 upstream = "{upstream}"
@@ -68,10 +68,10 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env={"PATH": os.environ["PATH"]})
 
 
-def run(tmp: Path, on_refusal: str | None) -> tuple[float, list[dict], int]:
+def run(tmp: Path, on_refusal: str | None, timeout_s: int = 6) -> tuple[float, list[dict], int]:
     with fake_openai([]) as up:
         up.default = Reply("one two three")
-        spec = graph(tmp, up.base_url, on_refusal)
+        spec = graph(tmp, up.base_url, on_refusal, timeout_s)
         t0 = time.monotonic()
         proc = cli("run", str(spec), "--ledger", str(tmp / "l.jsonl"), "--json")
         took = time.monotonic() - t0
@@ -80,8 +80,14 @@ def run(tmp: Path, on_refusal: str | None) -> tuple[float, list[dict], int]:
     return took, [json.loads(x) for x in (tmp / "l.jsonl").read_text().splitlines()], sent
 
 
-def test_a_refusal_ends_the_attempt_within_a_second_and_show_says_why(tmp_path: Path):
-    took, recs, sent = run(tmp_path, None)  # the default is "end-attempt"
+@pytest.fixture(scope="module")
+def ended(tmp_path_factory) -> tuple[Path, float, list[dict], int]:
+    tmp = tmp_path_factory.mktemp("ended")
+    return (tmp, *run(tmp, None))  # the default is "end-attempt"
+
+
+def test_a_refusal_ends_the_attempt_within_a_second_and_show_says_why(ended):
+    tmp_path, took, recs, sent = ended
     calls = [r for r in recs if r["type"] == "llm_call"]
     refused = [c for c in calls if c["refused"]]
     stop = [r for r in recs if r["type"] == "worker_stopped"]
@@ -106,15 +112,15 @@ def test_a_refusal_ends_the_attempt_within_a_second_and_show_says_why(tmp_path: 
 
 
 def test_continue_leaves_the_retrying_worker_to_its_timeout(tmp_path: Path):
-    took, recs, _ = run(tmp_path, "continue")
+    took, recs, _ = run(tmp_path, "continue", timeout_s=3)
     refused = [r for r in recs if r["type"] == "llm_call" and r["refused"]]
-    assert len(refused) > 3 and not [r for r in recs if r["type"] == "worker_stopped"]
+    assert len(refused) >= 2 and not [r for r in recs if r["type"] == "worker_stopped"]
     wall = [r for r in recs if r["type"] == "settle" and r.get("what") == "wall_clock"]
-    assert wall[0]["killed"] == "timeout" and took >= 6
+    assert wall[0]["killed"] == "timeout" and took >= 3
 
 
-def test_a_worker_stopped_record_the_state_does_not_allow_is_ledger_corrupt(tmp_path: Path):
-    _, recs, _ = run(tmp_path, None)
+def test_a_worker_stopped_record_the_state_does_not_allow_is_ledger_corrupt(ended):
+    recs = ended[2]
     i = next(k for k, r in enumerate(recs) if r["type"] == "worker_stopped")
     replay(recs)  # as written: replays
     for field, value in (("node", "ghost"), ("cost", 0.0), ("left", 5.0), ("left", "x")):

@@ -57,18 +57,29 @@ def test_env_reaches_the_worker_and_never_the_gate(tmp_path: Path):
 REFUSED = {"PATH": "PATH", "HOME": "HOME", "OPENAI_BASE_URL": "OPENAI_BASE_URL",
            "openai_api_key": "openai_api_key", "LOOPPROOF_NODE": "LOOPPROOF_NODE",
            "GITHUB_TOKEN": "GITHUB_TOKEN", "MY_API_KEY": "MY_API_KEY",
-           "DB_PASSWORD": "DB_PASSWORD", "1BAD": "1BAD"}
+           "DB_PASSWORD": "DB_PASSWORD", "1BAD": "1BAD", "LD_PRELOAD": "LD_PRELOAD"}
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_a_name_the_engine_sets_or_a_secret_is_one_line_exit_2(tmp_path: Path, name: str):
+def test_a_name_the_engine_sets_or_a_secret_is_refused_naming_it(tmp_path: Path, name: str):
+    spec = write(tmp_path, 'worker = ["true"]\ngate = ["true"]\n'
+                 f'env = {{ "{name}" = "sk-abcdef0123456789" }}\n')
+    with pytest.raises(BadInput) as exc:
+        spec_mod.load(spec)
+    line = str(exc.value)
+    assert "graph.toml" in line and f"env.{name}" in line and "fix:" in line
+    assert "sk-abcdef" not in line and "\n" not in line
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GITHUB_TOKEN"])
+def test_through_the_cli_a_refused_name_is_one_line_exit_2_nothing_written(tmp_path: Path,
+                                                                          name: str):
     spec = write(tmp_path, 'worker = ["true"]\ngate = ["true"]\n'
                  f'env = {{ "{name}" = "sk-abcdef0123456789" }}\n')
     proc = cli("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"))
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "graph.toml" in lines[0] and f"env.{name}" in lines[0] and "fix:" in lines[0]
-    assert "Traceback" not in proc.stderr
+    assert f"env.{name}" in lines[0] and "Traceback" not in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.toml"]
 
 

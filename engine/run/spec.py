@@ -136,7 +136,7 @@ NODE_FIELDS: dict[str, str] = {
                 "confined (see docs/threat-model.md); default []",
     "env": "environment variables of the node's command worker (never its gate), a table of "
            "names to strings; refused: PATH, HOME, TMPDIR, OPENAI_*, LOOPPROOF_* (the engine "
-           "sets them) and names that look secret (docs/proxy.md)",
+           "sets them), LD_* and names that look secret (docs/proxy.md)",
     "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
                  "an error verdict, checked before anything is copied",
     "max_workspace_bytes": "bytes the workspace's files may add up to while the worker runs "

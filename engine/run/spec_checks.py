@@ -256,9 +256,10 @@ MAX_ENV_VALUE = 32 * 1024
 def env_table(t: Mapping[str, Any], where: str, file: str) -> dict[str, str]:
     """An `env` table (names to strings) for a command worker. Refused, one line each: a name
     that is not a variable name, one the engine sets (PATH, HOME, TMPDIR, OPENAI_*,
-    LOOPPROOF_*), one whose name says it holds a secret (engine/system/secrets.py's rule: the
-    spec is stored in the ledger, so a secret reaches a worker only through `api_key_env`), a
-    value that is not a string (or holds a NUL byte, or is over 32 KiB)."""
+    LOOPPROOF_*), LD_* (it would reach bwrap itself), one whose name says it holds a secret
+    (engine/system/secrets.py's rule: the spec is stored in the ledger, so a secret reaches a
+    worker only through `api_key_env`), a value that is not a string (or holds a NUL byte, or
+    is over 32 KiB)."""
     v = t.get("env", {})
     if not isinstance(v, dict):
         raise BadInput(file, f"{where}'env'", f"must be a table of names to strings, got "
@@ -274,6 +275,10 @@ def env_table(t: Mapping[str, Any], where: str, file: str) -> dict[str, str]:
             raise BadInput(file, field, "is set by the engine for every worker (PATH, HOME, "
                            "TMPDIR, OPENAI_*, LOOPPROOF_*)", "remove it: the engine's value "
                            "is the one the worker gets (docs/proxy.md says which)")
+        if upper.startswith("LD_"):
+            raise BadInput(file, field, "would reach the sandbox launcher itself (bwrap starts "
+                           "with the worker's environment, outside the sandbox)",
+                           "remove it; set it inside the worker's own command instead")
         if secret_name(name):
             raise BadInput(file, field, "looks like a secret's name (the spec is stored in "
                            "the ledger)", "give a secret to a worker only through an llm "

@@ -1,9 +1,11 @@
 """Red team: a successor's worker rewrites the predecessor's tree it was handed (`inputs/`).
 
-docs/threat-model.md says a worker sees `inputs/` read-only. The hand-off makes the copy
-read-only by its modes, but a worker run as root (uid 0 without capabilities still owns the
-files) can `chmod u+w` them back and rewrite what it was given, and so make its own gate, which
-checks the answer against the input, accept a forgery. The node must not end DONE.
+docs/threat-model.md says a worker sees `inputs/` read-only. Under bwrap it is a read-only
+mount: a worker run as root (uid 0 without capabilities still owns the files) can no longer
+`chmod u+w` them back and rewrite what it was given (before, with read-only modes only, it
+could, and the re-check before its gate made the verdict an error), so its gate, which checks
+the answer against the input, judges the forgery against the true input. The node must not end
+DONE, and what it was handed stays as handed.
 """
 
 from __future__ import annotations
@@ -40,4 +42,5 @@ def test_a_worker_cannot_rewrite_what_it_was_handed(tmp_path: Path) -> None:
         runner.close()
     records = [json.loads(x) for x in ledger.read_text().splitlines()]
     b = [r["verdict"] for r in records if r["type"] == "verdict" and r["node"] == "b"]
-    assert b == ["error"] and code != 0
+    assert b == ["reject"] and code != 0  # the rewrite failed: the forgery met the real input
+    assert (Path(f"{ledger}.work") / "b" / "inputs" / "a" / "out.txt").read_text() == "good\n"

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from engine.run import spec as spec_mod
+from engine.run.spec_checks import refuse_unfit_model_calls
 from engine.run.values import add_size_argument
 from engine.system import collector
 from model.bounds import GLOSS
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     with collector.paused():  # W and W_c of a large graph build indices, not cycles
         spec = spec_mod.load(args.graph, args.max_spec_bytes)
-        spec.refuse_unfit_model_calls()  # the bound needs no key, only the numbers
+        refuse_unfit_model_calls(spec)  # the bound needs no key, only the numbers
         b = spec.bounds()
     if args.json:
         print(json.dumps(b, sort_keys=True))

@@ -62,6 +62,7 @@ from engine.run.planner import RunPlanner
 from engine.run.progress import Progress
 from engine.run.recovery import kill_orphans, recover
 from engine.run.spec import Spec, is_price
+from engine.run.spec_checks import refuse_missing_keys, refuse_unfit_model_calls
 from engine.system import faults, limits
 from engine.system.errors import BadInput, LedgerCorrupt
 from engine.system.trees import remove_tree
@@ -126,8 +127,8 @@ class Runner:
         # Absolute from here on: workers, gates and revision nodes run in other folders, and a
         # relative ledger path would name a different file there.
         ledger_path = Path(ledger_path).absolute()
-        spec.refuse_unfit_model_calls()
-        spec.refuse_missing_keys()
+        refuse_unfit_model_calls(spec)
+        refuse_missing_keys(spec)
         if spec.strict_bound and not spec.bounds()["fits"]:
             b = spec.bounds()
             raise BadInput(str(spec.path), "[graph] strict_bound",
@@ -195,8 +196,8 @@ class Runner:
                     or default_stop_file(Path(ledger_path)))
         # the policy is re-pinned from the record; checked (and recorded) by recover
         try:
-            spec.refuse_unfit_model_calls(replayed.price if price is None else float(price))
-            spec.refuse_missing_keys()
+            refuse_unfit_model_calls(spec, replayed.price if price is None else float(price))
+            refuse_missing_keys(spec)
             runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress,
                          policy=policy)
         except BadInput:  # e.g. bwrap is missing here: exit 2, nothing appended

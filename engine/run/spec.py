@@ -43,13 +43,11 @@ from engine.run.spec_checks import (
     DEFAULT_RESOURCES,
     LIMIT_FIELDS,
     RESOURCE_FIELDS,
-    env_table,
     eval_reserve_of,
     graph_ranges,
     is_price,
     listed_paths,
     llm_table,
-    model_room,
     node_names,
     node_ranges,
     optional_path,
@@ -57,7 +55,6 @@ from engine.run.spec_checks import (
     resource_limits,
     tree_limit,
     unknown_keys,
-    upstream_keys,
     worker_env,
 )
 from engine.run.values import (
@@ -108,8 +105,7 @@ GRAPH_FIELDS: dict[str, str] = {
                      f"{DEFAULT_RESOURCES['max_processes']})",
     "max_tmp_bytes": f"every node's default for max_tmp_bytes (default "
                      f"{size_text(DEFAULT_RESOURCES['max_tmp_bytes'])})",
-    "env": "every command worker's default environment variables, a table of names to strings "
-           "(a node's own `env` adds to it and wins per name)",
+    "env": "every command worker's default variables (a node's own `env` wins per name)",
 }
 NODE_FIELDS: dict[str, str] = {
     "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
@@ -134,9 +130,8 @@ NODE_FIELDS: dict[str, str] = {
     "writable": "existing files or folders (relative to the spec) the worker may write besides "
                 "its workspace, e.g. a cache or a counter: outside every judged tree, and not "
                 "confined (see docs/threat-model.md); default []",
-    "env": "environment variables of the node's command worker (never its gate), a table of "
-           "names to strings; refused: PATH, HOME, TMPDIR, OPENAI_*, LOOPPROOF_* (the engine "
-           "sets them), LD_* and names that look secret (docs/proxy.md)",
+    "env": "the command worker's own variables (never its gate's), names to strings; no PATH, "
+           "HOME, TMPDIR, OPENAI_*, LOOPPROOF_*, LD_* or secret-looking name (docs/proxy.md)",
     "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
                  "an error verdict, checked before anything is copied",
     "max_workspace_bytes": "bytes the workspace's files may add up to while the worker runs "
@@ -234,17 +229,6 @@ class Spec:
         with collector.paused():
             return _build(path, spec_dir, table, digest, dict(programs))
 
-    def refuse_unfit_model_calls(self, price: float | None = None) -> None:
-        """BadInput (exit 2) if a node's wall-clock reservation at `price` (default: the
-        spec's) leaves less than one model call's bound (spec_checks.model_room)."""
-        model_room(self.nodes, {n.name: n.spend_ceiling for n in self.graph.nodes},
-                   self.price if price is None else price, str(self.path))
-
-    def refuse_missing_keys(self) -> None:
-        """BadInput (exit 2) if an `llm.api_key_env` is unset: asked only where the model is
-        called (`run`, `resume`)."""
-        upstream_keys(self.nodes, str(self.path))
-
     def bounds(self) -> dict[str, Any]:
         """W and W_c (model.bounds.GLOSS), the budget B, and whether W_c fits B."""
         w_c = spend_bound(self.graph)
@@ -324,7 +308,6 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     if not isinstance(sandbox, str) or sandbox not in BACKENDS:
         raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {short(sandbox)}",
                   f'write sandbox = "{DEFAULT}" (or leave it out)')
-    graph_env = env_table(g, "[graph] ", name)
     graph_table = NodeTable("", g, path)
     defaults = {key: tree_limit(graph_table, key, default) for key, default in
                 (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
@@ -379,10 +362,10 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
                              '"retry")')
         worker, gate = kind.factory(node, spec_dir)
         llm = llm_table(node, worker)
-        env = worker_env(node, worker, graph_env, name)
         configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
                                         gate_files, worker, gate, eval_reserve, llm, network,
-                                        writable, limits, gate_errors, resources, env)
+                                        writable, limits, gate_errors, resources,
+                                        worker_env(node, worker, g, name))
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
                                 spend_budget=g["spend_budget"])

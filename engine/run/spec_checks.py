@@ -290,14 +290,28 @@ def env_table(t: Mapping[str, Any], where: str, file: str) -> dict[str, str]:
     return dict(v)
 
 
-def worker_env(node: NodeTable, worker: Worker, defaults: Mapping[str, str],
+def worker_env(node: NodeTable, worker: Worker, graph: Mapping[str, Any],
                file: str) -> tuple[tuple[str, str], ...]:
-    """A command worker's variables: the graph's `env`, then the node's (it wins per name).
-    A node whose worker is not a command may not set `env` (nothing would read it)."""
+    """A command worker's variables: the `[graph]` table's `env`, then the node's (it wins per
+    name). A node whose worker is not a command may not set `env` (nothing would read it)."""
     if "env" in node and not isinstance(worker, CommandWorker):
         raise node.error("env", "only a command worker gets environment variables",
                          'use kind = "command", or remove env')
     if not isinstance(worker, CommandWorker):
         return ()
+    defaults = env_table(graph, "[graph] ", file) if "env" in graph else {}
     own = env_table(node, f"node {node.name!r}, field ", file)
     return tuple(sorted({**defaults, **own}.items()))
+
+
+def refuse_unfit_model_calls(spec: Any, price: float | None = None) -> None:
+    """`model_room` for a loaded spec (engine.run.spec.Spec) at `price` (default: the spec's):
+    asked by `bound`, `run` and `resume`."""
+    model_room(spec.nodes, {n.name: n.spend_ceiling for n in spec.graph.nodes},
+               spec.price if price is None else price, str(spec.path))
+
+
+def refuse_missing_keys(spec: Any) -> None:
+    """`upstream_keys` for a loaded spec: asked only where the model is called (`run`,
+    `resume`)."""
+    upstream_keys(spec.nodes, str(spec.path))

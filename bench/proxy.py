@@ -92,7 +92,8 @@ def _proxied(folder: Path, upstream: str, n: int, threads: int) -> list[float]:
     ledger = folder / f"run{len(list(folder.iterdir()))}.jsonl"
     _JOBS["job"] = {"cfg": parse({"upstream": upstream, "max_tokens": 16,
                                   "price_prompt_per_1k": 0.001,
-                                  "price_completion_per_1k": 0.001},
+                                  "price_completion_per_1k": 0.001,
+                                  "tokenize": "none"},  # the stub has no /tokenize to ask
                                  lambda f, p, fix: ValueError(f)),
                     "ledger": ledger, "n": n, "threads": threads}
     g = folder / "graph.toml"

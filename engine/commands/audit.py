@@ -85,6 +85,10 @@ def _cell(s: dict | None) -> str:
 
 
 def _table(result) -> str:
+    if not result["gates"] and "exploits" in result:  # no mutants (--no-mutants, judge kinds)
+        return "\n".join([*(f"not audited: {k['node']}: {k['why']}"
+                             for k in result.get("skipped", [])),
+                           *_exploit_lines(result["exploits"])])
     lines = [f"{'gate':32} {'status':8} {'vacuous':8} {'self-att':8} {'oracle':12} "
              f"{'t1 FA/destr (eq, und)':22} {'t2 FA/destr (eq, und)':22}"]
     for g in result["gates"]:

@@ -30,8 +30,9 @@ checking the hashes and links inside one byte range, and the ranges' ends are li
 problem sends the file through the serial scan, which names the first bad line.
 
 Why one module: over 400 lines on purpose, since the writer and the verifier are one byte
-format; `Ledger.open` runs the same `_scan` that `verify` does (and the parallel ranges check
-the same equation), so they change together and are read together.
+format; `Ledger.open` runs the same `_scan` that `verify` does, and every line, in the serial
+scan and in the parallel ranges, passes the one chain check `_link`, so they change together and
+are read together.
 """
 
 from __future__ import annotations

@@ -27,6 +27,11 @@ from model.judging import CaseReport, NoResult, Returned
 
 COMPARES = ("json", "exact", "lines")
 MAX_STDOUT = 1 << 20
+# The judged program's own folder on sys.path, as `python3 solution.py` has it anywhere else:
+# the gate environment's PYTHONSAFEPATH=1 keeps a gate's own script from importing the judged
+# tree's modules, but here every module of the process is the judged code's, and with it a
+# correct solution split over two modules (`from helper import f`) failed every case.
+ENV = {"PYTHONSAFEPATH": ""}
 
 
 def lines_of(text: str) -> list[str]:
@@ -96,7 +101,7 @@ class ProgramGate:
                     break
                 stdin = (json.dumps(case.given).encode("utf-8") if self.compare == "json"
                          else case.given.encode("utf-8"))
-                ran = run_judged(self.run, tree, left, box, stdin)
+                ran = run_judged(self.run, tree, left, box, stdin, ENV)
                 if ran.result is None:
                     return ERROR, f"program: cannot start: {ran.problem}", {
                         "error": "cannot start"}

@@ -319,3 +319,20 @@ def test_the_ledger_is_looked_up_once(tmp_path, monkeypatch):
     with pytest.raises(LedgerLost, match="another file"):
         led.append({"type": "after"})  # and nothing is appended to the one swapped in
     assert path.read_bytes() == swapped  # the file at the path was not touched
+
+
+def test_a_signed_ledger_is_never_cut_below_its_signed_head(tmp_path):
+    """The old order cut first and checked the signature after, so `resume` refused a cut it
+    had made itself ("fewer than the 16 signed") with the evidence gone. The signed count is a
+    committed point: read before cutting, the file refused and left whole."""
+    path = tmp_path / "l.jsonl"
+    data = run_shaped(path, 6)
+    priv, pub = tmp_path / "k", tmp_path / "k.pub"
+    generate_keypair(priv, pub)
+    sign_head(path, priv)
+    mark_path(path).unlink()  # the signature alone holds the committed point here
+    path.write_bytes(data[:-1])  # the signed head's newline lost: looks like a torn write
+    with pytest.raises(LedgerCorrupt, match=r"6 records .* were committed \(l\.jsonl\.sig\)"):
+        Ledger.open(path)
+    assert path.read_bytes() == data[:-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k", "k.pub", "l.jsonl", "l.jsonl.sig"]

@@ -61,7 +61,7 @@ def copy_tree(root: Path) -> None:
     (root / "tests").mkdir(parents=True)
     for part in ("model", "proofs"):
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("conftest.py", "test_encoding.py", "encoding_steps.py"):
+    for name in ("conftest.py", "leftover_processes.py", "test_encoding.py", "encoding_steps.py"):
         shutil.copy(REPO / "tests" / name, root / "tests" / name)
     shutil.copy(REPO / "pyproject.toml", root)
 

@@ -25,6 +25,9 @@ import pytest
 
 PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 3.0
+# Children a test may start that live as long as this process by design (Python's own helper
+# processes, started once and shared by every later test), never a test's leftover.
+LIFELONG = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -59,8 +62,17 @@ def describe(pid: int) -> str:
     return f"pid {pid} ({state(pid) or 'gone'}): {cmd[:160]}"
 
 
+def lifelong(pid: int) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(name in cmd for name in LIFELONG)
+
+
 def left_alive(before: set[int], grace_s: float = GRACE_S) -> list[int]:
-    """The children not in `before` that are still alive after `grace_s` (zombies reaped)."""
+    """The children not in `before` that are still alive after `grace_s` (zombies reaped),
+    but for Python's lifelong helpers."""
     deadline = time.monotonic() + grace_s
     while True:
         alive = []
@@ -68,7 +80,7 @@ def left_alive(before: set[int], grace_s: float = GRACE_S) -> list[int]:
             if state(pid) in ("Z", "X", ""):
                 with contextlib.suppress(ChildProcessError, OSError):
                     os.waitpid(pid, os.WNOHANG)
-            else:
+            elif not lifelong(pid):
                 alive.append(pid)
         if not alive or time.monotonic() >= deadline:
             return alive

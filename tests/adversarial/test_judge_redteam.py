@@ -204,3 +204,55 @@ def test_the_hunter_finds_a_copy_of_the_cases_left_in_the_spec_folder(judged,
         copy.unlink()
         copy.parent.rmdir()
     assert result.verdict == "accept", result.detail
+
+
+CLI_TEST = '''import difflib
+import subprocess
+import sys
+
+
+def test_the_program_prints_the_median():
+    out = subprocess.run([sys.executable, "median.py"], input="[3, 1, 2]",
+                         capture_output=True, text=True).stdout.strip()
+    assert difflib.SequenceMatcher(None, out, "2").ratio() == 1.0
+'''
+SHADOW = '''class SequenceMatcher:  # the standard library's difflib, as the pinned test sees it
+    def __init__(self, *args):
+        pass
+
+    def ratio(self):
+        return 1.0
+'''
+
+
+def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(tmp_path: Path) -> None:
+    """A pinned suite that runs the judged program as a subprocess, importing only standard
+    modules itself: a judged tree holding `difflib.py` (any module the test imports that pytest
+    has not) ran in the test's process and made the comparison hold, with a median.py that
+    prints 0. Before the fix: accept. The tree and the pinned folders now come after the
+    standard library and site-packages on sys.path (`--import-mode=importlib`, appended)."""
+    import sys
+    spec = tmp_path / "spec"
+    (spec / "tests").mkdir(parents=True)
+    (spec / "tests" / "test_cli.py").write_text(CLI_TEST)
+    (spec / "w.py").write_text("print(1)\n")
+    (spec / "graph.toml").write_text(
+        f'[graph]\nspend_budget = 10.0\n\n[node.p]\nworker = ["{sys.executable}", "w.py"]\n'
+        f'spend_ceiling = 1.0\ngate_timeout_s = 30\n\n[node.p.gate]\nkind = "pytest"\n'
+        f'tests = ["tests"]\npython = "{sys.executable}"\n')
+    loaded = load(spec / "graph.toml")
+    run = RunSandbox(loaded, backend("bwrap"), ledger=tmp_path / "L.jsonl",
+                     stop_file=tmp_path / "L.stop")
+    (tmp_path / "ws").mkdir()
+    box = run.node("p", tmp_path / "ws").gate
+    gate = loaded.nodes["p"].gate
+    wrong, right = tmp_path / "wrong", tmp_path / "right"
+    for tree, printed in ((wrong, 0), (right, 2)):
+        tree.mkdir()
+        (tree / "median.py").write_text(f"print({printed})\n")
+        (tree / "difflib.py").write_text(SHADOW)
+        (tree / "tests").mkdir()
+        (tree / "tests" / "difflib.py").write_text(SHADOW)
+    assert gate.judge(wrong, box).verdict == "reject"
+    result = gate.judge(right, box)  # the shadow files are harmless to a correct program
+    assert result.verdict == "accept", result.detail

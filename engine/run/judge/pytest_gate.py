@@ -88,7 +88,14 @@ def lay(tree: Path, laid: Sequence[tuple[str, Path]], extra: dict[str, str]) -> 
 def _args(tree: Path, ini: str, files: Sequence[str], collect: bool) -> list[str]:
     return ["-c", str(tree / ini), "--rootdir", str(tree), "--noconftest",
             "-p", "no:cacheprovider", "-q", "--tb=no", "-o", "console_output_style=classic",
-            *(["--collect-only"] if collect else []), *files]
+            "--import-mode=importlib", *(["--collect-only"] if collect else []), *files]
+
+
+def _path(tree: Path, files: Sequence[str]) -> list[str]:
+    """What the harness appends to sys.path, after the standard library and site-packages (so
+    no file of the judged tree stands in for a module they hold): the laid folders first (a
+    pinned helper module beats a judged one of the same name), then the tree's root."""
+    return [*(str(tree / f) for f in files if (tree / f).is_dir()), str(tree)]
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,8 @@ class PytestGate:
             tree.mkdir()
             ini = f"loopproof-{secrets.token_hex(8)}.ini"
             lay(tree, self.laid, {ini: INI})
-            job = {"args": _args(tree, ini, self._files(), True), "collect": True}
+            job = {"args": _args(tree, ini, self._files(), True), "collect": True,
+                   "path": _path(tree, self._files())}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), ENV)
@@ -173,7 +181,8 @@ class PytestGate:
         with scratch_copy(snapshot) as tree:
             lay(tree, self.laid, {ini: INI, canary: CANARY.format(name=name)})
             # the canaries are collected with the pinned tests, after the judged code's import
-            job = {"args": _args(tree, ini, [*self._files(), canary], False), "collect": False}
+            job = {"args": _args(tree, ini, [*self._files(), canary], False), "collect": False,
+                   "path": _path(tree, self._files())}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), ENV)

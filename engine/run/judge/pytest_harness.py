@@ -3,11 +3,15 @@ and a pinned reporting plugin. Standard library and pytest only.
 
 The engine starts it as `python -I -c <this file's text>` in a scratch copy of the judged tree
 with the pinned tests laid over it, and writes the job on stdin: `{"args": [...], "collect":
-bool}`. It keeps a private copy of stdout as the results channel, points fd 1 at stderr, and
-runs `pytest.main(args, plugins=[Report(...)])`; the engine's args pin the configuration file
-and the rootdir, and turn off conftest files and the cache (`--noconftest`, `-p
-no:cacheprovider`); the environment has no PYTEST_* variable but
-PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so no plugin of the tree or of the installation is loaded.
+bool, "path": [...]}`. It keeps a private copy of stdout as the results channel, points fd 1 at
+stderr, and runs `pytest.main(args, plugins=[Report(...)])`; the engine's args pin the
+configuration file and the rootdir, turn off conftest files and the cache (`--noconftest`, `-p
+no:cacheprovider`) and import the tests by path (`--import-mode=importlib`: pytest puts no test
+folder first on sys.path); `path` (the laid folders, then the tree's root) is appended to
+sys.path, after the standard library and site-packages, so no file of the judged tree stands in
+for a module those hold (a judged `difflib.py` is not the difflib a pinned test imports). The
+environment has no PYTEST_* variable but PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so no plugin of the
+tree or of the installation is loaded.
 
 Each test's outcome (setup, call and teardown together: "passed", "failed", "skipped",
 "xfailed", "xpassed", "error") is written as `{"case": NODEID, "value": OUTCOME}` when the test
@@ -107,7 +111,10 @@ def main():
         def pytest_runtest_logfinish(self, nodeid, location):
             send(nodeid, self.outcome.pop(nodeid, "error"))
 
-    sys.path.insert(0, os.getcwd())  # the tree's root, as `python -m pytest` would (-I does not)
+    # the laid folders and the tree's root, after the standard library and site-packages: a
+    # judged `difflib.py` is not the difflib a pinned test imports (`--import-mode=importlib`:
+    # pytest itself puts no test folder first either)
+    sys.path.extend(job["path"])
     if job["collect"]:
         stubs()
     pytest.main(job["args"], plugins=[Report()])

@@ -225,12 +225,9 @@ SHADOW = '''class SequenceMatcher:  # the standard library's difflib, as the pin
 '''
 
 
-def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(tmp_path: Path) -> None:
-    """A pinned suite that runs the judged program as a subprocess, importing only standard
-    modules itself: a judged tree holding `difflib.py` (any module the test imports that pytest
-    has not) ran in the test's process and made the comparison hold, with a median.py that
-    prints 0. Before the fix: accept. The tree and the pinned folders now come after the
-    standard library and site-packages on sys.path (`--import-mode=importlib`, appended)."""
+def _cli_gate(tmp_path: Path):
+    """A pytest gate whose pinned suite (tests/test_cli.py) runs median.py as a program and
+    imports only the standard library; the gate and its confinement."""
     import sys
     spec = tmp_path / "spec"
     (spec / "tests").mkdir(parents=True)
@@ -245,7 +242,16 @@ def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(tmp_path: 
                      stop_file=tmp_path / "L.stop")
     (tmp_path / "ws").mkdir()
     box = run.node("p", tmp_path / "ws").gate
-    gate = loaded.nodes["p"].gate
+    return loaded.nodes["p"].gate, box
+
+
+def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(tmp_path: Path) -> None:
+    """A pinned suite that runs the judged program as a subprocess, importing only standard
+    modules itself: a judged tree holding `difflib.py` (any module the test imports that pytest
+    has not) ran in the test's process and made the comparison hold, with a median.py that
+    prints 0. Before the fix: accept. The tree and the pinned folders now come after the
+    standard library and site-packages on sys.path (`--import-mode=importlib`, appended)."""
+    gate, box = _cli_gate(tmp_path)
     wrong, right = tmp_path / "wrong", tmp_path / "right"
     for tree, printed in ((wrong, 0), (right, 2)):
         tree.mkdir()
@@ -256,3 +262,32 @@ def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(tmp_path: 
     assert gate.judge(wrong, box).verdict == "reject"
     result = gate.judge(right, box)  # the shadow files are harmless to a correct program
     assert result.verdict == "accept", result.detail
+
+
+PATCH = '''import difflib
+
+
+class _Always:
+    def __init__(self, *args):
+        pass
+
+    def ratio(self):
+        return 1.0
+
+
+difflib.SequenceMatcher = _Always
+'''
+
+
+@pytest.mark.parametrize("where", ["tests/__init__.py", "__init__.py"])
+def test_a_judged_init_file_is_not_the_pinned_tests_package(tmp_path: Path, where: str) -> None:
+    """The judged tree's `tests/__init__.py` (in the pinned folder) or root `__init__.py` (above
+    the canary and any pinned file laid at the root) was imported as the pinned tests' package,
+    in their process: the same CLI suite accepted a median.py that prints 0 (before: accept).
+    A pinned folder now replaces the tree's folder whole, and the root `__init__.py` goes."""
+    gate, box = _cli_gate(tmp_path)
+    tree = tmp_path / "wrong"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "median.py").write_text("print(0)\n")
+    (tree / where).write_text(PATCH)
+    assert gate.judge(tree, box).verdict == "reject"

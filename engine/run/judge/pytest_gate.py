@@ -69,8 +69,20 @@ def pinned_tests(spec_dir: Path, tests: Sequence[str]) -> tuple[tuple[str, Path]
 
 def lay(tree: Path, laid: Sequence[tuple[str, Path]], extra: dict[str, str]) -> None:
     """Lay the pinned files (and the engine's own `extra`) over `tree`, replacing what is
-    there under the same names."""
+    there under the same names. A pinned folder replaces the tree's folder of that name whole,
+    and the tree's root `__init__.py` goes: the judged code's `tests/__init__.py` (or a root one
+    above a laid test file) would otherwise be imported as the pinned tests' package, in their
+    process, even by a suite that never imports the judged code."""
     items = [(n, p.read_bytes()) for n, p in laid] + [(n, t.encode()) for n, t in extra.items()]
+    names = {n for n, _ in items}
+    for top in sorted({n.split("/", 1)[0] for n in names if "/" in n} | {"__init__.py"}):
+        here = tree / top
+        if top in names:
+            continue
+        if here.is_dir() and not here.is_symlink():
+            shutil.rmtree(here)
+        elif here.exists() or here.is_symlink():
+            here.unlink()
     for name, data in items:
         target = tree / name
         for parent in [*reversed(target.relative_to(tree).parents)][1:]:

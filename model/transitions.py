@@ -20,8 +20,9 @@ together, and proofs/encoding.py mirrors them one rule per method.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from model.graph import LoopGraph
 from model.persistent import added, replaced_many
@@ -366,8 +367,16 @@ class Finish(Event):
         return changed(s, outcome=Outcome.DONE)
 
 
-EVENT_TYPES: tuple[type[Event], ...] = (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
-                                 Cancel, Repair, Fail, Finish)
+# The name of each event, declared once and read by every layer: a ledger record's `type` is it
+# in lower case (engine/record/replay.py), an encoded event's kind is it (proofs/encoding.py). It
+# is not read off the class, so renaming a class cannot change a stored record or a proof's trace.
+EVENT_NAMES: Mapping[type[Event], str] = MappingProxyType({
+    Begin: "Begin", Refuse: "Refuse", Reserve: "Reserve", Overrun: "Overrun", Settle: "Settle",
+    Verdict: "Verdict", Abandon: "Abandon", Claim: "Claim", Cancel: "Cancel", Repair: "Repair",
+    Fail: "Fail", Finish: "Finish"})
+EVENT_TYPES: tuple[type[Event], ...] = tuple(EVENT_NAMES)
+EVENT_OF_NAME: Mapping[str, type[Event]] = MappingProxyType(
+    {name: cls for cls, name in EVENT_NAMES.items()})
 
 
 def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:

@@ -44,8 +44,7 @@ STATUS = {Status.PENDING: S_PENDING, Status.RUNNING: S_RUNNING, Status.DONE: S_D
 OUTCOME = {Outcome.RUNNING: O_RUNNING, Outcome.DONE: O_DONE, Outcome.FAILED: O_FAILED,
            Outcome.BUDGET_EXHAUSTED: O_BUDGET}
 
-KINDS = ("Begin", "Refuse", "Reserve", "Overrun", "Settle", "Verdict", "Abandon", "Claim",
-         "Cancel", "Repair", "Fail", "Finish")
+KINDS = tuple(mt.EVENT_NAMES.values())  # the model's event names (model/transitions.py)
 METERED = ("Reserve", "Overrun", "Settle")  # the events that carry an amount
 
 
@@ -134,14 +133,14 @@ class Ev:
 
     @classmethod
     def of_event(cls, event: mt.Event) -> Ev:
-        kind = type(event).__name__
+        kind = mt.EVENT_NAMES[type(event)]
         amount, of = getattr(event, "amount", None), getattr(event, "of", None)
         return cls(kind, getattr(event, "node", None), getattr(event, "target", None),
                    getattr(event, "passed", None), None if amount is None else real(amount),
                    None if of is None else real(of))
 
     def to_model(self, model: z3.ModelRef | None = None) -> mt.Event:
-        cls = getattr(mt, self.kind)
+        cls: Any = mt.EVENT_OF_NAME[self.kind]  # its fields are the ones built below
         if self.kind in METERED:
             assert model is not None and self.amount is not None
             if self.of is not None:

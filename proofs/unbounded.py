@@ -399,7 +399,7 @@ class UnboundedRuns:
               event: mt.Event) -> UEv:
         """The encoded transition for a concrete model event (metered events name the node
         whose attempt is in flight, or any node when none is)."""
-        kind = type(event).__name__
+        kind = mt.EVENT_NAMES[type(event)]
         e: Any = event  # its fields are those of the class `kind` names
         if kind in METERED:
             running = r.running(graph) or graph.names[0]

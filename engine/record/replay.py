@@ -29,10 +29,10 @@ from typing import Any
 from engine.record.ledger import Ledger
 from engine.system.errors import LedgerCorrupt
 from model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
-from model.transitions import EVENT_TYPES, Event
+from model.transitions import EVENT_NAMES, Event
 
 RUN_FORMAT = "loopproof-run/1"
-EVENTS: dict[str, type] = {cls.__name__.lower(): cls for cls in EVENT_TYPES}
+EVENTS: dict[str, type] = {name.lower(): cls for cls, name in EVENT_NAMES.items()}
 _FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float, "of": float}
 
 
@@ -42,7 +42,7 @@ def event_record(event: Event, **facts: Any) -> dict[str, Any]:
     clash = set(args) & set(facts)
     if clash:
         raise ValueError(f"facts {sorted(clash)} would overwrite the event's arguments")
-    return {"type": type(event).__name__.lower(), **args, **facts}
+    return {"type": EVENT_NAMES[type(event)].lower(), **args, **facts}
 
 
 _FIELDS: dict[type, tuple[Any, ...]] = {}

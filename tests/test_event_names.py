@@ -1,0 +1,74 @@
+"""An event's stored name is declared once (model.transitions.EVENT_NAMES), not read off its
+class: renaming a class changes no ledger record, no replay and no encoded event kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from oracles import CallableKind, records
+
+from engine.record.replay import event_of, event_record
+from engine.run.runner import Runner
+from model import transitions as mt
+from model.graph import LoopGraph, NodeSpec
+from model.state import initial_state
+from model.transitions import Begin, Settle
+from proofs.encoding import KINDS, Ev
+
+KIND = CallableKind("test_event_names_py")
+
+
+def spend(ctx):
+    ctx.meter.charge(0.5, "api")
+    return "ok"
+
+
+def run_types(tmp_path: Path) -> list[str]:
+    spec = KIND.one_node_spec(tmp_path, "spend", spend, budget=5.0, spend_ceiling=2.0)
+    runner = Runner.start(spec, tmp_path / "L.jsonl")
+    assert runner.run() == 0
+    runner.close()
+    return [r["type"] for r in records(tmp_path / "L.jsonl")]
+
+
+@pytest.fixture
+def renamed(monkeypatch):
+    """Every run event class renamed, as a refactor would (the module's attributes too)."""
+    old = {cls: (cls.__name__, cls.__qualname__) for cls in mt.EVENT_TYPES}
+    for cls, (name, _) in old.items():
+        cls.__name__ = cls.__qualname__ = "Renamed" + name
+        monkeypatch.delattr(mt, name)
+        monkeypatch.setattr(mt, "Renamed" + name, cls, raising=False)
+    try:
+        yield
+    finally:
+        for cls, (name, qualname) in old.items():
+            cls.__name__, cls.__qualname__ = name, qualname
+
+
+def test_every_event_is_named_once_and_the_encoding_uses_those_names() -> None:
+    assert set(mt.EVENT_NAMES) == set(mt.EVENT_TYPES) and len(set(mt.EVENT_NAMES.values())) == 12
+    assert tuple(mt.EVENT_NAMES.values()) == KINDS
+    assert all(mt.EVENT_OF_NAME[n] is c for c, n in mt.EVENT_NAMES.items())
+
+
+@pytest.fixture
+def before(tmp_path: Path) -> list[str]:
+    (tmp_path / "a").mkdir()
+    return run_types(tmp_path / "a")
+
+
+def test_renaming_the_classes_changes_no_stored_record(tmp_path: Path, before, renamed) -> None:
+    rec = event_record(Settle(0.5, 0.5), node="n")  # first: a renamed type would not replay
+    assert rec["type"] == "settle" and event_of(rec) == Settle(0.5, 0.5)
+    (tmp_path / "b").mkdir()
+    assert run_types(tmp_path / "b") == before
+    assert {"begin", "reserve", "settle", "verdict", "finish"} <= set(before)
+
+
+def test_renaming_the_classes_changes_no_encoded_kind(renamed) -> None:
+    g = LoopGraph.build([NodeSpec("a")])
+    ev = Ev.of_event(Begin("a"))
+    assert ev.kind == "Begin" and ev.to_model() == Begin("a")
+    assert mt.step(g, initial_state(g), ev.to_model()).running(g) == "a"

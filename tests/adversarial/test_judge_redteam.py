@@ -161,7 +161,7 @@ def judged(tmp_path_factory):
             (tree / name).write_text(text.replace("SPEC_DIR", str(spec_dir)))
         return spec.nodes[kind].gate.judge(tree, boxes[kind])
 
-    judge.spec_dir = spec_dir  # type: ignore[attr-defined]
+    judge.spec_dir = spec_dir  # type: ignore[attr-defined]  # a function attribute, for the tests
     return judge
 
 

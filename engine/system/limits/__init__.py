@@ -184,26 +184,26 @@ def reap(owner: str) -> int:
     return len(found)
 
 
-PROBE = "probe-"  # the owner of an engine's start-up probe: probe-<its pid>
-
-
 def probe_hold() -> Hold:
     """The hold of this engine's start-up probe of its sandbox (engine/system/sandbox/bwrap.py):
-    a bwrap killed with the engine half-way through its set-up stays in it, and the next
-    engine's probe reaps it (`reap_dead_probes`)."""
-    return Hold(ResourceLimits(processes=16), f"{PROBE}{os.getpid()}", "probe")
+    a bwrap killed with the engine half-way through its set-up stays in it, and a later
+    engine reaps it (`reap_dead`)."""
+    return Hold(ResourceLimits(processes=16), f"probe-{os.getpid()}", "probe")
 
 
-def reap_dead_probes() -> int:
-    """Reap the probe cgroups of engines that are gone (their pid no longer runs)."""
-    found = 0
-    for owner in sorted({o for m in mechanisms() for o in m.owners(PROBE)}):
-        pid = owner[len(PROBE):]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            found += reap(owner)
-    return found
+def reap_dead() -> int:
+    """Kill what is left in the cgroups of engines that are gone, whatever their run (a test's
+    ledger that no one resumes, a probe), and remove those cgroups; the processes found. Every
+    engine does this once, at its first sandbox probe."""
+    found: set[int] = set()
+    for mech in mechanisms():
+        for group in mech.stale():
+            found |= group.pids()
+            if group.kill():
+                group.remove()
+    return len(found)
 
 
 __all__ = ["JOIN_FAILED", "JOIN_WORDS", "KINDS", "LIFECYCLE", "MEMORY", "PROCESSES", "TMP",
            "WORKSPACE", "Cell", "Hold", "ResourceLimits", "holders", "mechanisms", "owner_of",
-           "probe_hold", "reap", "reap_dead_probes", "size_text"]
+           "probe_hold", "reap", "reap_dead", "size_text"]

@@ -98,8 +98,9 @@ class Mechanism(Protocol):
         cannot be made."""
         ...
 
-    def owners(self, prefix: str) -> list[str]:
-        """The owners starting with `prefix` that have groups here."""
+    def stale(self) -> list[Group]:
+        """The groups of any owner made by an engine that is gone (engine/system/limits/
+        cgroupfs.py names each group after the engine's PID namespace and pid)."""
         ...
 
     def leftovers(self, owner: str) -> list[Group]:

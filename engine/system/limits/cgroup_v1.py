@@ -104,9 +104,9 @@ class CgroupV1:
             raise
         return group
 
-    def owners(self, prefix: str) -> list[str]:
-        return sorted({*cgroupfs.owners(self.memory_base, prefix),
-                       *cgroupfs.owners(self.pids_base, prefix)})
+    def stale(self) -> list[V1Group]:
+        return ([V1Group(p, None) for p in cgroupfs.stale(self.memory_base)]
+                + [V1Group(None, p) for p in cgroupfs.stale(self.pids_base)])
 
     def leftovers(self, owner: str) -> list[V1Group]:
         out: list[V1Group] = []
@@ -118,7 +118,13 @@ class CgroupV1:
 
 
 def _make(run: Path, name: str) -> Path:
-    run.mkdir(exist_ok=True)
     folder = run / name
+    for _ in range(3):  # another engine's `remove` may take the empty run folder meanwhile
+        run.mkdir(exist_ok=True)
+        try:
+            folder.mkdir()
+            return folder
+        except FileNotFoundError:
+            continue
     folder.mkdir()
     return folder

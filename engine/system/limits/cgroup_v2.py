@@ -103,8 +103,8 @@ class CgroupV2:
             raise
         return group
 
-    def owners(self, prefix: str) -> list[str]:
-        return cgroupfs.owners(self.base, prefix)
+    def stale(self) -> list[V2Group]:
+        return [V2Group(p) for p in cgroupfs.stale(self.base)]
 
     def leftovers(self, owner: str) -> list[V2Group]:
         if self.base is None:

@@ -69,10 +69,36 @@ def own_folder(fstype: str, controller: str) -> Path | None:
     return None
 
 
+def _pid_ns() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 def new_name(label: str) -> str:
-    """A cgroup name for one command: its label, this engine's pid and a serial number."""
+    """A cgroup name for one command: its label, this engine's PID namespace and pid, and a
+    serial number (so any later engine can tell that the engine that made it is gone)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80] or "cmd"
-    return f"{safe}-{os.getpid()}-{next(_serial)}"
+    return f"{safe}-{_pid_ns()}-{os.getpid()}-{next(_serial)}"
+
+
+def made_by_dead_engine(name: str) -> bool:
+    """Was the cgroup `name` made by an engine of our PID namespace that no longer runs? (An
+    engine of another namespace, or a name of another form, is never judged dead.)"""
+    parts = name.rsplit("-", 3)
+    if len(parts) != 4 or not all(p.isdigit() for p in parts[1:]):
+        return False
+    ns, pid = int(parts[1]), int(parts[2])
+    return ns == _pid_ns() != 0 and pid != os.getpid() and not os.path.exists(f"/proc/{pid}")
+
+
+def stale(base: Path | None) -> list[Path]:
+    """The command cgroups below `base` made by engines that are gone."""
+    if base is None:
+        return []
+    return [g for run in children(base) if run.name.startswith(PREFIX)
+            for g in children(run) if made_by_dead_engine(g.name)]
 
 
 def run_folder(base: Path, owner: str) -> Path:
@@ -143,10 +169,3 @@ def children(folder: Path) -> list[Path]:
         return sorted(p for p in folder.iterdir() if p.is_dir())
     return []
 
-
-def owners(base: Path | None, prefix: str) -> list[str]:
-    """The owners of the run folders below `base` whose owner starts with `prefix`."""
-    if base is None:
-        return []
-    return [p.name[len(PREFIX):] for p in children(base)
-            if p.name.startswith(PREFIX + prefix)]

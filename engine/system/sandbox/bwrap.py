@@ -335,7 +335,7 @@ def _probe(program: str) -> str | None:
         return f"{program}: is not a program; fix: reinstall bubblewrap"
     r, w = os.pipe()
     sc = filter_fd()
-    limits.reap_dead_probes()  # what the probe of an engine killed meanwhile left
+    limits.reap_dead()  # what engines killed meanwhile left (a probe, a command of any run)
     cell = limits.Cell(limits.probe_hold())  # so that a kill of this engine now leaves nothing
     try:
         argv = bwrap_argv(program, ["true"], Path("/"), View(), w, masked_roots(), seccomp_fd=sc)

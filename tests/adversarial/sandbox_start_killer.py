@@ -1,11 +1,12 @@
 """Kill an engine at many moments of its sandbox's start (run by test_sandbox_start_kills.py).
 
 `python sandbox_start_killer.py OWNER MARKER WORKSPACE STEP_S N`: for i in 0..N-1, fork a child
-that runs one sandboxed command (`sh -c "sleep 30" MARKER`) the way an attempt does (bwrap, in a cell
-of OWNER, engine/system/limits/), and SIGKILL that child i * STEP_S seconds after the fork: the
+that runs one sandboxed command (`sh -c "sleep 30" MARKER`) the way an attempt does (bwrap, in
+a cell of OWNER, engine/system/limits/), and SIGKILL that child i * STEP_S seconds after the fork: the
 engine dies before, during or after bubblewrap's set-up. Prints one JSON line: how many
-processes carrying MARKER were alive after the kills, and how many after `reap(OWNER)` (what
-the next `run` or `resume` of the ledger does), then the same count once more.
+processes carrying MARKER were left right after a kill, how many were alive after all the kills
+(another engine starting meanwhile may have reaped some: `reap_dead`), how many `reap(OWNER)`
+found (what the next `run` or `resume` of the ledger does), and how many are left after it.
 `python sandbox_start_killer.py probe STEP_S N` does the same to the engine's start-up probe.
 """
 
@@ -38,8 +39,11 @@ def marked(marker: str) -> list[int]:
     return out
 
 
-def kill_at_moments(engine: Callable[[], object], step: float, n: int) -> None:
-    """Fork n engines running `engine()`, SIGKILL the i-th i * step seconds after its fork."""
+def kill_at_moments(engine: Callable[[], object], step: float, n: int,
+                    left: Callable[[], list[int]] = list) -> set[int]:
+    """Fork n engines running `engine()`, SIGKILL the i-th i * step seconds after its fork;
+    the processes `left()` names right after each kill (before any other engine reaps them)."""
+    seen: set[int] = set()
     for i in range(n):
         pid = os.fork()
         if pid == 0:
@@ -50,7 +54,9 @@ def kill_at_moments(engine: Callable[[], object], step: float, n: int) -> None:
         time.sleep(i * step)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+        seen |= set(left())
     time.sleep(0.2)
+    return seen
 
 
 def children() -> set[int]:
@@ -101,13 +107,14 @@ def main() -> None:
     hold = Hold(ResourceLimits(memory_bytes=256 << 20, processes=64), owner, "start",
                 Path(workspace))
     confine = Confinement(box, View(writable=(Path(workspace),)), hold=hold)
-    kill_at_moments(lambda: run_command(["/bin/sh", "-c", "sleep 30", marker], Path(workspace),
-                                        60, confine=confine), float(step), int(n))
+    seen = kill_at_moments(lambda: run_command(["/bin/sh", "-c", "sleep 30", marker],
+                                               Path(workspace), 60, confine=confine),
+                           float(step), int(n), lambda: marked(marker))
     after_kills = len(marked(marker))
     reaped = limits.reap(owner)
     time.sleep(0.2)
-    print(json.dumps({"after_kills": after_kills, "reaped": reaped,
-                      "after_reap": len(marked(marker))}))
+    print(json.dumps({"left_by_a_kill": len(seen), "after_kills": after_kills,
+                      "reaped": reaped, "after_reap": len(marked(marker))}))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from proofs import checks, family
-from proofs.obligations import Result, discharge_all, select
+from proofs.discharge import discharge_all
+from proofs.obligations import Result, select
 
 
 def table(results: list[Result]) -> str:

@@ -29,9 +29,11 @@ BAD_FILES = {
     "a JSON line, not a record": b'{"hello": 1}\n',
 }
 # A complete first line that fails its check cannot be told from a tampered record 0: that is
-# a corrupt ledger (exit 5, one line), never cut or repaired. Empty, or only a line cut short
-# (no run leaves either: record 0 is in place before the file appears): bad input, exit 2.
-NO_RECORD = {"empty", "binary, no newline"}
+# a corrupt ledger (exit 5, one line), never cut or repaired; so are final bytes without a
+# newline that are not the start of a record (docs/ledger.md's recovery rule: only a strict
+# prefix of a record or zero padding is a torn tail), here the binary file without a newline.
+# Empty (no run leaves it: record 0 is in place before the file appears): bad input, exit 2.
+NO_RECORD = {"empty"}
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:

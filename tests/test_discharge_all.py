@@ -10,7 +10,8 @@ import os
 import signal
 import sys
 
-from proofs.obligations import Obligation, discharge_all
+from proofs.discharge import discharge_all
+from proofs.obligations import Obligation
 from proofs.solver import Unknown
 
 

@@ -123,7 +123,8 @@ def ledgers(tmp_path_factory) -> dict[str, tuple[bytes, dict[str, Floor], Path]]
             sign_head(path, priv)
             floors["signed"] = read_floor(path)
             Path(f"{path}.sig").rename(folder / f"{name}.sig.keep")
-        assert floors["committed"] == Floor(len(data), n, f"{name}.jsonl.committed")
+        assert floors["committed"] == Floor(len(data), n,
+                                            f"the committed-length mark {name}.jsonl.committed")
         assert floors["a copy"] == Floor()
         out[name] = (data, floors, folder)
     return out
@@ -332,7 +333,7 @@ def test_a_signed_ledger_is_never_cut_below_its_signed_head(tmp_path):
     sign_head(path, priv)
     mark_path(path).unlink()  # the signature alone holds the committed point here
     path.write_bytes(data[:-1])  # the signed head's newline lost: looks like a torn write
-    with pytest.raises(LedgerCorrupt, match=r"6 records .* were committed \(l\.jsonl\.sig\)"):
+    with pytest.raises(LedgerCorrupt, match=r"6 records .* were committed \(the signed head l\.jsonl\.sig\)"):
         Ledger.open(path)
     assert path.read_bytes() == data[:-1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k", "k.pub", "l.jsonl", "l.jsonl.sig"]

@@ -76,14 +76,14 @@ def read_floor(ledger: Path | str, signed: bool = True) -> Floor:
                                 f"it with the ledger from a trusted copy, or remove it if the "
                                 f"ledger beside it is trusted")
         size, records = int(m[1]), int(m[2])
-        sources.append(f"{where.name}")
+        sources.append(f"the committed-length mark {where.name}")
     if signed:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
             side = json.loads(Path(f"{ledger}.sig").read_text())
             signed_records = int(side["records"])
             if signed_records > records:
                 records = signed_records
-                sources.append(f"{ledger.name}.sig")
+                sources.append(f"the signed head {ledger.name}.sig")
     return Floor(size, records, " and ".join(sources))
 
 

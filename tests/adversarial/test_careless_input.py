@@ -172,7 +172,8 @@ def test_ten_runs_racing_for_one_ledger_leave_one_run_untouched(kit) -> None:
         if code == 2:
             assert len(error_lines(err)) == 1 and "--ledger" in err, err
     assert verify(kit.ledger).status == "verified"
-    assert sorted(kit.leftovers()) == ["L.jsonl", "L.jsonl.accepted", "L.jsonl.work"]
+    assert sorted(kit.leftovers()) == ["L.jsonl", "L.jsonl.accepted", "L.jsonl.committed",
+                                      "L.jsonl.work"]
 
 
 def test_a_disk_that_fills_up_is_exit_5_and_the_run_resumes_with_room(kit) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine.record.committed import mark_path
 from engine.record.signing import generate_keypair, sidecar_path
 
 # The forger: re-chains a list of records exactly like the engine does (seq, prev, hash).
@@ -162,6 +163,9 @@ def rewrite_as_done(kit) -> None:
     recs = ns["load"](kit.ledger)
     cut = max(i for i, r in enumerate(recs) if r["type"] == "claim")
     kit.ledger.write_bytes(ns["chain"](recs[:cut + 1] + ns["DONE"][:1]))
+    # The committed-length mark beside the ledger (unsigned) would give a shorter rewrite away;
+    # whoever can write the ledger can delete it too, which leaves the signature to tell.
+    mark_path(kit.ledger).unlink(missing_ok=True)
 
 
 def test_resume_refuses_a_rewritten_signed_ledger(kit) -> None:

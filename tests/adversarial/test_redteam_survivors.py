@@ -32,6 +32,8 @@ import pytest
 from engine.run.runner import Runner
 from engine.run.spec import load
 
+from .sandbox_start_killer import marked
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Clear the parent-death signal bwrap gave us, leave bwrap's process group, then keep writing a
@@ -56,19 +58,6 @@ def write_graph(tmp_path: Path, worker: list[str], gate: list[str], timeout_s: f
                     f"worker = {json.dumps(worker)}\ngate = {json.dumps(gate)}\n"
                     f"spend_ceiling = 30.0\ntimeout_s = {timeout_s}\ngate_timeout_s = 20\n")
     return path
-
-
-def marked(marker: str) -> list[int]:
-    """Pids of processes whose command line holds `marker` (the test's own folder)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    out.append(int(entry.name))
-            except OSError:
-                continue
-    return out
 
 
 def reap(marker: str) -> list[int]:

@@ -25,20 +25,10 @@ from engine.system.limits import Cell, Hold, ResourceLimits
 from engine.system.process import run_command
 from engine.system.sandbox import Confinement, View, backend
 
+from .sandbox_start_killer import marked
+
 ROOT = Path(__file__).resolve().parents[2]
 KILLER = Path(__file__).with_name("sandbox_start_killer.py")
-
-
-def marked(marker: str) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    out.append(int(entry.name))
-            except OSError:
-                pass
-    return out
 
 
 def test_an_engine_killed_at_any_moment_of_a_sandbox_start_leaves_nothing_after_reap(

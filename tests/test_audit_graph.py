@@ -153,7 +153,12 @@ def test_an_equivalent_mutant_is_reported_as_such(tmp_path: Path) -> None:
     assert "type hints" in v.detail
 
 
-def test_a_mutant_that_hangs_differs_and_never_hangs_the_audit(tmp_path: Path) -> None:
+def test_a_mutant_that_hangs_differs_and_never_hangs_the_audit(tmp_path: Path, monkeypatch
+                                                                ) -> None:
+    # short timeouts (the defaults are 1 s a call, 5 s an import): a hang costs its timeout once,
+    # since the search stops at the first input the mutant runs out of time on
+    monkeypatch.setattr(differential, "CALL_TIMEOUT_S", 0.25)
+    monkeypatch.setattr(differential, "IMPORT_TIMEOUT_S", 0.5)
     v = _compare(tmp_path, "def f(x: int) -> int:\n    while True:\n        pass\n")
     assert v.outcome == REJECT and "mutant runs out of time" in v.detail
     v = _compare(tmp_path, "while True:\n    pass\n")  # at import

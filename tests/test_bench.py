@@ -102,7 +102,7 @@ def test_every_figure_is_printed_beside_its_target(tmp_path, capsys):
     """The benchmarks of the targets table at tiny sizes: each figure has a value, a target,
     their ratio and the word met or missed; without the peer venv the quoted figures say so."""
     assert bench.main(["--out", str(tmp_path), "--json", "--repeat", "1",
-                       "--bound-nodes", "40", "--chain-nodes", "20", "--replay-nodes", "30",
+                       "--bound-nodes", "40", "--chain-nodes", "8", "--replay-nodes", "30",
                        "--explore-nodes", "2", "--peer-python", str(tmp_path / "no-peer"),
                        "--only", "bound", "--only", "chain", "--only", "replay",
                        "--only", "startup", "--only", "explorer", "--only", "peer"]) == 0

@@ -589,14 +589,15 @@ def test_cli_gives_the_same_results_whatever_the_jobs(capsys):
     """Each obligation is discharged in a process of its own, forked before any Z3 term: the
     counterexamples Z3 picks do not depend on the order the processes finish in."""
     runs = []
-    for jobs in ("1", "2", "3"):
-        assert cli.main(["--json", "--only", "G2", "G4", "--jobs", jobs]) == 0
+    chosen = ("G6", "G2-broken")  # cheap, and with counterexamples (G2 and G4 in full: 30 s)
+    for jobs in ("1", "3"):
+        assert cli.main(["--json", "--only", *chosen, "--jobs", jobs]) == 0
         rows = json.loads(capsys.readouterr().out)
         runs.append([{k: v for k, v in r.items() if k != "seconds"} for r in rows])
-    assert runs[0] == runs[1] == runs[2]
+    assert runs[0] == runs[1]
     assert [r["id"] for r in runs[0]] == [ob.id for ob in OBLIGATIONS
-                                          if ob.guarantee in ("G2", "G4")]
-    assert any("counterexample" in r for r in runs[0])
+                                          if ob.id.startswith(chosen)]
+    assert sum("counterexample" in r for r in runs[0]) >= 4
 
 
 def test_an_unknown_in_a_forked_process_is_still_a_failure(monkeypatch, capsys):

@@ -44,6 +44,12 @@ class _Late(BaseException):
     """A call ran past its time (a BaseException, so the code under test cannot catch it)."""
 
 
+class _Hung(BaseException):
+    """The mutant ran out of time on an input: a difference found, and the search stops there
+    (a BaseException, so Hypothesis does not shrink it: each shrink step would wait out the
+    call timeout again)."""
+
+
 def _alarm(signum, frame):  # noqa: ARG001
     raise _Late()
 
@@ -51,14 +57,14 @@ def _alarm(signum, frame):  # noqa: ARG001
 IMPORT_TIMEOUT_S = 5.0
 
 
-def load(path: str, name: str):
+def load(path: str, name: str, timeout_s: float = IMPORT_TIMEOUT_S):
     """Import the file at `path` as module `name` (its folder first on sys.path meanwhile),
-    within IMPORT_TIMEOUT_S (raises _Late)."""
+    within `timeout_s` (raises _Late)."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     folder = str(Path(path).parent)
     sys.path.insert(0, folder)
-    signal.setitimer(signal.ITIMER_REAL, IMPORT_TIMEOUT_S)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
         spec.loader.exec_module(module)
     finally:
@@ -228,14 +234,15 @@ def inputs(fn, sources: list[str]) -> tuple[st.SearchStrategy | None, list[str]]
 def compare(job: dict) -> dict:
     signal.signal(signal.SIGALRM, _alarm)  # before any import: a module may loop forever
     timeout = float(job.get("call_timeout_s", 1.0))
+    import_timeout = float(job.get("import_timeout_s", IMPORT_TIMEOUT_S))
     sources = list(job.get("gate_sources", []))
     try:
-        ref = load(job["reference"], f"_reference_{job['module']}")
+        ref = load(job["reference"], f"_reference_{job['module']}", import_timeout)
     except BaseException as exc:  # noqa: BLE001
         return {"verdict": "undetermined", "why": f"the reference does not import: "
                 f"{type(exc).__name__}: {exc}"}
     try:
-        mut = load(job["mutant"], f"_mutant_{job['module']}")
+        mut = load(job["mutant"], f"_mutant_{job['module']}", import_timeout)
     except _Late:
         return {"verdict": "differs", "function": None, "input": None,
                 "reference": "imports", "mutant": "runs out of time on import"}
@@ -293,11 +300,11 @@ def search(fn, other, strategy: st.SearchStrategy, timeout: float, max_examples:
         if not same(a, b):
             found.update(input="(" + ", ".join(map(repr, args))[:500] + ")", reference=_show(a),
                          mutant=_show(b))
-            raise AssertionError("differs")
+            raise _Hung() if b[0] == "late" else AssertionError("differs")
 
     try:
         differs()
-    except AssertionError:
+    except (AssertionError, _Hung):
         return found, ran[0]
     except HypothesisException:
         if ran[0]:

@@ -35,6 +35,7 @@ from engine.system.trees import remove_tree
 CHILD = Path(__file__).with_name("difference.py")
 MAX_EXAMPLES = 200
 CALL_TIMEOUT_S = 1.0
+IMPORT_TIMEOUT_S = 5.0  # a module that loops at import is a mutant that differs
 TIMEOUT_S = 120.0  # the whole comparison of one mutant (Hypothesis' search and its shrinking)
 
 
@@ -79,7 +80,8 @@ def compare(loop: Loop, reference: Files, mutant: Mutant, sources: list[str],
             job = {"reference": str(scratch / "reference" / name),
                    "mutant": str(scratch / "mutant" / name),
                    "module": Path(name).stem, "gate_sources": sources,
-                   "max_examples": MAX_EXAMPLES, "call_timeout_s": CALL_TIMEOUT_S}
+                   "max_examples": MAX_EXAMPLES, "call_timeout_s": CALL_TIMEOUT_S,
+                   "import_timeout_s": IMPORT_TIMEOUT_S}
             verdicts.append(_run_child(job, scratch, sandbox))
             if verdicts[-1].outcome == REJECT:
                 return verdicts[-1]

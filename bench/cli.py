@@ -27,7 +27,7 @@ from bench.targets import figures, line
 
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
-           "bench.prove", "bench.peer", "bench.extending", "bench.judge")
+           "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check")
 
 
 # --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate

@@ -1,5 +1,6 @@
 """The shared test oracles: read a ledger file's records, recompute G3 at every prefix from them,
-and register a node kind whose worker and gate are Python callables.
+rewrite a ledger as an attacker who recomputes its chain would, and register a node kind whose
+worker and gate are Python callables.
 
 Why one module: a check of the engine that each test file writes for itself drifts (three copies
 of the G3 check had: two held one reservation at a time, one ignored `abandon`'s charge), and a
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.record.committed import mark_path
+from engine.record.ledger import canonical, record_hash
 from engine.run import spec as spec_mod
 from engine.run.gate import CallableGate
 from engine.run.worker import CallableWorker
@@ -27,6 +30,25 @@ Record = dict[str, Any]
 def records(ledger: Path) -> list[Record]:
     """Every record of the ledger file, in order, as written (no verification)."""
     return [json.loads(line) for line in Path(ledger).read_bytes().splitlines()]
+
+
+def rechain(recs: Sequence[Record]) -> bytes:
+    """The ledger bytes of `recs` with every seq, prev and hash recomputed: what whoever can
+    write the file can make of any records (only a signature tells)."""
+    prev, out = "", []
+    for seq, r in enumerate(recs):
+        r = {k: v for k, v in r.items() if k != "hash"}
+        r["seq"], r["prev"] = seq, prev
+        r["hash"] = prev = record_hash(r)
+        out.append(canonical(r) + b"\n")
+    return b"".join(out)
+
+
+def rewrite(path: Path, edit: Callable[[list[Record]], list[Record]]) -> None:
+    """The full-rewrite attacker: change records, then recompute every seq, prev and hash (and
+    remove the committed-length mark, which guards against crashes, not against them)."""
+    mark_path(path).unlink(missing_ok=True)
+    path.write_bytes(rechain(edit(records(path))))
 
 
 @dataclass(frozen=True)

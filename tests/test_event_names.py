@@ -67,6 +67,25 @@ def test_renaming_the_classes_changes_no_stored_record(tmp_path: Path, before, r
     assert {"begin", "reserve", "settle", "verdict", "finish"} <= set(before)
 
 
+def test_renaming_the_classes_changes_no_declared_record_type(renamed) -> None:
+    """The registry names events, not classes: its table and its fingerprint stay the same."""
+    from test_record_registry import FINGERPRINTS
+
+    from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
+    assert RUN_RECORDS.fingerprint() == FINGERPRINTS[RUN_FORMAT]
+    for cls, name in mt.EVENT_NAMES.items():
+        facts = {"node": "n"} if name in ("Reserve", "Overrun", "Settle") else {}
+        rec = event_record(cls(**ARGS[name]), **facts)  # a spend event's node is a fact
+        assert RUN_RECORDS.why_not(rec) is None, (name, rec)
+
+
+ARGS = {"Begin": {"node": "n"}, "Refuse": {"node": "n"}, "Reserve": {"amount": 1.0},
+        "Overrun": {"amount": 1.0}, "Settle": {"amount": 1.0}, "Verdict": {"node": "n",
+        "passed": True}, "Abandon": {"node": "n"}, "Claim": {"node": "n"},
+        "Cancel": {"node": "n"}, "Repair": {"node": "n", "target": "m"}, "Fail": {"node": "n"},
+        "Finish": {}}
+
+
 def test_renaming_the_classes_changes_no_encoded_kind(renamed) -> None:
     g = LoopGraph.build([NodeSpec("a")])
     ev = Ev.of_event(Begin("a"))

@@ -9,8 +9,9 @@ import json
 import os
 
 import pytest
+from oracles import rechain
 
-from engine.record.ledger import Ledger, canonical, record_hash
+from engine.record.ledger import Ledger
 from engine.record.owned import LedgerLost
 from engine.record.signing import (
     check_extends_signed,
@@ -27,16 +28,6 @@ def make(path, n=4):
     for i in range(1, n):
         led.append({"type": "step", "i": i})
     return led
-
-
-def rechain(recs):
-    prev, out = "", []
-    for seq, r in enumerate(recs):
-        r = {k: v for k, v in r.items() if k != "hash"}
-        r["seq"], r["prev"] = seq, prev
-        r["hash"] = prev = record_hash(r)
-        out.append(canonical(r) + b"\n")
-    return b"".join(out)
 
 
 def replace(p):

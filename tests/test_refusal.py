@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fake_openai import Reply, fake_openai
 
+from engine.record.registry import RecordInvalid
 from engine.record.replay import replay
 from engine.system.errors import LedgerCorrupt
 from experiments.crash.observables import prefix_excess
@@ -123,11 +124,15 @@ def test_a_worker_stopped_record_the_state_does_not_allow_is_ledger_corrupt(ende
     recs = ended[2]
     i = next(k for k, r in enumerate(recs) if r["type"] == "worker_stopped")
     replay(recs)  # as written: replays
-    for field, value in (("node", "ghost"), ("cost", 0.0), ("left", 5.0), ("left", "x")):
+    for field, value in (("node", "ghost"), ("cost", 0.0), ("left", 5.0)):
         bad = copy.deepcopy(recs)
         bad[i][field] = value
         with pytest.raises(LedgerCorrupt, match="worker_stopped"):
             replay(bad)
+    bad = copy.deepcopy(recs)  # not a number at all: no run writes it (the record registry)
+    bad[i]["left"] = "x"
+    with pytest.raises(RecordInvalid, match="'worker_stopped' record's 'left' is number"):
+        replay(bad)
     moved = copy.deepcopy(recs)  # after the attempt's verdict: no attempt is in flight
     rec = moved.pop(i)
     moved.insert(next(k for k, r in enumerate(moved) if r["type"] == "verdict") + 1, rec)

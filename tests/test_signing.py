@@ -7,10 +7,11 @@ import json
 import stat
 
 import pytest
+from oracles import rewrite
 
 from engine.policy.pin import load_policy, sign_with_policy
 from engine.record.committed import mark_path
-from engine.record.ledger import Ledger, canonical, record_hash, verify
+from engine.record.ledger import Ledger, verify
 from engine.record.signing import (
     generate_keypair,
     sidecar_path,
@@ -39,22 +40,6 @@ def signed_ledger(tmp_path, priv, n=6):
     led.close()
     sign_head(path, priv)
     return path
-
-
-def rewrite(path, edit):
-    """The full-rewrite attacker: change records, then recompute every seq, prev and hash (and
-    remove the committed-length mark, which guards against crashes, not against them)."""
-    mark_path(path).unlink(missing_ok=True)
-    recs = [json.loads(line) for line in path.read_bytes().splitlines()]
-    recs = edit(recs)
-    prev, out = "", []
-    for seq, r in enumerate(recs):
-        r = {k: v for k, v in r.items() if k != "hash"}
-        r["seq"], r["prev"] = seq, prev
-        r["hash"] = record_hash(r)
-        prev = r["hash"]
-        out.append(canonical(r) + b"\n")
-    path.write_bytes(b"".join(out))
 
 
 def test_keygen_is_private_and_never_overwrites(keys):

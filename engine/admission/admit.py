@@ -146,14 +146,14 @@ class Admission(Binding):
         for ev in evidence:
             if ev.check == self.feedback.name:
                 self._feedback_cache = ev
-        self.log.append({"type": "guard.checkpoint", "tree": info.tree_hash,
-                         "generation": info.generation, "evidence_ids": list(info.evidence_ids),
-                         "proposal": proposal})
+        self._record({"type": "guard.checkpoint", "tree": info.tree_hash,
+                      "generation": info.generation, "evidence_ids": list(info.evidence_ids),
+                      "proposal": proposal})
         self._ensure_base(advance=True)
 
     def _store_proposal(self, record: dict) -> str:
         d = store_proposal(self.proposals_dir, record)
         self._proposals.append(d)
-        self.log.append({"type": "guard.proposal", "digest": d, "kind": record["action"]["kind"],
-                         "valid": record["valid"], "problem": record["problem"]})
+        self._record({"type": "guard.proposal", "digest": d, "kind": record["action"]["kind"],
+                      "valid": record["valid"], "problem": record["problem"]})
         return d

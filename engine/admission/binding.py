@@ -72,8 +72,8 @@ class Binding(BrokerState):
         self._verdicts.append({"phase": phase, "check": check.name, "candidate": ev.state_hash,
                                "verdict": ev.verdict, "evidence_id": ev.id,
                                "execution_id": ev.execution_id})
-        self.log.append({"type": "guard.evidence", "id": ev.id, "phase": phase,
-                         **ev.to_json()})
+        self._record({"type": "guard.evidence", "id": ev.id, "phase": phase,
+                      **ev.to_json()})
         other = (f"check {check.name!r} saw tree {ev.state_hash[:12]}, not {candidate[:12]}"
                  if ev.state_hash != candidate else None)
         if refuse("evidence.same_tree", other) is not None:  # fail closed
@@ -116,8 +116,8 @@ class Binding(BrokerState):
         """Cited evidence that does not bind, answered as the guard policy says (the model's
         Refresh, Keep or Escalate): (the fresh evidence, or None; whether revisions stopped)."""
         self.counts["stale"] += 1
-        self.log.append({"type": "guard.stale", "where": where, "reason": why,
-                         **({"proposal": proposal} if proposal else {})})
+        self._record({"type": "guard.stale", "where": where, "reason": why,
+                      **({"proposal": proposal} if proposal else {})})
         cited = None if evidence is None else self._item(evidence)
         g4, _ = self._model()
         if self.policy.on_stale == "refresh" and not self.closed:

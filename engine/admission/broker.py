@@ -113,9 +113,9 @@ class AdmissionBroker(Recertification):
                                         tuple(c.name for c in self.admission),
                                         tuple(c.name for c in self.completion))
         self.status = moved(self.status, BrokerStatus.OPEN)
-        self.log.append({"type": "guard.start", "tree": self.base, "suites": self.pinned_suites,
-                         "policy": self.pinned_policy, "guard": asdict(self.policy),
-                         "protected": list(self.protected)})
+        self._record({"type": "guard.start", "tree": self.base, "suites": self.pinned_suites,
+                      "policy": self.pinned_policy, "guard": asdict(self.policy),
+                      "protected": list(self.protected)})
         evidence = self._evaluate(self.store.path_of(self.base), self.base, "initial")
         for e in evidence:  # the feedback check may already have judged the initial tree
             if e.check == self.feedback.name:

@@ -53,14 +53,14 @@ class Recertification(Admission):
             why = "; ".join(f"{e.check}: {e.verdict} ({e.payload.get('detail', '')})"
                             for e in bad) or self.status_reason or str(why_not)
             self._stop(BrokerStatus.FAILED, f"recertification failed: {why}")
-            self.log.append({"type": "guard.recertification_failed", "reason": why})
+            self._record({"type": "guard.recertification_failed", "reason": why})
             return Completion(False, self.status_reason)
         self.g5 = certify.apply(self._model()[1])
         receipt = build_receipt(self, recert, restored)
         path = self.state_dir / "receipt.json"
         path.write_bytes(canonical(receipt))
-        self.log.append({"type": "guard.receipt", "digest": receipt["digest"],
-                         "checkpoint": self.checkpoint})
+        self._record({"type": "guard.receipt", "digest": receipt["digest"],
+                      "checkpoint": self.checkpoint})
         previous = self.status_reason
         self.status = moved(self.status, BrokerStatus.COMPLETED)
         self.status_reason = "recertified"

@@ -41,6 +41,7 @@ from engine.admission.broker import AdmissionBroker, Completion, GuardPolicy, ve
 from engine.admission.checkpoint import CheckpointError, CheckpointStore
 from engine.admission.evidence import CommandCheck, run_check
 from engine.record.ledger import Ledger, canonical
+from engine.record.record_types import GUARD_RECORDS
 from engine.run.gate import ACCEPT, ERROR, REJECT, GateResult
 from engine.run.kinds import NodeTable, register_kind
 from engine.run.meter import BudgetOverrun
@@ -110,9 +111,10 @@ class RevisionWorker:
             state = state.with_name(f"a{ctx.activation}.{ctx.attempt}.rerun{rerun}")
         state.mkdir(parents=True)
         ledger_path = state / "guard.jsonl"
-        ledger = Ledger.create(ledger_path, {"type": "guard.run", "node": ctx.node,
-                                             "activation": ctx.activation,
-                                             "attempt": ctx.attempt})
+        first = {"type": "guard.run", "node": ctx.node, "activation": ctx.activation,
+                 "attempt": ctx.attempt}
+        GUARD_RECORDS.check_append(first, ledger_path)
+        ledger = Ledger.create(ledger_path, first)
         try:
             pin = self.policy_digest
             checks = confined(self.checks, ctx.gate_sandbox)

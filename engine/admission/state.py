@@ -25,6 +25,7 @@ from engine.admission.guard import (
     Outcome,
 )
 from engine.admission.lifecycle import FINAL, BrokerStatus, moved
+from engine.record.record_types import GUARD_RECORDS
 from engine.system.errors import BadInput
 from engine.system.guards import refuse
 from engine.system.trees import UnsafeTree, tree_hash
@@ -117,6 +118,12 @@ class BrokerState:
     def records(self) -> Sequence[dict]:
         return self.log.records
 
+    def _record(self, record: dict[str, Any]) -> None:
+        """Append to the guard ledger a record of a declared type with its declared fields
+        (engine/record/record_types.py `GUARD_TYPES`); anything else is the broker's bug."""
+        GUARD_RECORDS.check_append(record, "the guard ledger")
+        self.log.append(record)
+
     def _require_started(self) -> None:
         if self.status is BrokerStatus.NEW:
             raise RuntimeError("AdmissionBroker: call start() first")
@@ -126,17 +133,17 @@ class BrokerState:
                 refreshed: Evidence | None = None, restored: Sequence[str] = ()) -> Decision:
         d = Decision(outcome, reason, proposal, candidate, self.checkpoint, evidence, refreshed,
                      tuple(restored))
-        self.log.append({"type": "guard.decision", "outcome": outcome.value, "reason": reason,
-                         "proposal": proposal, "candidate": candidate,
-                         "checkpoint": self.checkpoint,
-                         "evidence_ids": [e.id for e in evidence]})
+        self._record({"type": "guard.decision", "outcome": outcome.value, "reason": reason,
+                      "proposal": proposal, "candidate": candidate,
+                      "checkpoint": self.checkpoint,
+                      "evidence_ids": [e.id for e in evidence]})
         return d
 
     def _stop(self, status: BrokerStatus, reason: str) -> None:
         if self.status in FINAL:
             return
         self.status, self.status_reason = moved(self.status, status), reason
-        self.log.append({"type": "guard.stop", "status": status.value, "reason": reason})
+        self._record({"type": "guard.stop", "status": status.value, "reason": reason})
 
     def _fail(self, reason: str) -> None:
         self._stop(BrokerStatus.FAILED, reason)
@@ -188,6 +195,6 @@ class BrokerState:
             raise
         if not advance:
             self.counts["restores"] += 1
-        self.log.append({"type": "guard.advance" if advance else "guard.restore", "found": now,
-                         "restored": self.base, "removed": leftovers})
+        self._record({"type": "guard.advance" if advance else "guard.restore", "found": now,
+                      "restored": self.base, "removed": leftovers})
         return leftovers

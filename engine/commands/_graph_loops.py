@@ -65,7 +65,7 @@ def accepted_references(graph: Path, ledger: Path, max_spec_bytes: int = MAX_SPE
         raise BadInput(str(graph), "GRAPH.toml", f"is not the graph the run in {ledger} started "
                        f"from (its SHA-256 differs from the one record 0 holds)",
                        "give the graph file the run used, unchanged, or audit another run")
-    r = replay(records)
+    r = replay(records, ledger)
     refs: list[Reference] = []
     skipped: list[Skipped] = []
     pins = first.get("pins", {})

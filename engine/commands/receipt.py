@@ -17,6 +17,7 @@ from pathlib import Path
 from engine.admission.broker import load_receipt, verify_receipt
 from engine.admission.checkpoint import CheckpointStore
 from engine.record.ledger import holds_no_record, verify
+from engine.record.record_types import GUARD_RECORDS, RUN_RECORDS
 from engine.system.errors import BadInput
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
@@ -56,6 +57,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         lines = ledger_path.read_bytes().split(b"\n")[:check.records]
         records = [json.loads(line) for line in lines]
+        declared = RUN_RECORDS if records[0].get("type") == "run" else GUARD_RECORDS
+        for rec in records:  # a record no run or broker writes: one line, exit 2
+            declared.check_read(rec, ledger_path)
         problems = verify_receipt(receipt, records,
                                   CheckpointStore(store_path) if store_path.is_dir() else None)
     if not store_path.is_dir():

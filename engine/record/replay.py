@@ -1,6 +1,8 @@
 """state = replay(ledger): the run's state is rebuilt from the verified ledger and nothing else.
 
-Why: after a crash or a stop the engine must not trust anything it held in memory. Every model
+Why: after a crash or a stop the engine must not trust anything it held in memory. Every record
+read is first checked against its declared type (engine/record/record_types.py: a record no run
+writes is RecordInvalid, exit 2, naming the file, the line and the field). Every model
 event the engine commits is one ledger record whose `type` is the event's name in lower case
 (`begin`, `reserve`, `settle`, `overrun`, `claim`, `verdict`, `abandon`, `cancel`, `repair`,
 `fail`, `finish`, `refuse`) and whose fields carry the event's arguments. Replay turns those
@@ -27,12 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.record.ledger import Ledger
+from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
 from engine.system.errors import LedgerCorrupt
 from model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
-from model.transitions import EVENT_NAMES, Event
+from model.transitions import EVENT_NAMES, EVENT_OF_NAME, Event
 
-RUN_FORMAT = "loopproof-run/1"
-EVENTS: dict[str, type] = {name.lower(): cls for cls, name in EVENT_NAMES.items()}
+__all__ = ["RUN_FORMAT", "Replayed", "event_record", "open_replayed", "replay"]
+# record type -> model event class, and back: both from the registry's table, which names each
+# event record's model event by its declared name (model.transitions.EVENT_NAMES)
+EVENTS: dict[str, type] = {t.name: EVENT_OF_NAME[t.event] for t in RUN_RECORDS
+                           if t.event is not None}
+RECORD_OF_EVENT: dict[str, str] = {t.event: t.name for t in RUN_RECORDS if t.event is not None}
 _FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float, "of": float}
 
 
@@ -42,7 +49,7 @@ def event_record(event: Event, **facts: Any) -> dict[str, Any]:
     clash = set(args) & set(facts)
     if clash:
         raise ValueError(f"facts {sorted(clash)} would overwrite the event's arguments")
-    return {"type": EVENT_NAMES[type(event)].lower(), **args, **facts}
+    return {"type": RECORD_OF_EVENT[EVENT_NAMES[type(event)]], **args, **facts}
 
 
 _FIELDS: dict[type, tuple[Any, ...]] = {}
@@ -123,9 +130,16 @@ class Replayed:
     cancel_requests: list[dict[str, Any]] = field(default_factory=list)  # not yet honoured
     price: float = 1.0  # spend units per wall-clock second now (record 0, then `resources`)
     prices: list[dict[str, Any]] = field(default_factory=list)
+    source: str = "the ledger"  # the file read, for a record that is not one a run writes
 
     def apply(self, rec: dict[str, Any]) -> None:
-        """Fold one more record in (the runner uses this after each append)."""
+        """Fold one more record read back: it must be a record type of the registry with its
+        declared fields (engine/record/record_types.py), else RecordInvalid (exit 2)."""
+        RUN_RECORDS.check_read(rec, self.source)
+        self.apply_written(rec)
+
+    def apply_written(self, rec: dict[str, Any]) -> None:
+        """Fold in a record this process just appended (checked before it was written)."""
         ev = event_of(rec)
         if ev is not None:
             try:
@@ -245,12 +259,13 @@ def run_bounds(first: dict[str, Any]) -> dict[str, Any]:
             "W_c": b.get("W_c", b.get("spend"))}
 
 
-def replay(ledger: Any) -> Replayed:
-    """Rebuild a run from a ledger (an open `Ledger`, or its records in order)."""
+def replay(ledger: Any, source: object = None) -> Replayed:
+    """Rebuild a run from a ledger (an open `Ledger`, or its records in order, read from
+    `source`)."""
     records: Sequence[dict[str, Any]] = getattr(ledger, "records", ledger)
     if not records:
         raise LedgerCorrupt("the ledger is empty; fix: start the run with `loopproof run`")
-    r = _start(records[0])
+    r = _start(records[0], source if source is not None else getattr(ledger, "path", None))
     for rec in records[1:]:
         r.apply(rec)
     return r
@@ -265,7 +280,7 @@ def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
         if state:
             state[0].apply(rec)
         else:
-            state.append(_start(rec))
+            state.append(_start(rec, path))
 
     ledger = Ledger.open(path, keep=False, fold=fold, allow_empty=False)
     if not state:
@@ -274,18 +289,20 @@ def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
     return ledger, state[0]
 
 
-def _start(first: dict[str, Any]) -> Replayed:
+def _start(first: dict[str, Any], source: object = None) -> Replayed:
     """The replay of record 0 alone: the graph and price it stores, the initial state."""
     if first.get("type") != "run" or first.get("format") != RUN_FORMAT:
         raise LedgerCorrupt(f"record 0 is not the start of a loopproof run (type "
                             f"{first.get('type')!r}, format {first.get('format')!r}); fix: give "
                             f"the ledger written by `loopproof run`")
+    where = "the ledger" if source is None else str(source)
+    RUN_RECORDS.check_read(first, where)
     graph = graph_from_record(first.get("graph"))
     price = first.get("price", 1.0)  # ledgers written before prices existed: 1 unit/second
     if not _is_price(price):
         raise LedgerCorrupt(f"record 0: price {price!r} is not a number > 0; fix: restore the "
                             f"ledger from a trusted copy")
-    r = Replayed(graph, initial_state(graph), first, price=float(price))
+    r = Replayed(graph, initial_state(graph), first, price=float(price), source=where)
     r.records, r.head = 1, first.get("hash", "")
     return r
 

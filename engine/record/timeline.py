@@ -206,7 +206,7 @@ def build(path: Path) -> Timeline:
         raise BadInput(str(path), "record 0", "is not the start of a loopproof run",
                        "give a ledger written by `loopproof run` (a guard ledger is read with "
                        "`loopproof receipt`)")
-    r = replay(records[:1])
+    r = replay(records[:1], path)
     attempts: list[Attempt] = []
     events: list[dict[str, Any]] = []
     curve = [(0, 0.0, 0.0)]
@@ -344,7 +344,7 @@ def run_status(path: Path, check: Verification) -> dict[str, Any] | None:
         if first.get("type") != "run" or first.get("format") != RUN_FORMAT:
             return None
         try:
-            r = replay([first])
+            r = replay([first], path)
             for _ in range(check.records - 1):
                 r.apply(json.loads(fh.readline()))
         except LedgerCorrupt as exc:

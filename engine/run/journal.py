@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.record.ledger import Ledger
+from engine.record.record_types import RUN_RECORDS
 from engine.record.replay import Replayed, event_record
 from engine.run.progress import Progress
 from engine.system.secrets import redact, secret_values
@@ -62,8 +63,10 @@ class Journal:
         if self._batch is None:  # group commit until the next point that needs durability
             self._batch = contextlib.ExitStack()
             self._batch.enter_context(self.ledger.group())
-        stored = self.ledger.append(redact(record, self._secrets))
-        self.replayed.apply(stored)
+        record = redact(record, self._secrets)
+        RUN_RECORDS.check_append(record, self.ledger.path)  # declared type, declared fields
+        stored = self.ledger.append(record)
+        self.replayed.apply_written(stored)
         if self.progress is not None:
             self.progress(self.replayed, stored)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from engine.record.ledger import Ledger
 from engine.record.owned import LedgerLost
+from engine.record.record_types import RUN_RECORDS
 from engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
 from engine.run import finish, schedule
 from engine.run.attempt import judge_within, run_attempt
@@ -151,6 +152,7 @@ class Runner:
                  "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,
                  "stop_file": str(stop), "bounds": spec.bounds(), "price": spec.price}
+        RUN_RECORDS.check_append(first, ledger_path)
         with creating(folder):  # racing `run`s: one creates, the others find it and write nothing
             if lexists(ledger_path, "--ledger"):
                 raise _ledger_exists(ledger_path)

@@ -38,6 +38,7 @@ from typing import Any
 from engine.policy.evolution import Decision, evolve, replay_config
 from engine.policy.pin import PolicyChanged, PolicyPin
 from engine.record.ledger import Ledger, verify
+from engine.record.record_types import RUN_RECORDS
 from engine.record.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
 from engine.run.meter import BudgetOverrun, Meter
 from engine.system import faults as crash
@@ -139,6 +140,7 @@ class GrowthLoop:
                                                   "idle": arm.idle_growth},
                             "resources": {"gpus": resources.gpus, "step": resources.step},
                             "catalogue": catalogue.digest(), "planner": catalogue.PLANNER}}
+        RUN_RECORDS.check_append(first, folder / LEDGER)
         ledger = Ledger.create(folder / LEDGER, first)
         loop = cls(folder, ledger, replay(ledger), pin, planner=planner, faults=faults,
                    on_boundary=on_boundary)
@@ -175,8 +177,9 @@ class GrowthLoop:
         self.view.apply(rec)
 
     def _append(self, record: dict[str, Any]) -> None:
+        RUN_RECORDS.check_append(record, self.ledger.path)
         stored = self.ledger.append(record)
-        self.replayed.apply(stored)
+        self.replayed.apply_written(stored)
         self._fold(stored)
 
     def commit(self, event: Event, facts: dict[str, Any]):  # noqa: ANN201 - model.RunState

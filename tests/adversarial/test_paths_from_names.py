@@ -14,8 +14,8 @@ import json
 import os
 
 import pytest
+from oracles import rechain
 
-from engine.record.ledger import canonical, record_hash
 from engine.system.trees import tree_digest
 
 ACCEPT = "import sys\nsys.exit(0)\n"
@@ -78,16 +78,11 @@ def test_a_forged_activation_in_a_verdict_cannot_point_the_hand_off_outside(kit)
         if r["type"] == "verdict" and r["node"] == "a":
             r["activation"] = "../../victim"  # judged path: <accepted>/a/../../victim-1
             r["accepted_tree"] = tree_digest(victim)
-    prev, lines = "", []
-    for seq, r in enumerate(recs):
-        r = {k: v for k, v in r.items() if k != "hash"}
-        r["seq"], r["prev"] = seq, prev
-        r["hash"] = prev = record_hash(r)
-        lines.append(canonical(r) + b"\n")
-    kit.ledger.write_bytes(b"".join(lines))
+    kit.ledger.write_bytes(rechain(recs))
     os.rename(victim, kit.ledger.parent / "victim-1")  # where the forged path points
     r = kit.resume("--stop-file", stop)
-    assert r.code == 5, (r.code, r.err)
+    # refused as it is read: no run writes a verdict whose activation is not an integer
+    assert r.code == 2 and "field 'activation': is string" in r.err, (r.code, r.err)
     assert not (kit.ledger.parent / "stolen").exists()
     assert not any(rec["type"] == "begin" and rec["node"] == "b"
                    for rec in kit.records(kit.ledger))

@@ -92,7 +92,7 @@ def test_append_returns_stored_record_and_leaves_input_alone(tmp_path):
 def test_records_view_is_read_only(tmp_path):
     led = make(tmp_path / "l.jsonl", 2)
     with pytest.raises(TypeError):
-        led.records[0] = {}  # type: ignore[index]
+        led.records[0] = {}  # type: ignore[index]  # the point: the view has no __setitem__
     assert not hasattr(led.records, "append")
 
 

@@ -46,7 +46,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, overload
 
 from engine.record.committed import Floor, Mark, read_floor, remove_stale
 from engine.record.owned import FIX as OWNED_FIX
@@ -60,7 +60,7 @@ try:  # orjson parses ~2.5x faster; json is the reference and the fallback. orjs
     # integer beyond 64 bits as a float, so `append` refuses such integers (see _check_ints).
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a declared dependency
-    _fast_loads = json.loads
+    _fast_loads = json.loads  # type: ignore[assignment]  # same call, a wider argument type
 
 
 GENESIS = ""  # `prev` of record 0
@@ -71,11 +71,12 @@ _FIX = "fix: restore the ledger from a trusted copy; a broken chain is never rep
 BLOCK = 1 << 20                 # bytes read at a time while verifying
 VERIFY_JOBS = 2                 # processes that verify a large ledger
 PARALLEL_BYTES = 64 << 20       # a ledger at least this large is verified by VERIFY_JOBS processes
-Fold = Callable[[dict], None]
+Record = dict[str, Any]  # a record as JSON gives it: its values are any JSON value
+Fold = Callable[[Record], None]
 NO_FLOOR = Floor()
 
 
-def record_hash(record: dict) -> str:
+def record_hash(record: Record) -> str:
     """sha256 hex of canonical(record without "hash")."""
     body = {k: v for k, v in record.items() if k != "hash"}
     return hashlib.sha256(canonical(body)).hexdigest()
@@ -97,7 +98,7 @@ class Verification:
 
 @dataclass
 class _Scan:
-    records: list[dict]
+    records: list[Record]
     head: str
     count: int               # number of verified records
     good_bytes: int          # length of the verified prefix (complete lines)
@@ -110,7 +111,7 @@ def _is_hex64(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
 
 
-def _loads(line: bytes) -> object:
+def _loads(line: bytes) -> Any:
     """The JSON value of `line`, or _UNPARSEABLE: every decode problem (invalid UTF-8, a lone
     surrogate, nesting deeper than the parsers allow, a number they refuse) is "not a record",
     never an exception."""
@@ -141,27 +142,27 @@ def _body_without_hash(line: bytes, member: bytes) -> bytes | None:
 _NOT_JSON, _NOT_OBJECT, _BAD_HASH, _EDITED, _BAD_SEQ, _BAD_PREV, _BAD_TYPE = range(7)
 
 
-def _link(line: bytes, seq: int, prev: str) -> dict | int:
+def _link(line: bytes, seq: int, prev: str) -> Record | int:
     """The chain check, the only one: the record on `line` if it is record `seq` chained after
     `prev` (its hash is the sha256 of the line without its own hash member), else why not (one
     of the problem codes above, in the order they are checked)."""
     rec = _loads(line)
     if rec.__class__ is not dict:
         return _NOT_JSON if rec is _UNPARSEABLE else _NOT_OBJECT
-    h = rec.get("hash")  # type: ignore[union-attr]
+    h = rec.get("hash")
     if h.__class__ is not str or len(h) != 64:
         return _BAD_HASH
     body = _body_without_hash(line, b'"hash":"' + h.encode("utf-8", "surrogatepass") + b'"')
     if body is None or hashlib.sha256(body).hexdigest() != h:
         return _EDITED if _is_hex64(h) else _BAD_HASH
-    s = rec.get("seq")  # type: ignore[union-attr]
+    s = rec.get("seq")
     if s != seq or s.__class__ is not int:
         return _BAD_SEQ
-    if rec.get("prev") != prev:  # type: ignore[union-attr]
+    if rec.get("prev") != prev:
         return _BAD_PREV
-    if rec.get("type").__class__ is not str:  # type: ignore[union-attr]
+    if rec.get("type").__class__ is not str:
         return _BAD_TYPE
-    return rec  # type: ignore[return-value]
+    return rec
 
 
 def _blocks(f: BinaryIO, stop: int | None = None) -> Iterator[tuple[list[bytes], bytes, bool]]:
@@ -216,7 +217,7 @@ def _scan(f: BinaryIO, name: str, keep: bool = True, fold: Fold | None = None,
 
 def _verify_lines(f: BinaryIO, name: str, keep: bool, fold: Fold | None) -> _Scan:
     """Verify the file line by line, block by block; stop at the first line that fails."""
-    records: list[dict] = []
+    records: list[Record] = []
     head = GENESIS
     good = 0
     seq = 0
@@ -225,16 +226,16 @@ def _verify_lines(f: BinaryIO, name: str, keep: bool, fold: Fold | None) -> _Sca
     for lines, rest, _ended in _blocks(f):
         tail = rest
         for line in lines:
-            rec = link(line, seq, head)
+            rec: Any = link(line, seq, head)  # Any: `__class__ is` (fast) does not narrow
             if rec.__class__ is not dict:
-                return _failure(line, seq, rec, records, head, good, name)  # type: ignore[arg-type]
-            head = rec["hash"]  # type: ignore[index]
+                return _failure(line, seq, rec, records, head, good, name)
+            head = rec["hash"]
             good += len(line) + 1
             seq += 1
             if keep:
-                records.append(rec)  # type: ignore[arg-type]
+                records.append(rec)
             if fold is not None:
-                fold(rec)  # type: ignore[arg-type]
+                fold(rec)
     scan = _Scan(records, head, seq, good, None, None, tail)
     if tail and is_cut_short(tail):
         scan.torn = (f"{name}: line {seq + 1}: final line has no newline "
@@ -257,17 +258,17 @@ _PROBLEM = {
 }
 
 
-def _failure(line: bytes, seq: int, problem: int, records: list[dict], head: str, good: int,
+def _failure(line: bytes, seq: int, problem: int, records: list[Record], head: str, good: int,
              name: str) -> _Scan:
     """Line `seq + 1`, newline-terminated, failed `_link` for `problem`: the ledger is broken
     there (a complete line is never a torn write, whatever its position)."""
     if problem == _BAD_SEQ:
-        s = _loads(line).get("seq")  # type: ignore[union-attr]
+        s = _loads(line).get("seq")
         why = ("a record was deleted, reordered, duplicated or spliced in"
                if type(s) is int else "field 'seq' is missing or not an integer")
         text = f": seq is {s!r}, expected {seq} ({why})"
     elif problem == _EDITED:
-        text = _PROBLEM[problem].format(seq=repr(_loads(line).get("seq")))  # type: ignore[union-attr]
+        text = _PROBLEM[problem].format(seq=repr(_loads(line).get("seq")))
     else:
         text = _PROBLEM[problem].format(seq=seq)
     return _Scan(records, head, seq, good, None, f"{name}: line {seq + 1}{text}; {_FIX}", b"")
@@ -325,14 +326,14 @@ def _check_range(args: tuple[str, int, int]) -> _Range | None:
                     first = _loads(line)
                     if first.__class__ is not dict:
                         return None
-                    seq, prev = first.get("seq"), first.get("prev")  # type: ignore[union-attr]
+                    seq, prev = first.get("seq"), first.get("prev")
                     if seq.__class__ is not int or prev.__class__ is not str:
                         return None
                     first_seq, first_prev, head = seq, prev, prev
-                rec = _link(line, first_seq + count, head)
+                rec: Any = _link(line, first_seq + count, head)  # as in _verify_lines
                 if rec.__class__ is not dict:
                     return None
-                head = rec["hash"]  # type: ignore[index]
+                head = rec["hash"]
                 count += 1
     return _Range(first_seq, first_prev, head, count)
 
@@ -399,13 +400,19 @@ def read_floor_or_broken(path: Path, signed: bool) -> Floor | Verification:
         return Verification("broken", 0, GENESIS, str(exc))
 
 
-class _Records(Sequence):
+class _Records(Sequence[Record]):
     """A read-only view of the stored records (dicts; do not mutate them)."""
 
-    def __init__(self, items: list[dict]) -> None:
+    def __init__(self, items: list[Record]) -> None:
         self._items = items
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Record]: ...
+
+    def __getitem__(self, i: int | slice) -> Record | Sequence[Record]:
         return self._items[i]
 
     def __len__(self) -> int:
@@ -420,7 +427,7 @@ def _exists(path: Path) -> BadInput:
 class Ledger:
     """An open, verified ledger that appends chained records. Create with `create` or `open`."""
 
-    def __init__(self, path: Path, records: list[dict] | None, head: str, torn: str | None,
+    def __init__(self, path: Path, records: list[Record] | None, head: str, torn: str | None,
                  count: int = 0, last: bytes | None = None, fd: int | None = None,
                  mark: bool = True, torn_kept: str | None = None) -> None:
         self.path = path
@@ -451,7 +458,7 @@ class Ledger:
 
     # ---- construction ---------------------------------------------------------------------
     @classmethod
-    def create(cls, path: Path | str, first: dict,
+    def create(cls, path: Path | str, first: Record,
                before_link: Callable[[Ledger, Path], None] | None = None) -> Ledger:
         """A new ledger at `path` holding `first` as record 0; refuses an existing file.
         `before_link(ledger, path)` runs when record 0 is written and durable but not yet at
@@ -545,7 +552,7 @@ class Ledger:
 
     # ---- reading --------------------------------------------------------------------------
     @property
-    def records(self) -> Sequence[dict]:
+    def records(self) -> Sequence[Record]:
         if self._records is None:
             raise ValueError(f"{self.path}: opened with keep=False, its records are not held")
         return _Records(self._records)
@@ -554,7 +561,7 @@ class Ledger:
         return self._count
 
     # ---- appending ------------------------------------------------------------------------
-    def append(self, record: dict) -> dict:
+    def append(self, record: Record) -> Record:
         """Chain `record` (which must carry "type") after the head, write it, fsync it."""
         if self._fd < 0:
             raise ValueError(f"{self.path}: ledger is closed")
@@ -664,7 +671,7 @@ class Ledger:
                 self._mark.close()
 
 
-def _encode(stored: dict) -> tuple[str, bytes]:
+def _encode(stored: Record) -> tuple[str, bytes]:
     """(hash, line) of a record without "hash": encoded once, the hash member spliced in where
     sorted keys put it. Every record holds "prev", "seq" and "type", which sort after "hash"."""
     low = {k: v for k, v in stored.items() if k < "hash"}
@@ -788,15 +795,15 @@ def _check_record(record: object, name: str) -> None:
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
 
-def _check_ints(value: object, name: str) -> None:
+def _check_ints(value: Any, name: str) -> None:
     """Refuse integers beyond 64 bits: the fast reader (orjson) would turn them into floats, so
     replay would not see what was written. Store such numbers as strings."""
     t = type(value)
     if t is dict:
-        for v in value.values():  # type: ignore[union-attr]
+        for v in value.values():
             _check_ints(v, name)
     elif t is list or t is tuple:
-        for v in value:  # type: ignore[union-attr]
+        for v in value:
             _check_ints(v, name)
     elif isinstance(value, int) and not isinstance(value, bool) and not (
             _INT_MIN <= value <= _INT_MAX):

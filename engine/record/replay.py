@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from engine.record.ledger import Ledger
 from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
@@ -37,7 +37,7 @@ from model.transitions import EVENT_NAMES, EVENT_OF_NAME, Event
 __all__ = ["RUN_FORMAT", "Replayed", "event_record", "open_replayed", "replay"]
 # record type -> model event class, and back: both from the registry's table, which names each
 # event record's model event by its declared name (model.transitions.EVENT_NAMES)
-EVENTS: dict[str, type] = {t.name: EVENT_OF_NAME[t.event] for t in RUN_RECORDS
+EVENTS: dict[str, type[Event]] = {t.name: EVENT_OF_NAME[t.event] for t in RUN_RECORDS
                            if t.event is not None}
 RECORD_OF_EVENT: dict[str, str] = {t.event: t.name for t in RUN_RECORDS if t.event is not None}
 _FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float, "of": float}
@@ -45,7 +45,7 @@ _FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float, "of
 
 def event_record(event: Event, **facts: Any) -> dict[str, Any]:
     """The ledger record of a model event: its name as `type`, its arguments, and `facts`."""
-    args = dataclasses.asdict(event)  # type: ignore[call-overload]
+    args = dataclasses.asdict(event)  # type: ignore[call-overload]  # every event class is a dataclass, the base Event is not
     clash = set(args) & set(facts)
     if clash:
         raise ValueError(f"facts {sorted(clash)} would overwrite the event's arguments")
@@ -71,7 +71,7 @@ def event_of(rec: dict[str, Any]) -> Event | None:
         return None
     args = {}
     for f in _fields(cls):
-        v = rec.get(f.name)
+        v: Any = rec.get(f.name)
         if v is None and f.default is None:  # an optional argument (a Settle's `of`)
             continue
         want = _FIELD_TYPES.get(f.name, object)
@@ -307,11 +307,11 @@ def _start(first: dict[str, Any], source: object = None) -> Replayed:
     return r
 
 
-def _is_amount(v: Any) -> bool:
+def _is_amount(v: Any) -> TypeGuard[float]:
     return (not isinstance(v, bool) and isinstance(v, int | float) and v == v
             and 0 <= v < float("inf"))
 
 
-def _is_price(v: Any) -> bool:
+def _is_price(v: Any) -> TypeGuard[float]:
     return (not isinstance(v, bool) and isinstance(v, int | float) and v == v
             and 0 < v < float("inf"))

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -31,9 +32,9 @@ from engine.record.ledger import (
     Verification,
     _read,
     _scan,
-    canonical,
     read_floor_or_broken,
 )
+from engine.system.canonical import canonical
 from engine.system.errors import BadInput, LedgerCorrupt
 
 DOMAIN = b"loopproof-ledger-head-v1\n"
@@ -122,7 +123,7 @@ def _load_public(path: Path) -> Ed25519PublicKey:
     return key
 
 
-def sign_head(ledger: Path | str, private_key: Path | str) -> dict:
+def sign_head(ledger: Path | str, private_key: Path | str) -> dict[str, Any]:
     """Sign the current head of a verified ledger; write and return the sidecar."""
     ledger = Path(ledger)
     key = _load_private(Path(private_key))
@@ -140,14 +141,14 @@ def sign_head(ledger: Path | str, private_key: Path | str) -> dict:
     return side
 
 
-def _write_sidecar(ledger: Path, side: dict) -> None:
+def _write_sidecar(ledger: Path, side: dict[str, Any]) -> None:
     target = sidecar_path(ledger)
     tmp = Path(f"{target}.tmp")
     tmp.write_text(json.dumps(side, sort_keys=True) + "\n")
     os.replace(tmp, target)
 
 
-def sign_written(ledger: Ledger, private_key: Path | str, path: Path | None = None) -> dict:
+def sign_written(ledger: Ledger, private_key: Path | str, path: Path | None = None) -> dict[str, Any]:
     """Sign the head the engine wrote (count and head from memory, never read back from the
     path), after `verify_owned` shows the file on disk is exactly that chain (LedgerLost if not).
     The sidecar goes next to `path` (default: the ledger's own path)."""
@@ -163,7 +164,7 @@ def sign_written(ledger: Ledger, private_key: Path | str, path: Path | None = No
 
 
 def check_extends_signed(ledger: Path | str, count: int,
-                         public_key: Path | str | None) -> dict | None:
+                         public_key: Path | str | None) -> dict[str, Any] | None:
     """Before a signed run is resumed (or re-signed): the sidecar's signature verifies — with
     `public_key` (the run's policy key) when given, else with the key the sidecar names — and
     the ledger's `count` verified records extend the signed head (the record at the signed
@@ -175,7 +176,7 @@ def check_extends_signed(ledger: Path | str, count: int,
     fix = ("fix: restore the ledger and its signature from a trusted copy; "
            "`loopproof verify LEDGER --public-key PUB` says what differs")
     try:
-        side = json.loads(where.read_text())
+        side: dict[str, Any] = json.loads(where.read_text())
         signed_records, signed_head = int(side["records"]), str(side["head"])
         signature = bytes.fromhex(side["signature"])
         embedded = bytes.fromhex(side.get("public_key", ""))

@@ -14,6 +14,7 @@ newer ledger is shown, not refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,7 +307,7 @@ def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
 def _event(rec: dict[str, Any]) -> dict[str, Any]:
     """A run event as {seq, type, text}, the text in words."""
     t = rec["type"]
-    text = {
+    words: dict[str, Callable[[], str]] = {
         "repair": lambda: (f"repair: {rec.get('node')} exhausted its attempts; repairs "
                            f"{rec.get('target')}, rerun {', '.join(rec.get('rerun', []))}; "
                            f"{rec.get('repairs_left')} repair(s) of K left"),
@@ -331,7 +332,8 @@ def _event(rec: dict[str, Any]) -> dict[str, Any]:
         "cancel": lambda: (f"cancel: {rec.get('node')}'s activation {rec.get('activation')} "
                            f"ended without a verdict after {rec.get('attempts')} attempt(s)"),
         "cancel_refused": lambda: f"cancel of {rec.get('node')} refused: {rec.get('why')}",
-    }.get(t, lambda: t)()
+    }
+    text = words.get(t, lambda: str(t))()
     return {"seq": rec["seq"], "type": t, "node": rec.get("node"), "text": text}
 
 

@@ -29,12 +29,16 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.run.spec import Spec
 from engine.system.errors import BadInput
 from engine.system.limits import Hold, owner_of
 from engine.system.programs import installed
 from engine.system.sandbox import Confinement, Sandbox, View, backend
+
+if TYPE_CHECKING:  # imported where the policy is read (below), not at import time
+    from engine.policy.pin import PolicyPin
 
 
 @dataclass(frozen=True)
@@ -119,11 +123,11 @@ def sandbox_backend(spec: Spec) -> Sandbox:
     return box
 
 
-def policy_secrets(pin: object) -> list[Path]:
+def policy_secrets(pin: PolicyPin | None) -> list[Path]:
     """The policy file and its signing keys: hidden from every command of the run."""
     if pin is None:
         return []
-    path = Path(pin.path)  # type: ignore[attr-defined]
+    path = Path(pin.path)
     out = [path]
     policy = getattr(pin, "policy", None)
     if policy is None:

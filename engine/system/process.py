@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from engine.system.limits import JOIN_FAILED, JOIN_WORDS, Cell
 from engine.system.sandbox import Confinement, Launch, Unavailable
@@ -139,7 +140,7 @@ class ProcessResult:
 
     def stream(self, name: str) -> Stream:
         """"stdout" or "stderr" as a `Stream` (from the kept bytes for a result built without)."""
-        found = getattr(self, f"{name}_stream")
+        found: Stream | None = getattr(self, f"{name}_stream")
         if found is not None:
             return found
         kept: bytes = getattr(self, name)
@@ -177,7 +178,7 @@ class _Drain:
     """Read a pipe to EOF in a thread (so the child never blocks), counting and hashing every
     byte, keeping the first `limit` bytes and a rolling window of the last `TAIL_BYTES`."""
 
-    def __init__(self, pipe, limit: int) -> None:
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
         self.pipe, self.limit = pipe, limit
         self.chunks: list[bytes] = []
         self.kept = 0
@@ -216,7 +217,7 @@ class _Drain:
                           bytes(self.tail))
 
 
-def _feed(pipe, data: bytes) -> None:
+def _feed(pipe: IO[bytes], data: bytes) -> None:
     with contextlib.suppress(OSError, ValueError):
         pipe.write(data)
     with contextlib.suppress(OSError, ValueError):
@@ -310,6 +311,7 @@ def _run_in(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: floa
         raise ProcessError(f"{argv[0]}: cannot start command {list(argv)!r} in {launch.cwd}: "
                            f"{exc.strerror or exc}; fix: check the program path and that it "
                            f"is executable") from exc
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes, above
     out, err = _Drain(proc.stdout, max_output), _Drain(proc.stderr, max_output)
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()

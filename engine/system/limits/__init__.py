@@ -58,7 +58,7 @@ def mechanisms() -> list[Mechanism]:
     kernel), and any one cgroup holds every process of the command."""
     global _mechanisms
     if _mechanisms is None:
-        found = [m for m in (CgroupV2(), CgroupV1()) if m.holds()]
+        found: list[Mechanism] = [m for m in (CgroupV2(), CgroupV1()) if m.holds()]
         limiting = [m for m in found if m.holds() - {LIFECYCLE}]
         _mechanisms = limiting or found[:1]
     return _mechanisms

@@ -12,6 +12,7 @@ attempt" exact: a process cannot leave a cgroup).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -46,8 +47,9 @@ class ResourceLimits:
     workspace_bytes: int | None = None
 
     def value(self, kind: str) -> int | None:
-        return getattr(self, {MEMORY: "memory_bytes", PROCESSES: "processes",
+        got: int | None = getattr(self, {MEMORY: "memory_bytes", PROCESSES: "processes",
                               TMP: "tmp_bytes", WORKSPACE: "workspace_bytes"}[kind])
+        return got
 
     def text(self, kind: str) -> str:
         """The limit in words, as the ledger and `loopproof show` say it: "memory limit 256 MiB"."""
@@ -98,11 +100,11 @@ class Mechanism(Protocol):
         cannot be made."""
         ...
 
-    def stale(self) -> list[Group]:
+    def stale(self) -> Sequence[Group]:
         """The groups of any owner made by an engine that is gone (engine/system/limits/
         cgroupfs.py names each group after the engine's PID namespace and pid)."""
         ...
 
-    def leftovers(self, owner: str) -> list[Group]:
+    def leftovers(self, owner: str) -> Sequence[Group]:
         """The groups of `owner` still there (an engine that died left them)."""
         ...

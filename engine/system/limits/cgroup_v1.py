@@ -110,10 +110,10 @@ class CgroupV1:
 
     def leftovers(self, owner: str) -> list[V1Group]:
         out: list[V1Group] = []
-        for base, make in ((self.memory_base, lambda p: V1Group(p, None)),
-                           (self.pids_base, lambda p: V1Group(None, p))):
+        for base, memory in ((self.memory_base, True), (self.pids_base, False)):
             if base is not None:
-                out += [make(p) for p in cgroupfs.children(cgroupfs.run_folder(base, owner))]
+                out += [V1Group(p, None) if memory else V1Group(None, p)
+                        for p in cgroupfs.children(cgroupfs.run_folder(base, owner))]
         return out
 
 

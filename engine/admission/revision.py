@@ -42,14 +42,14 @@ from engine.admission.checkpoint import CheckpointError, CheckpointStore
 from engine.admission.evidence import CommandCheck, run_check
 from engine.record.ledger import Ledger, canonical
 from engine.record.record_types import GUARD_RECORDS
-from engine.run.gate import ACCEPT, ERROR, REJECT, GateResult
+from engine.run.gate import ACCEPT, ERROR, REJECT, Gate, GateResult
 from engine.run.kinds import NodeTable, register_kind
 from engine.run.meter import BudgetOverrun
 from engine.run.worker import AttemptContext
 from engine.system.canonical import digest
 from engine.system.process import ProcessError, safe_environment
 from engine.system.sandbox import Confinement
-from engine.system.trees import UnsafeTree, tree_hash
+from engine.system.trees import UnsafeTree, tree_digest, tree_hash
 
 REVISION_FIELDS: dict[str, str] = {
     "worker": "argv; reads the evidence JSON named by LOOPPROOF_EVIDENCE, prints a typed action",
@@ -166,7 +166,7 @@ class RevisionWorker:
 
 
 @dataclass
-class ReceiptGate:
+class ReceiptGate(Gate):
     """Accept an attempt only if its receipt verifies, the workspace is exactly the receipt's
     checkpoint, and every completion check passes again on a fresh copy. Never writes."""
 
@@ -186,8 +186,12 @@ class ReceiptGate:
     def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
         start = time.monotonic()
         self.accepted = None
+        try:  # it judges the staged copy in place: that copy, as it found it, is what it saw
+            copied = tree_digest(Path(workspace))
+        except OSError:
+            copied = ""
         verdict, detail, tree = self._judge(Path(workspace), confined(self.completion, confine))
-        return GateResult(verdict, detail, time.monotonic() - start, tree)
+        return GateResult(verdict, detail, time.monotonic() - start, tree, copied=copied)
 
     def _judge(self, workspace: Path, completion: tuple[CommandCheck, ...]
                ) -> tuple[str, str, str]:

@@ -17,13 +17,13 @@ import contextlib
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 from engine.run.confine import RunSandbox
-from engine.run.gate import ERROR, CallableGate, CommandGate, Gate, GateResult
+from engine.run.gate import ERROR, Gate, GateResult
 from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
 from engine.run.integrity import Integrity, PinChanged
 from engine.run.journal import Journal
-from engine.run.judge import JUDGE_GATES
 from engine.run.meter import BudgetOverrun, Meter
 from engine.run.planner import RunPlanner
 from engine.run.proxy.access import model_access
@@ -40,9 +40,13 @@ def judge_within(gate: Gate, workspace: Path, limit_s: float,
     """Run the gate with at most `limit_s` seconds of wall clock (its evaluation reservation at
     the current price), its commands in `confine`. A command or judge gate is killed there (a timeout: an
     `error` verdict); a Python gate cannot be killed and is charged at most its reservation."""
-    if isinstance(gate, CommandGate | JUDGE_GATES) and limit_s < gate.timeout_s:
-        gate = dataclasses.replace(gate, timeout_s=limit_s)
-    return gate.judge(workspace, confine)
+    return gate.within(limit_s).judge(workspace, confine)
+
+
+def verdict_facts(result: GateResult, where: dict[str, int]) -> dict[str, Any]:
+    """The verdict record's facts (beside its node and `passed`), judged or not."""
+    return {**result.facts, **where, "verdict": result.verdict, "detail": result.detail,
+            "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
 
 
 def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity,
@@ -88,16 +92,13 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
         return
     journal.commit(Claim(node), {**where, "claims": claims})
     if meter.broken is not None:  # a settle claim above its reservation: fails, unjudged
-        journal.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
-                                              "detail": f"not judged: {meter.broken}",
-                                              "error": "not judged", "snapshot": ""})
+        journal.commit(Verdict(node, False),
+                       verdict_facts(GateResult.not_judged(meter.broken), where))
         return
     try:
         integrity.check_pins(node)
     except PinChanged as exc:
-        journal.commit(Verdict(node, False), {**where, "verdict": "error", "seconds": 0.0,
-                                              "detail": f"not judged: {exc}", "snapshot": "",
-                                              "error": "not judged"})
+        journal.commit(Verdict(node, False), verdict_facts(GateResult.not_judged(str(exc)), where))
         raise
     integrity.check_policy()
     faults.crashpoint("runner.before_verdict")
@@ -126,11 +127,10 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
         staged = None
     staging_s = time.monotonic() - start
     if staged is None:
-        result = GateResult(ERROR, f"not judged: {why}", 0.0, facts={"error": "not judged"})
+        result = GateResult.not_judged(why)
     elif staging_s >= limit:
-        result = GateResult(ERROR, f"not judged: staging the workspace took {staging_s:.3f} s, "
-                            f"all of the evaluation's {limit:.3f} s", 0.0,
-                            facts={"error": "not judged"})
+        result = GateResult.not_judged(f"staging the workspace took {staging_s:.3f} s, all of "
+                                       f"the evaluation's {limit:.3f} s")
     else:
         result = judge_within(cfg.gate, judged, limit - staging_s, confine)
         after = digest_or_why(judged)
@@ -139,8 +139,7 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
                                 f"({staged[:12]}... -> {after[:12]}...)",
                                 result.seconds, result.snapshot,
                                 {**result.facts, "error": "snapshot changed"})
-        elif (result.accepted and isinstance(cfg.gate, CommandGate | CallableGate | JUDGE_GATES)
-              and result.copied != staged):  # the gate ran on a copy: it must be the staged tree
+        elif result.accepted and result.copied != staged:  # every gate: it saw the staged tree
             result = GateResult(ERROR, "the gate's snapshot is not the staged tree "
                                 f"({staged[:12]}... -> {result.copied[:12] or 'none'}...)",
                                 result.seconds, result.snapshot,
@@ -148,12 +147,10 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
     if not result.accepted:
         remove_tree(judged, within=judged.parent)
     meter.settle_evaluation(time.monotonic() - start, staging={"seconds": round(staging_s, 6)})
-    facts = {**result.facts, **where, "verdict": result.verdict, "detail": result.detail,
-             "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
+    facts = verdict_facts(result, where)
     if result.accepted:  # the tree successors receive (`hand_off` checks it)
         facts["accepted_tree"] = staged
-    anchor = getattr(cfg.gate, "receipt_anchor", None)
-    if result.accepted and anchor is not None and (receipt := anchor()) is not None:
+    if result.accepted and (receipt := cfg.gate.receipt_anchor()) is not None:
         facts["receipt"] = receipt  # the receipt's digest, anchored in the run ledger
     journal.commit(Verdict(node, result.accepted), facts)
     if result.accepted:  # older accepted snapshots of this node are no longer handed off

@@ -24,6 +24,7 @@ that looks like a reject can still be told apart (docs/engine.md, "What a gate s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import stat
@@ -48,7 +49,9 @@ CHANGES_KEPT = 50
 
 @dataclass(frozen=True)
 class GateResult:
-    """A gate's verdict on one snapshot. `detail` is the gate's own words, for the ledger."""
+    """A gate's verdict on one snapshot. `detail` is the gate's own words, for the ledger.
+    `copied` is what every accepting gate must report: the `tree_digest` of the tree it judged,
+    as it found it (the attempt accepts a PASS only when that is the staged copy)."""
 
     verdict: str
     detail: str
@@ -61,14 +64,47 @@ class GateResult:
     def accepted(self) -> bool:
         return self.verdict == ACCEPT
 
+    @classmethod
+    def not_judged(cls, why: str) -> GateResult:
+        """The verdict of an attempt whose gate never judged it (its copy could not be staged,
+        a pinned file changed, the worker broke its meter contract): an error, never a PASS."""
+        return cls(ERROR, f"not judged: {why}", 0.0, facts={"error": "not judged"})
+
 
 class Gate(Protocol):
-    """Judge a workspace. Implementations must never write to `workspace`. A command gate runs
-    its commands in `confine` (the judged copy is added to its view)."""
+    """Judge a workspace: what the attempt (engine/run/attempt.py) relies on, and all it asks.
+
+    - `judge` never writes to `workspace`, runs its commands in `confine` (the judged copy is
+      added to its view), and on an accept reports `GateResult.copied`, the tree it judged; an
+      accept whose `copied` is not the staged copy is an error, whatever the gate's class;
+    - `pinned_files`: the files it depends on, pinned for the run;
+    - `within(limit_s)`: this gate stopped after `limit_s` seconds (the evaluation's
+      reservation); a gate that runs in the engine's process cannot be stopped: itself;
+    - `receipt_anchor()`: what an accepting verdict record anchors (a revision node's
+      receipt, engine/admission/revision.py); None for every other gate.
+    Gate classes subclass this protocol for the last two's defaults (`TimedGate`: the `within`
+    of a gate with a `timeout_s`)."""
 
     def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult: ...
 
     def pinned_files(self) -> tuple[Path, ...]: ...
+
+    def within(self, limit_s: float) -> Gate:
+        return self
+
+    def receipt_anchor(self) -> dict[str, Any] | None:
+        return None
+
+
+class TimedGate(Gate):
+    """A gate (a dataclass with a `timeout_s` field) whose commands are killed at their timeout:
+    `within` cuts the timeout to the limit (killed there: a timeout, an error verdict)."""
+
+    timeout_s: float
+
+    def within(self, limit_s: float) -> Gate:
+        me: Any = self  # every TimedGate is a dataclass
+        return dataclasses.replace(me, timeout_s=limit_s) if limit_s < self.timeout_s else self
 
 
 # ---- the snapshot judge, shared by both adapters -------------------------------------------------
@@ -187,7 +223,7 @@ def _signal_name(n: int) -> str:
 # ---- adapters ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CommandGate:
+class CommandGate(TimedGate):
     """A gate command: exit 0 accept, 1 reject, 2 error, anything else error; timeout error."""
 
     argv: tuple[str, ...]
@@ -235,7 +271,7 @@ class CommandGate:
 
 
 @dataclass(frozen=True)
-class CallableGate:
+class CallableGate(Gate):
     """A Python gate: `fn(snapshot_dir) -> "accept" | "reject" | "error" | (verdict, detail)`.
     It judges the same read-only snapshot a command gate would; it has no timeout of its own."""
 

@@ -11,6 +11,4 @@ from engine.run.judge.calls import CallsGate
 from engine.run.judge.program import ProgramGate
 from engine.run.judge.pytest_gate import PytestGate
 
-JUDGE_GATES = CallsGate | ProgramGate | PytestGate  # each judges a copy (engine/run/gate.py)
-
-__all__ = ["JUDGE_GATES", "CallsGate", "ProgramGate", "PytestGate"]
+__all__ = ["CallsGate", "ProgramGate", "PytestGate"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import ERROR, GateResult, judge_snapshot
+from engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
 from engine.run.judge.cases import Case
 from engine.run.judge.decide import decide
 from engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
@@ -34,7 +34,7 @@ def stream_facts(res: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class CallsGate:
+class CallsGate(TimedGate):
     """`kind = "calls"`: `module.function(*args, **kwargs)` per case, in one harness run."""
 
     python: str  # absolute, resolved at load like a program

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import ERROR, GateResult, judge_snapshot
+from engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
 from engine.run.judge.cases import Case
 from engine.run.judge.decide import decide
 from engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
@@ -48,7 +48,7 @@ def expected_of(compare: str, expect: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class ProgramGate:
+class ProgramGate(TimedGate):
     """`kind = "program"`: `run` (its program resolved at load) once per case."""
 
     run: tuple[str, ...]

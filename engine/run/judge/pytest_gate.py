@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import ERROR, GateResult, judge_snapshot
+from engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
 from engine.run.judge.calls import stream_facts
 from engine.run.judge.decide import decide
 from engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
@@ -111,7 +111,7 @@ def _path(tree: Path, files: Sequence[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class PytestGate:
+class PytestGate(TimedGate):
     """`kind = "pytest"`: the pinned `tests`, run over the judged tree."""
 
     python: str

@@ -80,3 +80,15 @@ def test_the_protocol_gives_every_gate_its_defaults() -> None:
     gate = CallableGate(lambda snap: "accept")
     assert gate.within(0.5) is gate and gate.receipt_anchor() is None
     assert {"judge", "pinned_files", "within", "receipt_anchor"} <= set(vars(Gate))
+
+
+def test_the_worker_protocol_says_which_workers_model_calls_go_through_the_proxy() -> None:
+    """attempt.py asks `behind_proxy`, never a worker's class."""
+    from engine.run.worker import CommandWorker, Worker
+
+    def wrap(argv: tuple[str, ...]) -> tuple[str, ...]:
+        return ("bridge", *argv)
+
+    assert CommandWorker(("w",)).behind_proxy(wrap) == CommandWorker(("bridge", "w"))
+    assert CallableWorker(lambda ctx: None).behind_proxy(wrap) is None
+    assert {"run", "behind_proxy"} <= set(vars(Worker))

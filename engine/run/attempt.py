@@ -14,7 +14,6 @@ before the verdict, so no verdict is recorded against a changed gate. Each crash
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from engine.run.meter import BudgetOverrun, Meter
 from engine.run.planner import RunPlanner
 from engine.run.proxy.access import model_access
 from engine.run.spec import NodeConfig, Spec
-from engine.run.worker import AttemptContext, CommandWorker
+from engine.run.worker import AttemptContext
 from engine.system import faults
 from engine.system.sandbox import Confinement
 from engine.system.trees import remove_tree
@@ -68,13 +67,13 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
     worker = planner.worker_for(node)
     access = (model_access(cfg.llm, meter, ledger=journal.ledger.path,
                            where={"node": node, "activation": e, "attempt": i})
-              if cfg.llm is not None and isinstance(worker, CommandWorker)
+              if cfg.llm is not None and worker.behind_proxy(tuple) is not None  # can it be?
               else contextlib.nullcontext())
     with access as llm:  # the attempt's model-call proxy, stopped (every call settled) after
         sockets: tuple[Path, ...] = ()
         stop = None
         if llm is not None:
-            worker = dataclasses.replace(worker, argv=llm.wrap(worker.argv))
+            worker = worker.behind_proxy(llm.wrap) or worker
             env |= llm.env
             sockets, stop = (llm.socket,), llm.stop
         ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets,

@@ -8,6 +8,7 @@ gate's verdict can make a node DONE.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,16 +43,27 @@ class AttemptContext:
     stop: Callable[[], str | None] | None = None
 
 
+Wrap = Callable[[tuple[str, ...]], tuple[str, ...]]  # puts a bridge in front of a command
+
+
 class Worker(Protocol):
-    """Run one attempt in `ctx.workspace`; return the worker's own claims (JSON-able)."""
+    """Run one attempt in `ctx.workspace`; return the worker's own claims (JSON-able). That and
+    `behind_proxy` are all the attempt (engine/run/attempt.py) asks of a worker; worker classes
+    subclass this protocol for `behind_proxy`'s default."""
 
     def run(self, ctx: AttemptContext) -> dict[str, Any]: ...
+
+    def behind_proxy(self, wrap: Wrap) -> Worker | None:
+        """This worker with its model calls sent through the attempt's proxy (`wrap` runs a
+        command behind the bridge to it), or None when they cannot be: a Python worker runs in
+        the engine's process and pays through `ctx.meter`."""
+        return None
 
 
 
 
 @dataclass(frozen=True)
-class CommandWorker:
+class CommandWorker(Worker):
     """A worker command: its own process group in the node's workspace, in the node's sandbox,
     the allow-listed environment plus LOOPPROOF_NODE / _ACTIVATION / _ATTEMPT, killed at timeout
     or ceiling."""
@@ -66,6 +78,9 @@ class CommandWorker:
             return None
         named = [Path(a) for a in self.argv if os.path.isabs(a) and os.path.exists(a)]
         return ctx.worker_sandbox.seeing(readable=named, sockets=ctx.sockets)
+
+    def behind_proxy(self, wrap: Wrap) -> Worker:
+        return dataclasses.replace(self, argv=wrap(self.argv))
 
     def run(self, ctx: AttemptContext) -> dict[str, Any]:
         env = safe_environment(extra=dict(ctx.env), home=ctx.workspace)
@@ -85,7 +100,7 @@ class CommandWorker:
 
 
 @dataclass(frozen=True)
-class CallableWorker:
+class CallableWorker(Worker):
     """A Python worker: `fn(ctx)` runs in this process and pays for what it does through
     `ctx.meter` (e.g. `ctx.meter.charge(price)` before an API call). Its return value is its claim.
     A `BudgetOverrun` raised by the meter ends the attempt inside the worker."""

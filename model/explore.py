@@ -1,6 +1,7 @@
 """The bound explorer: on every small graph, the true worst case of attempts equals W.
 
     python -m model.explore --max-nodes 4 --json
+    python -m model.explore --max-nodes 4 --max-parallel 2   # every interleaving of 2 attempts
 
 Enumerates every DAG with 1..max-nodes nodes (one per isomorphism class), every repair relation
 (every subset of the allowed pairs (d, u), u = d or u an ancestor of d), a_v in {1, 2} and K in
@@ -26,6 +27,9 @@ Reductions, each sound for the number computed (the maximum of attempts still to
   *left* rather than K, and only the part of R the rest of the run can read (`readable_pairs`:
   the pairs of nodes that are not DONE, or may be put back by a repair still affordable). Two
   graphs that agree on that part have the same enabled events and successors from the state on.
+- several attempts in flight (`--max-parallel N`, the graphs' `max_parallel`): the statuses in the
+  key hold every RUNNING node and the counters each one's attempts, so interleavings that reach
+  the same statuses and counters share an entry; nothing else is read (no spend events).
 - symmetry: for a DAG with automorphisms, a (repair relation, a_v) assignment is explored only
   if it is the least of its orbit; renaming nodes by an automorphism maps schedules to schedules
   one for one, so the worst case is the same.
@@ -214,12 +218,12 @@ def allowed_pairs(n: int, edges: Edges) -> tuple[tuple[int, int], ...]:
 
 
 def build_graph(n: int, edges: Edges, relation: Sequence[tuple[int, int]],
-                attempts: Sequence[int], k: int) -> LoopGraph:
+                attempts: Sequence[int], k: int, max_parallel: int = 1) -> LoopGraph:
     specs = [NodeSpec(name=NAMES[v], attempts=attempts[v],
                       needs=tuple(NAMES[i] for i, j in edges if j == v),
                       repairs=tuple(NAMES[u] for d, u in relation if d == v))
              for v in range(n)]
-    return LoopGraph.build(specs, repair_budget=k)
+    return LoopGraph.build(specs, repair_budget=k, max_parallel=max_parallel)
 
 
 def _least_in_orbit(relation: tuple[tuple[int, int], ...], attempts: tuple[int, ...],
@@ -242,12 +246,13 @@ class Task:
     n: int
     edges: Edges
     attempts: tuple[int, ...]
+    max_parallel: int = 1
 
 
-def work_units(max_nodes: int) -> list[Task]:
+def work_units(max_nodes: int, max_parallel: int = 1) -> list[Task]:
     """The explorer's units, heaviest first (most repair relations), so that parallel workers
     finish together."""
-    return sorted(tasks(max_nodes), key=lambda t: -len(allowed_pairs(t.n, t.edges)))
+    return sorted(tasks(max_nodes, max_parallel), key=lambda t: -len(allowed_pairs(t.n, t.edges)))
 
 
 Mapper = Callable[[Callable[[Task], "TaskResult"], Sequence[Task]], Iterable["TaskResult"]]
@@ -261,11 +266,11 @@ class TaskResult:
     mismatch: dict[str, object] | None = None  # the first of them, as a counterexample
 
 
-def tasks(max_nodes: int) -> Iterator[Task]:
+def tasks(max_nodes: int, max_parallel: int = 1) -> Iterator[Task]:
     for n in range(1, max_nodes + 1):
         for edges in dags(n):
             for attempts in itertools.product(ATTEMPT_CHOICES, repeat=n):
-                yield Task(n, edges, attempts)
+                yield Task(n, edges, attempts, max_parallel)
 
 
 def relations(n: int, edges: Edges) -> Iterator[tuple[tuple[int, int], ...]]:
@@ -289,7 +294,8 @@ def run_task(task: Task) -> TaskResult:
     for relation in relations(task.n, task.edges):
         if autos and not _least_in_orbit(relation, task.attempts, autos):
             continue
-        built = build_graph(task.n, task.edges, relation, task.attempts, K_CHOICES[0])
+        built = build_graph(task.n, task.edges, relation, task.attempts, K_CHOICES[0],
+                            task.max_parallel)
         space = base = (AbstractSpace(built, universe) if base is None
                         else base.with_relation(built))
         for k in K_CHOICES:
@@ -350,8 +356,10 @@ def describe(graph: LoopGraph, w: int, worst: int | None, schedule: list[Event],
 
 # ---- the command --------------------------------------------------------------------------------
 
-def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None) -> dict[str, object]:
-    """Check every case up to `max_nodes` nodes; the summary and the first mismatch, if any.
+def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None,
+            max_parallel: int = 1) -> dict[str, object]:
+    """Check every case up to `max_nodes` nodes, at most `max_parallel` attempts in flight;
+    the summary and the first mismatch, if any.
 
     `mapper(fn, units)` runs the work units and returns their results in the units' order (an
     executor outside the model: processes, a cluster); without one, `workers` forked processes.
@@ -360,7 +368,7 @@ def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None) -> d
     graphs = sum(len(dags(n)) for n in range(1, max_nodes + 1))
     total = TaskResult()
     mismatches = 0
-    work = work_units(max_nodes)
+    work = work_units(max_nodes, max_parallel)
     if mapper is not None:
         results = list(mapper(run_task, work))
     elif workers > 1:
@@ -380,6 +388,8 @@ def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None) -> d
         "seconds": round(time.perf_counter() - start, 2),
         "states": total.states,
     }
+    if max_parallel > 1:  # (absent at 1: the serial summary keeps its bytes)
+        summary["max_parallel"] = max_parallel
     if total.mismatch is not None:
         summary["first_counterexample"] = total.mismatch
     return summary
@@ -394,14 +404,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes to use (default: one per core; a cluster: "
                              "python -m experiments.bounds --dask ADDRESS)")
+    parser.add_argument("--max-parallel", type=int, default=1, choices=range(1, 5),
+                        help="attempts in flight at once, 1..4 (default 1: the serial model; 2 "
+                             "searches every interleaving of two attempts)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
-    summary = explore(args.max_nodes, max(1, args.workers))
+    summary = explore(args.max_nodes, max(1, args.workers), max_parallel=args.max_parallel)
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
         print(f"graphs {summary['graphs']}  cases {summary['cases']}  "
-              f"mismatches {summary['mismatches']}  seconds {summary['seconds']}")
+              + (f"max_parallel {args.max_parallel}  " if args.max_parallel > 1 else "")
+              + f"mismatches {summary['mismatches']}  seconds {summary['seconds']}")
         if "first_counterexample" in summary:
             print(json.dumps(summary["first_counterexample"], indent=2, sort_keys=True))
     return 1 if summary["mismatches"] else 0

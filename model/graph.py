@@ -48,6 +48,7 @@ class LoopGraph:
     nodes: tuple[NodeSpec, ...]
     repair_budget: int = 0
     spend_budget: float = math.inf
+    max_parallel: int = 1  # attempts in flight at once (docs/design.md, "Several attempts")
     _index: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- construction -------------------------------------------------------------------
@@ -57,18 +58,29 @@ class LoopGraph:
         nodes: Iterable[NodeSpec],
         repair_budget: int = 0,
         spend_budget: float = math.inf,
+        max_parallel: int = 1,
     ) -> LoopGraph:
         nodes = tuple(nodes)
         # Topological order (ties by declaration order) so that tuples indexed by node are stable.
         topo = _validate(nodes, repair_budget, spend_budget)
+        _check_max_parallel(max_parallel)
         ordered = tuple(nodes[i] for i in topo)
-        return cls(ordered, repair_budget, spend_budget, {n.name: i for i, n in enumerate(ordered)})
+        return cls(ordered, repair_budget, spend_budget, max_parallel,
+                   {n.name: i for i, n in enumerate(ordered)})
 
     def with_repair_budget(self, repair_budget: int) -> LoopGraph:
         """The same graph with another global repair budget K (validated as in `build`). What
         depends only on the nodes (closures, `shape_memo`) is shared with the copy, not rebuilt."""
         _check_repair_budget(repair_budget)
-        copy = replace(self, repair_budget=repair_budget)
+        return self._sharing_shape(replace(self, repair_budget=repair_budget))
+
+    def with_max_parallel(self, max_parallel: int) -> LoopGraph:
+        """The same graph with another limit of attempts in flight (`loopproof run --jobs N`),
+        validated as in `build`; the shape caches are shared, as in `with_repair_budget`."""
+        _check_max_parallel(max_parallel)
+        return self._sharing_shape(replace(self, max_parallel=max_parallel))
+
+    def _sharing_shape(self, copy: LoopGraph) -> LoopGraph:
         for key in _SHAPE_CACHES:
             copy.__dict__[key] = getattr(self, key)
         return copy
@@ -312,6 +324,13 @@ def _check_repair_budget(repair_budget: object) -> None:
     if isinstance(repair_budget, bool) or not isinstance(repair_budget, int) or repair_budget < 0:
         raise GraphError(None, "repair_budget", f"K must be an integer >= 0, got {repair_budget!r}",
                          "set repair_budget to 0 or more")
+
+
+def _check_max_parallel(max_parallel: object) -> None:
+    if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) or max_parallel < 1:
+        raise GraphError(None, "max_parallel",
+                         f"max_parallel must be an integer >= 1, got {max_parallel!r}",
+                         "set max_parallel to 1 or more")
 
 
 _NUMBERS = (int, float)  # a tuple: `int | float` would be built anew at every call

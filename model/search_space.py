@@ -15,7 +15,9 @@ is the explorer's memo key (`model.explore._key`) renamed one for one. A rule ch
 model (or planted wrong here) fails that test.
 
 What it assumes, as the explorer does: only control events (no spend metering, so `settled`
-stays 0 and `Begin` fits iff c_v <= B), and the run starts from `initial_state`.
+stays 0 and `Begin` fits iff c_v plus the c_w of the attempts in flight <= B), and the run
+starts from `initial_state`. With `graph.max_parallel` > 1 the statuses hold several RUNNING
+nodes, so the key (statuses and counters) already tells the interleavings apart.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class AbstractSpace:
         self.limit: Ints = tuple(node.attempts for node in graph.nodes)
         self.fits: tuple[bool, ...] = tuple(node.spend_ceiling <= graph.spend_budget + EPS
                                             for node in graph.nodes)
+        self.ceiling: tuple[float, ...] = tuple(node.spend_ceiling for node in graph.nodes)
+        self.max_parallel = graph.max_parallel
         self.universe = graph.repair_pairs if universe is None else universe
         self._bit = {p: 1 << b for b, p in enumerate(self.universe)}
         self._subtree: dict[str, tuple[Ints, int]] = {}
@@ -102,6 +106,8 @@ class AbstractSpace:
             raise ValueError("with_relation: the graphs differ in more than their repairs")
         if graph.spend_budget != self.graph.spend_budget:
             raise ValueError("with_relation: the graphs differ in B")
+        if graph.max_parallel != self.graph.max_parallel:
+            raise ValueError("with_relation: the graphs differ in max_parallel")
         copy = object.__new__(AbstractSpace)
         copy.__dict__.update(self.__dict__)
         copy.graph = graph
@@ -174,6 +180,8 @@ class AbstractSpace:
         out: list[Successor] = []
         if all(x == DONE for x in status):
             out.append((self.finish, ENDED_DONE, status, counters, left))
+        if self.max_parallel > 1:
+            return self._concurrent(out, outcome, status, counters, left)
         if RUNNING not in status and EXHAUSTED not in status:
             for i, x in enumerate(status):
                 if x != PENDING or any(status[p] != DONE for p in self.needs[i]):
@@ -191,17 +199,7 @@ class AbstractSpace:
         stuck = 0
         for i, x in enumerate(status):
             if x == RUNNING:
-                st, at = list(status), list(counters)
-                st[i], at[i] = DONE, 0
-                out.append((self.passed[i], LIVE, tuple(st), tuple(at), left))
-                st = list(status)
-                if counters[i] < self.limit[i]:
-                    st[i] = PENDING
-                    out.append((self.failed[i], LIVE, tuple(st), counters, left))
-                else:
-                    at = list(counters)
-                    st[i], at[i] = EXHAUSTED, 0
-                    out.append((self.failed[i], LIVE, tuple(st), tuple(at), left))
+                self._verdicts(out, i, status, counters, left)
             elif x == EXHAUSTED:
                 stuck |= 1 << i
                 if not self.has_pair[i] or left <= 0:
@@ -209,6 +207,67 @@ class AbstractSpace:
         if stuck and left > 0:
             for d, sub, event, _, _ in self.pairs:
                 if stuck >> d & 1:
+                    st, at = list(status), list(counters)
+                    for w in sub:
+                        st[w], at[w] = PENDING, 0
+                    out.append((event, LIVE, tuple(st), tuple(at), left - 1))
+        return out
+
+    def _verdicts(self, out: list[Successor], i: int, status: Ints, counters: Ints,
+                  left: int) -> None:
+        """Verdict PASS and FAIL of node `i`'s attempt in flight, appended to `out`."""
+        st, at = list(status), list(counters)
+        st[i], at[i] = DONE, 0
+        out.append((self.passed[i], LIVE, tuple(st), tuple(at), left))
+        st = list(status)
+        if counters[i] < self.limit[i]:
+            st[i] = PENDING
+            out.append((self.failed[i], LIVE, tuple(st), counters, left))
+        else:
+            at = list(counters)
+            st[i], at[i] = EXHAUSTED, 0
+            out.append((self.failed[i], LIVE, tuple(st), tuple(at), left))
+
+    def _concurrent(self, out: list[Successor], outcome: int, status: Ints, counters: Ints,
+                    left: int) -> list[Successor]:
+        """`successors` when several attempts may be in flight: per node, in index order,
+        Begin/Refuse/Cancel (room left and nothing EXHAUSTED), Verdicts (RUNNING), Fail
+        (EXHAUSTED, nothing in flight); then the repairs whose S_u has nothing in flight."""
+        running = status.count(RUNNING)
+        stuck = 0
+        flying = 0
+        for i, x in enumerate(status):
+            if x == EXHAUSTED:
+                stuck |= 1 << i
+            elif x == RUNNING:
+                flying |= 1 << i
+        room = running < self.max_parallel and not stuck
+        held = 0.0  # what the attempts in flight hold (settled is 0): RunState.held
+        if room and running:
+            for i, x in enumerate(status):
+                if x == RUNNING:
+                    held += self.ceiling[i]
+        budget = self.graph.spend_budget + EPS
+        for i, x in enumerate(status):
+            if x == PENDING and room:
+                if any(status[p] != DONE for p in self.needs[i]):
+                    continue
+                if held + self.ceiling[i] <= budget:
+                    st, at = list(status), list(counters)
+                    st[i], at[i] = RUNNING, at[i] + 1
+                    out.append((self.begin[i], LIVE, tuple(st), tuple(at), left))
+                elif not running:
+                    out.append((self.refuse[i], BUDGET, status, counters, left))
+                st, at = list(status), list(counters)
+                st[i], at[i] = EXHAUSTED, 0
+                out.append((self.cancel[i], LIVE, tuple(st), tuple(at), left))
+            elif x == RUNNING:
+                self._verdicts(out, i, status, counters, left)
+            elif x == EXHAUSTED and not running and (not self.has_pair[i] or left <= 0):
+                out.append((self.fail[i], FAILED, status, counters, left))
+        if stuck and left > 0:
+            for d, sub, event, _, mask in self.pairs:
+                if stuck >> d & 1 and not mask & flying:
                     st, at = list(status), list(counters)
                     for w in sub:
                         st[w], at[w] = PENDING, 0

@@ -46,6 +46,14 @@ class RunState:
 
     `cancelled` holds the (node, activation) pairs an operator ended without a verdict
     (`Cancel`): like `passes`, history that the ledger keeps and no guard reads.
+
+    Spend: `settled` is run-wide; `reserved` and `attempt_spend` are the totals of the attempts
+    in flight (open reservations; what they have settled plus hold). With one attempt in flight
+    (always, when `graph.max_parallel` is 1) they are that attempt's own, exactly as in the
+    serial model, and `accounts` is empty. Only while two or more attempts are in flight does
+    `accounts` hold each one's (node index, reserved, spent), sorted by index; read them with
+    `reserved_of` and `spent_of`, which cover both cases. Why not per-node tuples always: a
+    serial state then stays equal, field for field, to the serial model's.
     """
 
     # tuples, or past a few dozen nodes model.persistent's Rows (O(1) copies with one change)
@@ -61,6 +69,7 @@ class RunState:
     attempt_spend: float = 0.0
     outcome: Outcome = Outcome.RUNNING
     cancelled: frozenset[tuple[str, int]] = frozenset()
+    accounts: tuple[tuple[int, float, float], ...] = ()
     # Derived from `status`, never compared: (RUNNING count, first RUNNING index, EXHAUSTED
     # count, first EXHAUSTED index, DONE count); an index is -1 when none, UNKNOWN when it must
     # be looked up. Kept up to date by `with_node`, so that on a graph of 10,000 nodes asking
@@ -89,9 +98,53 @@ class RunState:
         return c
 
     def running(self, graph: LoopGraph) -> str | None:
-        """The node with an attempt in flight, if any (the model runs one attempt at a time)."""
+        """The first node (in topological order) with an attempt in flight, if any: with
+        `max_parallel` 1 the only one; with several in flight, read `in_flight`."""
         i = self.census()[1]
         return None if i < 0 else graph.names[i]
+
+    def in_flight_count(self) -> int:
+        return self.census()[0]
+
+    def in_flight(self, graph: LoopGraph) -> tuple[str, ...]:
+        """Every node with an attempt in flight, in topological order."""
+        count, first = self.census()[:2]
+        if count == 0:
+            return ()
+        if count == 1:
+            return (graph.names[first],)
+        if len(self.accounts) == count:  # always, in a state the transitions made
+            return tuple(graph.names[i] for i, _, _ in self.accounts)
+        return tuple(n for n, st in zip(graph.names, self.status, strict=True)
+                     if st is Status.RUNNING)
+
+    def account(self, graph: LoopGraph, i: int) -> tuple[float, float]:
+        """(open reservations, spent = settled in the attempt + reserved) of the attempt in
+        flight of node index `i`; (0.0, 0.0) if it has none. On a serial graph the totals are
+        the first running node's, as in the serial model (whatever the state)."""
+        count, first = self.census()[:2]
+        if count == 1 or (count > 1 and graph.max_parallel == 1):
+            return (self.reserved, self.attempt_spend) if first == i else (0.0, 0.0)
+        for j, reserved, spent in self.accounts:
+            if j == i:
+                return reserved, spent
+        return 0.0, 0.0
+
+    def reserved_of(self, graph: LoopGraph, name: str) -> float:
+        return self.account(graph, graph.index(name))[0]
+
+    def spent_of(self, graph: LoopGraph, name: str) -> float:
+        """What the attempt in flight of `name` has settled plus holds (its `attempt_spend`)."""
+        return self.account(graph, graph.index(name))[1]
+
+    def held(self, graph: LoopGraph) -> float:
+        """settled + what every attempt in flight may still charge (c_w minus what it has
+        settled): what admission counts against B, and what G3 bounds by B."""
+        total = self.settled
+        for name in self.in_flight(graph):
+            reserved, spent = self.account(graph, graph.index(name))
+            total += graph.node(name).spend_ceiling - (spent - reserved)
+        return total
 
     def exhausted(self, graph: LoopGraph) -> str | None:
         i = self.census()[3]
@@ -105,7 +158,15 @@ class RunState:
         return self.outcome is not Outcome.RUNNING
 
     def summary(self, graph: LoopGraph) -> dict[str, object]:
-        """A plain-data view, for counterexample traces, JSON output and test messages."""
+        """A plain-data view, for counterexample traces, JSON output and test messages (with
+        several attempts in flight, each one's spend under "in_flight")."""
+        out = self._summary(graph)
+        if self.accounts:
+            out["in_flight"] = {graph.names[i]: {"reserved": r, "spent": x}
+                                for i, r, x in self.accounts}
+        return out
+
+    def _summary(self, graph: LoopGraph) -> dict[str, object]:
         return {
             "outcome": self.outcome.value,
             "nodes": {
@@ -168,6 +229,7 @@ def changed(s: RunState, *, status: Sequence[Status] | None = None,
             settled: float | None = None, reserved: float | None = None,
             attempt_spend: float | None = None, outcome: Outcome | None = None,
             cancelled: frozenset[tuple[str, int]] | None = None,
+            accounts: tuple[tuple[int, float, float], ...] | None = None,
             _census: tuple[int, int, int, int, int] | None = None) -> RunState:
     """Copy of `s` with the given fields changed (None: kept). Used only by declared transitions.
 
@@ -186,6 +248,7 @@ def changed(s: RunState, *, status: Sequence[Status] | None = None,
         s.attempt_spend if attempt_spend is None else attempt_spend,
         s.outcome if outcome is None else outcome,
         s.cancelled if cancelled is None else cancelled,
+        s.accounts if accounts is None else accounts,
         s._census if status is None else _census,  # a new status tuple: `_census` or recount
     )
 

@@ -12,6 +12,13 @@ inside it every metered operation reserves first (`Reserve`; several may be outs
 checked against all of them), a reservation that does not fit ends the attempt (`Overrun`)
 instead of being spent, and `Settle` releases one reservation and charges what was used of it.
 
+Several attempts may be in flight, at most `graph.max_parallel` (default 1: the serial model,
+guard for guard and float for float). Begin then counts what every attempt in flight may still
+charge (its c_w minus what it has settled: `RunState.held`), so each admitted attempt can spend
+its whole c_v whatever the others do. Spend events name their attempt's node (`node=None`: the
+only one in flight). The run's endings wait for the attempts in flight: Refuse and Fail need none
+in flight, and a Repair none in the subtree it resets (docs/design.md, "Several attempts").
+
 Why one module: just over 400 lines on purpose, since the events are one closed set: every
 event's guard and effect, the guards they share, and the enumeration of enabled events
 (`control_events`, `successors`, which must name every event kind) are read and changed
@@ -21,8 +28,9 @@ together, and proofs/encoding.py mirrors them one rule per method.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from model.graph import LoopGraph
 from model.persistent import added, replaced_many
@@ -63,17 +71,24 @@ def _live(s: RunState) -> str | None:
     return f"the run has ended ({s.outcome.value})" if s.ended else None
 
 
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(names)
+
+
 def _ready(graph: LoopGraph, s: RunState, node: str) -> str | None:
-    """Guard shared by Begin and Refuse: `node` may start its next attempt now. (Reads the
-    status tuple by index: the explorer evaluates this guard millions of times.)"""
+    """Guard shared by Begin, Refuse and Cancel: `node` may start its next attempt now. (Reads
+    the status tuple by index: the explorer evaluates this guard millions of times.)"""
     i = graph._index.get(node)
     if i is None:
         return f"unknown node {node!r}"
     if (why := _live(s)) is not None:
         return why
     status = s.status
-    if (r := s.running(graph)) is not None:
-        return f"{r!r} has an attempt in flight"
+    if s.census()[0] >= graph.max_parallel:
+        if graph.max_parallel == 1:
+            return f"{s.running(graph)!r} has an attempt in flight"
+        return (f"max_parallel = {graph.max_parallel} attempts are in flight "
+                f"({_listed(s.in_flight(graph))})")
     if (x := s.exhausted(graph)) is not None:
         return f"{x!r} is exhausted and must be repaired or fail first"
     if status[i] is not Status.PENDING:
@@ -86,28 +101,77 @@ def _ready(graph: LoopGraph, s: RunState, node: str) -> str | None:
 
 
 def _fits(graph: LoopGraph, s: RunState, node: str) -> bool:
-    return s.settled + graph.node(node).spend_ceiling <= graph.spend_budget + EPS
+    """settled + what the attempts in flight may still charge + c_v fits B (none in flight:
+    settled + c_v <= B, the serial rule)."""
+    return s.held(graph) + graph.node(node).spend_ceiling <= graph.spend_budget + EPS
+
+
+def _unfit(graph: LoopGraph, s: RunState) -> str:
+    if s.census()[0] == 0:
+        return "settled + c_v exceeds the budget B"
+    return (f"settled + the ceilings held by the attempts in flight "
+            f"({_listed(s.in_flight(graph))}) + c_v exceeds the budget B: wait for one to end")
 
 
 def _in_attempt(graph: LoopGraph, s: RunState, node: str | None = None) -> str | None:
+    """`node` (None: the only attempt in flight) has an attempt in flight."""
     if (why := _live(s)) is not None:
         return why
-    r = s.running(graph)
-    if r is None:
+    count = s.census()[0]
+    if count == 0:
         return "no attempt is in flight"
-    if node is not None and r != node:
-        return f"the attempt in flight is {r!r}, not {node!r}"
+    if count == 1 or graph.max_parallel == 1:  # the serial rule: the first running node's
+        r = s.running(graph)
+        return None if node is None or r == node else f"the attempt in flight is {r!r}, not {node!r}"
+    if node is None:
+        return (f"several attempts are in flight ({_listed(s.in_flight(graph))}): the event "
+                f"must name its node")
+    i = graph._index.get(node)
+    if i is None or s.status[i] is not Status.RUNNING:
+        return f"{node!r} has no attempt in flight (in flight: {_listed(s.in_flight(graph))})"
     return None
+
+
+# _SPEND_NODE: a spend event's `node` is left out of comparisons, since Reserve(x) and
+# Reserve(x, node=n) are one event whenever n is the only attempt in flight (every serial run),
+# and a serial ledger's record, which names its node, must still read back equal to the event
+# the engine committed. Which attempt an event acts on is the guard's business, not equality's.
+
+
+def _whose(graph: LoopGraph, s: RunState, node: str | None) -> int:
+    """The node index of the attempt an event names (None: the only one in flight)."""
+    return s.census()[1] if node is None else graph.index(node)
+
+
+def _spend_moved(s: RunState, i: int, reserved: float, spent: float
+                 ) -> tuple[tuple[int, float, float], ...] | None:
+    """`accounts` with node `i`'s moved to (reserved, spent); None (kept) when it is empty."""
+    if not s.accounts:
+        return None
+    return tuple((i, reserved, spent) if a[0] == i else a for a in s.accounts)
+
+
+def _leaving(graph: LoopGraph, s: RunState, i: int) -> dict[str, Any]:
+    """The run-wide spend fields once node `i`'s attempt leaves the flight (its reservations
+    already dealt with). One in flight, or a serial graph: the serial rule (spend back to 0)."""
+    if s.census()[0] <= 1 or graph.max_parallel == 1:
+        return {"attempt_spend": 0.0}
+    rest = tuple(a for a in s.accounts if a[0] != i)
+    reserved, spent = s.account(graph, i)
+    if len(rest) == 1:  # one attempt left: the totals are its own again (RunState)
+        return {"accounts": (), "reserved": rest[0][1], "attempt_spend": rest[0][2]}
+    return {"accounts": rest, "reserved": s.reserved - reserved,
+            "attempt_spend": s.attempt_spend - spent}
 
 
 def _end_attempt(graph: LoopGraph, s: RunState, node: str, passed: bool) -> RunState:
     """An attempt ends: PASS -> DONE (recorded for this activation); else retry or EXHAUSTED."""
     i = graph.index(node)
     if passed:
-        return with_node(s, i, status=Status.DONE, attempt_spend=0.0,
+        return with_node(s, i, status=Status.DONE, **_leaving(graph, s, i),
                          passes=added(s.passes, (node, s.activation[i])))
     left = s.attempts[i] < graph.node(node).attempts
-    return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED, attempt_spend=0.0)
+    return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED, **_leaving(graph, s, i))
 
 
 # ---- the events ---------------------------------------------------------------------------------
@@ -121,33 +185,42 @@ class Begin(Event):
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _ready(graph, s, self.node)) is not None:
             return why
-        return None if _fits(graph, s, self.node) else "settled + c_v exceeds the budget B"
+        return None if _fits(graph, s, self.node) else _unfit(graph, s)
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         i = graph.index(self.node)
+        count, first = s.census()[:2]
+        if count == 0:
+            return with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1,
+                             attempts_total=s.attempts_total + 1, attempt_spend=0.0)
+        flying = ((first, s.reserved, s.attempt_spend),) if count == 1 else s.accounts
         return with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1,
-                         attempts_total=s.attempts_total + 1, attempt_spend=0.0)
+                         attempts_total=s.attempts_total + 1,
+                         accounts=tuple(sorted((*flying, (i, 0.0, 0.0)))))
 
 
 @dataclass(frozen=True)
 class Refuse(Event):
-    """The next attempt of `node` does not fit the budget: the run ends BUDGET_EXHAUSTED."""
+    """The next attempt of `node` does not fit the budget: the run ends BUDGET_EXHAUSTED.
+    Only with no attempt in flight: until they end, what they hold may come back, and Begin
+    waits instead."""
 
     node: str
 
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _ready(graph, s, self.node)) is not None:
             return why
+        if s.census()[0] > 0:
+            return (f"attempts are in flight ({_listed(s.in_flight(graph))}): a refusal waits "
+                    f"until none is")
         return "the attempt fits the budget" if _fits(graph, s, self.node) else None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         return changed(s, outcome=Outcome.BUDGET_EXHAUSTED)
 
 
-def _reservation_fits(graph: LoopGraph, s: RunState, amount: float) -> bool:
-    node = s.running(graph)
-    assert node is not None
-    within_attempt = s.attempt_spend + amount <= graph.node(node).spend_ceiling + EPS
+def _reservation_fits(graph: LoopGraph, s: RunState, i: int, amount: float) -> bool:
+    within_attempt = s.account(graph, i)[1] + amount <= graph.nodes[i].spend_ceiling + EPS
     within_run = s.settled + s.reserved + amount <= graph.spend_budget + EPS
     return within_attempt and within_run
 
@@ -158,75 +231,91 @@ class Reserve(Event):
 
     Several reservations may be outstanding at once (the concurrent model calls of one attempt,
     on top of a command's wall-clock reservation): each is checked against settled + every
-    outstanding reservation, so concurrent operations cannot together pass c_v or B."""
+    outstanding reservation, so concurrent operations cannot together pass c_v or B. `node`:
+    whose attempt (None: the only one in flight)."""
 
     amount: float
+    node: str | None = field(default=None, compare=False)  # (why: _SPEND_NODE)
 
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s)) is not None:
+        if (why := _in_attempt(graph, s, self.node)) is not None:
             return why
         if self.amount < 0:
             return "a reservation cannot be negative"
-        return None if _reservation_fits(graph, s, self.amount) else "the reservation does not fit"
+        i = _whose(graph, s, self.node)
+        return None if _reservation_fits(graph, s, i, self.amount) else \
+            "the reservation does not fit"
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        i = _whose(graph, s, self.node)
+        reserved, spent = s.account(graph, i)
         return changed(s, reserved=s.reserved + self.amount,
-                       attempt_spend=s.attempt_spend + self.amount)
+                       attempt_spend=s.attempt_spend + self.amount,
+                       accounts=_spend_moved(s, i, reserved + self.amount, spent + self.amount))
 
 
 @dataclass(frozen=True)
 class Overrun(Event):
     """A reservation that does not fit, with none outstanding: the operation never runs and the
     attempt ends failed. (With reservations outstanding, an attempt cannot end: the engine
-    refuses the operation instead, and the attempt goes on.)"""
+    refuses the operation instead, and the attempt goes on.) Only `node`'s attempt ends, and
+    only its own reservations count as outstanding."""
 
     amount: float
+    node: str | None = field(default=None, compare=False)  # (why: _SPEND_NODE)
 
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s)) is not None:
+        if (why := _in_attempt(graph, s, self.node)) is not None:
             return why
         if self.amount < 0:
             return "a reservation cannot be negative"
-        if s.reserved > EPS:
+        i = _whose(graph, s, self.node)
+        if s.account(graph, i)[0] > EPS:
             return "a reservation is outstanding; settle it first"
-        return "the reservation fits" if _reservation_fits(graph, s, self.amount) else None
+        return "the reservation fits" if _reservation_fits(graph, s, i, self.amount) else None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        node = s.running(graph)
-        assert node is not None
-        return _end_attempt(graph, s, node, passed=False)
+        return _end_attempt(graph, s, graph.names[_whose(graph, s, self.node)], passed=False)
 
 
 @dataclass(frozen=True)
 class Settle(Event):
-    """After a metered operation: release its reservation `of` (None: every outstanding one) and
-    charge `amount` of it, never more."""
+    """After a metered operation: release its reservation `of` (None: every outstanding one of
+    `node`'s attempt) and charge `amount` of it, never more. `node`: whose attempt (None: the
+    only one in flight)."""
 
     amount: float
     of: float | None = None
+    node: str | None = field(default=None, compare=False)  # (why: _SPEND_NODE)
 
-    def released(self, s: RunState) -> float:
-        return s.reserved if self.of is None else self.of
+    def released(self, graph: LoopGraph, s: RunState) -> float:
+        return s.account(graph, _whose(graph, s, self.node))[0] if self.of is None else self.of
 
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s)) is not None:
+        if (why := _in_attempt(graph, s, self.node)) is not None:
             return why
         # exact comparisons: an EPS here lets settled creep past B
-        if self.of is not None and not 0 <= self.of <= s.reserved:
-            return f"released reservation {self.of} is outside [0, reserved={s.reserved}]"
-        if not 0 <= self.amount <= self.released(s):
-            return f"settled amount {self.amount} is outside [0, reserved={self.released(s)}]"
+        held = s.account(graph, _whose(graph, s, self.node))[0]
+        if self.of is not None and not 0 <= self.of <= held:
+            return f"released reservation {self.of} is outside [0, reserved={held}]"
+        if not 0 <= self.amount <= self.released(graph, s):
+            return (f"settled amount {self.amount} is outside "
+                    f"[0, reserved={self.released(graph, s)}]")
         return None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        of = self.released(s)
+        i = _whose(graph, s, self.node)
+        of = self.released(graph, s)
+        reserved, spent = s.account(graph, i)
         return changed(s, settled=s.settled + self.amount, reserved=s.reserved - of,
-                       attempt_spend=s.attempt_spend - of + self.amount)
+                       attempt_spend=s.attempt_spend - of + self.amount,
+                       accounts=_spend_moved(s, i, reserved - of, spent - of + self.amount))
 
 
 @dataclass(frozen=True)
 class Verdict(Event):
-    """The gate's verdict on the attempt in flight. Only a PASS can make a node DONE (G2)."""
+    """The gate's verdict on `node`'s attempt in flight. Only a PASS can make a node DONE (G2).
+    Needs that attempt's own reservations settled (another attempt's may stay open)."""
 
     node: str
     passed: bool
@@ -234,7 +323,8 @@ class Verdict(Event):
     def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
         if (why := _in_attempt(graph, s, self.node)) is not None:
             return why
-        return "a reservation is outstanding; settle it first" if s.reserved > EPS else None
+        outstanding = s.account(graph, graph.index(self.node))[0] > EPS
+        return "a reservation is outstanding; settle it first" if outstanding else None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         return _end_attempt(graph, s, self.node, self.passed)
@@ -258,6 +348,11 @@ class Abandon(Event):
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         i = graph.index(self.node)
+        if s.census()[0] > 1 and graph.max_parallel > 1:  # only this one; the others fly on
+            charged = s.account(graph, i)[0]
+            return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1,
+                             settled=s.settled + charged, attempts_total=s.attempts_total - 1,
+                             abandoned=s.abandoned + 1, **_leaving(graph, s, i))
         return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1,
                          settled=s.settled + s.reserved, reserved=0.0, attempt_spend=0.0,
                          attempts_total=s.attempts_total - 1, abandoned=s.abandoned + 1)
@@ -309,7 +404,9 @@ def _repair_budget_left(graph: LoopGraph, s: RunState) -> bool:
 @dataclass(frozen=True)
 class Repair(Event):
     """Exhausted `node` triggers repair `target`: S_target returns to PENDING with a new
-    activation and a fresh attempt counter; the global repair budget K is spent, never reset."""
+    activation and a fresh attempt counter; the global repair budget K is spent, never reset.
+    Waits while a node of S_target has an attempt in flight: a reset never drops an attempt
+    (nor its spend) that has not ended, and the repair follows once it has."""
 
     node: str
     target: str
@@ -321,7 +418,15 @@ class Repair(Event):
             return f"({self.node!r}, {self.target!r}) is not in the repair relation"
         if s.status_of(graph, self.node) is not Status.EXHAUSTED:
             return f"{self.node!r} is not EXHAUSTED"
-        return None if _repair_budget_left(graph, s) else "the global repair budget K is spent"
+        if not _repair_budget_left(graph, s):
+            return "the global repair budget K is spent"
+        if graph.max_parallel > 1 and s.census()[0] > 0:  # (serial: none is, when one is exhausted)
+            reset = graph.subtree(self.target)
+            for w in s.in_flight(graph):
+                if w in reset:
+                    return (f"repair ({self.node}, {self.target}) would reset {w!r}, whose "
+                            f"attempt is in flight: wait for it to end")
+        return None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
         where = [graph.index(w) for w in graph.subtree(self.target)]
@@ -346,6 +451,9 @@ class Fail(Event):
         has_pair = any(d == self.node for d, _ in graph.repair_pairs)
         if has_pair and _repair_budget_left(graph, s):
             return "a repair is still available"
+        if graph.max_parallel > 1 and s.census()[0] > 0:
+            return (f"attempts are in flight ({_listed(s.in_flight(graph))}): the run fails "
+                    f"once they end")
         return None
 
     def apply(self, graph: LoopGraph, s: RunState) -> RunState:
@@ -386,10 +494,10 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
 
     Order: Finish; then per node Begin, Refuse, Cancel, Verdict PASS, Verdict FAIL, Fail; then
     repairs. Candidates are first narrowed by a necessary condition of each guard (every node
-    DONE for Finish; a PENDING node, nothing in flight and nothing EXHAUSTED for Begin, Refuse
-    and Cancel; the node in flight for Verdict; an EXHAUSTED node for Fail and Repair), then every
-    guard is checked in full, so the result equals filtering all candidates by `enabled` (a test
-    checks it).
+    DONE for Finish; a PENDING node, fewer than max_parallel in flight and nothing EXHAUSTED for
+    Begin, Refuse and Cancel; a node in flight for Verdict; an EXHAUSTED node for Fail and
+    Repair), then every guard is checked in full, so the result equals filtering all candidates
+    by `enabled` (a test checks it).
     """
     if s.outcome is not Outcome.RUNNING:
         return
@@ -404,6 +512,12 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
         for i, st in enumerate(status):
             if st is Status.PENDING:
                 candidates += begin[i]
+    elif not exhausted and running < graph.max_parallel:  # several in flight, room for more
+        for i, st in enumerate(status):
+            if st is Status.PENDING:
+                candidates += begin[i]
+            elif st is Status.RUNNING:
+                candidates += verdict[i]
     else:
         stuck = set()
         for i, st in enumerate(status):

@@ -59,7 +59,8 @@ def first_difference(graph: LoopGraph, space: AbstractSpace) -> str | None:
     return None
 
 
-def explorer_cases(n: int, every: int = 1) -> list[tuple[LoopGraph, AbstractSpace]]:
+def explorer_cases(n: int, every: int = 1, max_parallel: int = 1
+                   ) -> list[tuple[LoopGraph, AbstractSpace]]:
     """The explorer's cases on n nodes (every `every`-th relation of each DAG and a_v), each
     with the space `run_task` would use: derived from the first relation's by `with_relation`,
     over the DAG's allowed pairs."""
@@ -71,7 +72,7 @@ def explorer_cases(n: int, every: int = 1) -> list[tuple[LoopGraph, AbstractSpac
             for r, relation in enumerate(relations(n, edges)):
                 if r % every:
                     continue
-                built = build_graph(n, edges, relation, att, 0)
+                built = build_graph(n, edges, relation, att, 0, max_parallel)
                 base = space = (AbstractSpace(built, universe) if base is None
                                 else base.with_relation(built))
                 for k in K_CHOICES:
@@ -105,6 +106,24 @@ def test_three_node_cases_agree_with_the_model() -> None:
     assert len(cases) > 300
     for graph, space in cases:
         assert first_difference(graph, space) is None
+
+
+@pytest.mark.parametrize(("n", "every"), [(2, 1), (3, 11)])
+def test_interleavings_of_two_attempts_agree_with_the_model(n: int, every: int) -> None:
+    # max_parallel 2: several RUNNING nodes, repairs waiting for the attempts in their subtree
+    cases = explorer_cases(n, every, max_parallel=2)
+    assert len(cases) > 40
+    for graph, space in cases:
+        assert first_difference(graph, space) is None
+
+
+def test_interleaved_attempts_that_do_not_fit_together_agree_with_the_model() -> None:
+    # B = 3 holds one attempt of c_v = 2 but not two: the second Begin waits, Refuse only
+    # with none in flight
+    wide = LoopGraph.build([NodeSpec("a", spend_ceiling=2.0), NodeSpec("b", spend_ceiling=2.0),
+                            NodeSpec("c", spend_ceiling=4.0, needs=("a",), repairs=("a",))],
+                           repair_budget=1, spend_budget=3.0, max_parallel=2)
+    assert first_difference(wide, AbstractSpace(wide)) is None
 
 
 def test_refused_attempts_agree_with_the_model() -> None:

@@ -46,6 +46,8 @@ _FIELD_TYPES = {"node": str, "target": str, "passed": bool, "amount": float, "of
 def event_record(event: Event, **facts: Any) -> dict[str, Any]:
     """The ledger record of a model event: its name as `type`, its arguments, and `facts`."""
     args = dataclasses.asdict(event)  # type: ignore[call-overload]  # every event class is a dataclass, the base Event is not
+    if args.get("node", "") is None:  # a spend event left to mean "the only attempt in flight"
+        del args["node"]  # (its node, if any, comes as a fact: a serial record's bytes)
     clash = set(args) & set(facts)
     if clash:
         raise ValueError(f"facts {sorted(clash)} would overwrite the event's arguments")

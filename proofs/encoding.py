@@ -143,9 +143,11 @@ class Ev:
         cls: Any = mt.EVENT_OF_NAME[self.kind]  # its fields are the ones built below
         if self.kind in METERED:
             assert model is not None and self.amount is not None
+            whose = {} if self.node is None else {"node": self.node}  # (the concurrent model's)
             if self.of is not None:
-                return cls(float(value(model, self.amount)), float(value(model, self.of)))
-            return cls(float(value(model, self.amount)))
+                return cls(float(value(model, self.amount)), float(value(model, self.of)),
+                           **whose)
+            return cls(float(value(model, self.amount)), **whose)
         if self.kind == "Verdict":
             return cls(self.node, self.passed)
         if self.kind == "Repair":
@@ -155,10 +157,11 @@ class Ev:
     def label(self, model: z3.ModelRef | None = None) -> str:
         if self.kind in METERED:
             amt = "?" if model is None or self.amount is None else _num(value(model, self.amount))
+            whose = "" if self.node is None else f"{self.node}: "
             if self.of is not None:
                 of = "?" if model is None else _num(value(model, self.of))
-                return f"{self.kind}({amt} of {of})"
-            return f"{self.kind}({amt})"
+                return f"{self.kind}({whose}{amt} of {of})"
+            return f"{self.kind}({whose}{amt})"
         if self.kind == "Verdict":
             return f"Verdict({self.node}, {'PASS' if self.passed else 'FAIL'})"
         if self.kind == "Repair":

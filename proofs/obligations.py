@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from proofs import cancel, family, g2_order, sanity
+from proofs import concurrent as par
 from proofs import coq_theorems as coq
 from proofs import g1_finishes as g1
 from proofs import g2_no_drift as g2
@@ -180,6 +181,39 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G3-sanity", "G3", "proved",
                f"Init and every transition are satisfiable under the G3 invariant ({FAMILY})",
                sanity.check_g3_sanity),
+    # ---- several attempts in flight (proofs/concurrent.py; max_parallel symbolic, >= 1)
+    Obligation("G1-concurrent-attempt-bound", "G1", "proved",
+               "with up to max_parallel attempts in flight (symbolic, every limit >= 1): the "
+               "attempt-bound invariant without 'at most one in flight' is inductive and implies "
+               f"attempts_total <= W ({FAMILY})", par.attempt_bound_family),
+    Obligation("G1-concurrent-sanity", "G1", "proved",
+               "with up to max_parallel attempts in flight: Init and every transition (spend "
+               "events naming their node) satisfiable under the G1 and G3 invariants "
+               f"({FAMILY})", par.sanity_family),
+    Obligation("G2-concurrent-no-drift", "G2", "proved",
+               "with up to max_parallel attempts in flight: every DONE node has a PASS for its "
+               f"current activation, inductive ({FAMILY})", par.no_drift_family),
+    Obligation("G3-concurrent-no-overspend", "G3", "proved",
+               "with up to max_parallel attempts in flight: settled + every open reservation "
+               "<= B + EPS, each attempt's 0 <= reserved <= spent <= c_v + EPS and the totals "
+               f"their sums, inductive ({FAMILY})", par.no_overspend_family),
+    Obligation("G3-concurrent-held", "G3", "proved",
+               "with up to max_parallel attempts in flight and exact amounts (EPS = 0): settled "
+               "+ sum over attempts in flight of (c_w - what w settled) <= B is inductive, so "
+               "every attempt in flight may still reserve up to its c_v within B "
+               f"({FAMILY})", par.held_family),
+    Obligation("G3-concurrent-broken-check-then-reserve", "G3", "refuted",
+               "broken: each Begin checks only settled + c_v <= B and reservations trust "
+               "admission (c_v only) -- two attempts in flight overspend B (a run from Init)",
+               par.run_check_then_reserve),
+    Obligation("G3-concurrent-broken-check-then-reserve-starves", "G3", "refuted",
+               "broken: each Begin checks only settled + c_v <= B, reservations still checked "
+               "against B -- B holds, but an admitted attempt can no longer reserve its c_v "
+               "(a run from Init)", par.run_check_then_reserve_starves),
+    Obligation("G3-concurrent-broken-repair-in-flight", "G3", "refuted",
+               "broken: a repair resets S_u while a node of it has an attempt in flight -- the "
+               "attempt's open reservation, which its worker still holds, drops out of settled "
+               "+ reserved (a run from Init)", par.run_repair_drops_flight),
     # ---- G4 evidence is bound (model/evidence.py, encoded in proofs/g4_evidence.py)
     Obligation("G4-evidence-bound", "G4", "proved",
                "the executable evidence rules (issue, change suite, halt, bind, refresh, keep, "

@@ -1,0 +1,164 @@
+"""The concurrent encoding (proofs/concurrent.py) is the model with several attempts in flight, and
+its proofs can fail.
+
+1. Differential: on walks of `model.step` with max_parallel 2 (spend included), at every state
+   and for every candidate event, the encoding's guard holds exactly when the model's does, and
+   its successor is the model's.
+2. Each broken variant's run from Init is the broken rule's doing: the real model refuses one of
+   its steps.
+3. Each rule the invariants lean on, dropped from the real rules, makes its proof fail.
+"""
+
+from __future__ import annotations
+
+import random
+
+import z3
+
+from model.graph import LoopGraph, NodeSpec
+from model.state import RunState, initial_state
+from model.transitions import (
+    Abandon,
+    Begin,
+    Event,
+    Overrun,
+    Reserve,
+    Settle,
+    control_events,
+    step,
+)
+from proofs import concurrent as par
+from proofs.encoding import Ev, Params, Semantics, real
+from proofs.replay import real_run
+from proofs.trace import Trace
+
+GRAPHS = (
+    par.FORK,
+    LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0),
+                     NodeSpec("b", spend_ceiling=1.5, repairs=("b",)),
+                     NodeSpec("c", spend_ceiling=0.5, needs=("a",), repairs=("a",))],
+                    repair_budget=2, spend_budget=2.5, max_parallel=2),
+)
+
+
+def pinned(enc: par.ConcurrentEncoding, x, r: RunState) -> z3.BoolRef:
+    g = enc.graph
+    return z3.And(enc.pin(x, r), *[z3.And(par.reserved_of(x, v) == real(r.reserved_of(g, v)),
+                                          par.spent_of(x, v) == real(r.spent_of(g, v)))
+                                   for v in g.names])
+
+
+def candidates(graph: LoopGraph, s: RunState) -> list[Event]:
+    out: list[Event] = list(control_events(graph, s))
+    for v in graph.names:
+        mine = s.reserved_of(graph, v)
+        out += [Begin(v), Abandon(v), Reserve(0.5, node=v), Overrun(2.0, node=v),
+                Settle(mine / 2, node=v), Settle(0.0, mine / 2, node=v)]
+    return out
+
+
+def walk(graph: LoopGraph, rng: random.Random, length: int) -> list[RunState]:
+    s, states = initial_state(graph), [initial_state(graph)]
+    for _ in range(length):
+        enabled = [e for e in candidates(graph, s) if e.why_not(graph, s) is None]
+        if not enabled:
+            break
+        # prefer a second Begin, so that walks spend time with two attempts in flight
+        begins = [e for e in enabled if isinstance(e, Begin)]
+        s = step(graph, s, rng.choice(begins if begins and rng.random() < 0.8 else enabled))
+        states.append(s)
+    return states
+
+
+def test_the_concurrent_encoding_is_the_model_on_walks() -> None:
+    rng = random.Random(26)
+    checked = two_in_flight = 0
+    for graph in GRAPHS:
+        enc = par.encoding(graph, params=Params.of(graph))
+        enc.max_parallel = z3.IntVal(graph.max_parallel)
+        x, y = enc.fresh("pre"), enc.fresh("post")
+        solver = z3.Solver()
+        solver.add(*enc.axioms())
+        for _ in range(3):
+            for s in walk(graph, rng, 10):
+                two_in_flight += s.in_flight_count() >= 2
+                for e in candidates(graph, s):
+                    ev = Ev.of_event(e)
+                    if ev.kind in ("Reserve", "Overrun", "Settle") and ev.node is None:
+                        continue
+                    solver.push()
+                    solver.add(pinned(enc, x, s), enc.transition(x, y, ev))
+                    model_ok = e.why_not(graph, s) is None
+                    if model_ok:
+                        solver.add(z3.Not(pinned(enc, y, step(graph, s, e))))
+                        assert solver.check() == z3.unsat, (e, s.summary(graph))
+                    else:
+                        assert solver.check() == z3.unsat, ("encoding allows", e,
+                                                            e.why_not(graph, s))
+                    solver.pop()
+                    checked += 1
+    assert checked > 300 and two_in_flight > 8
+
+
+def refused_step(trace: Trace) -> str:
+    run = real_run(trace)
+    assert run.refused is not None, run.describe()
+    return run.refused[2]
+
+
+def test_check_then_reserve_overspends_and_the_real_model_refuses_the_second_begin() -> None:
+    trace = par.run_check_then_reserve()
+    assert isinstance(trace, Trace) and "Reserve(b: 2)" in trace.render()
+    assert "ceilings held by the attempts in flight (a)" in refused_step(trace)
+
+
+def test_check_then_reserve_starves_and_the_real_model_refuses_the_second_begin() -> None:
+    trace = par.run_check_then_reserve_starves()
+    assert isinstance(trace, Trace)
+    assert "ceilings held by the attempts in flight (a)" in refused_step(trace)
+
+
+def test_a_repair_of_an_attempt_in_flight_loses_its_reservation_and_the_model_waits() -> None:
+    trace = par.run_repair_drops_flight()
+    assert isinstance(trace, Trace) and "Repair(y -> r)" in trace.render()
+    assert "repair (y, r) would reset 'x', whose attempt is in flight" in refused_step(trace)
+
+
+# ---- each rule the proofs lean on, dropped, fails its proof --------------------------------------
+
+class NoRepairWait(par.ConcurrentRules):
+    def guard_repair(self, enc, s, ev):
+        return Semantics.guard_repair(self, enc, s, ev)
+
+
+class NoRoomCheck(par.ConcurrentRules):
+    def guard_begin(self, enc, s, ev):
+        return z3.And(enc.live(s), s.st(ev.node) == par.S_PENDING, enc.fits(s, ev.node),
+                      *[s.st(p) == par.S_DONE for p in enc.graph.predecessors(ev.node)])
+
+
+class HeldIgnoresFlight(par.ConcurrentRules):
+    def guard_begin(self, enc, s, ev):
+        return z3.And(enc.ready(s, ev.node),
+                      enc.within_budget(s["settled"] + enc.params.ceilings[ev.node]))
+
+
+class VerdictOfAnyNode(par.ConcurrentRules):
+    """A verdict for a node with no attempt in flight (the node need only be live)."""
+
+    def guard_verdict(self, enc, s, ev):
+        return enc.live(s)
+
+
+def test_dropping_a_rule_fails_the_proof_that_needs_it() -> None:
+    fork = par.FORK
+    enc = par.encoding(fork, NoRepairWait())
+    assert par.check_inductive(enc, lambda s: par.spend_invariant(enc, s)) is not None
+    enc = par.encoding(fork, par.ConcurrentRules())
+    assert par.check_inductive(enc, lambda s: par.spend_invariant(enc, s)) is None
+    enc = par.encoding(fork, NoRoomCheck())
+    assert par.check_inductive(enc, lambda s: par.attempt_invariant(enc, s)) is not None
+    enc = par.encoding(par.PAIR, HeldIgnoresFlight(), exact=True)
+    assert par.check_inductive(enc, lambda s: par.held_invariant(enc, s)) is not None
+    enc = par.encoding(fork, VerdictOfAnyNode())
+    assert par.check_inductive(enc, lambda s: par.attempt_invariant(enc, s)) is not None

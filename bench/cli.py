@@ -34,7 +34,7 @@ MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.s
 # and the constant memory of 1M; at 200,000 the command's start-up of ~0.1 s held `loopproof
 # verify` under its rate; the chain's overhead ratio is read at 2,000 nodes), best of one
 QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1}
-QUICK_SKIP = ("explorer", "proofs", "extending_path")
+QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path")
 
 
 def _load_modules() -> None:

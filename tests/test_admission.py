@@ -14,9 +14,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from engine.admission.broker import (
     AdmissionBroker,
+    Disposition,
     GuardPolicy,
     MemoryLog,
-    Outcome,
     run_revisions,
     verify_receipt,
 )
@@ -59,8 +59,8 @@ def test_run_revisions_repairs_then_survives_a_regression(tmp_path: Path) -> Non
 
     broker = _broker(tmp_path)
     decisions, completion = run_revisions(broker, coder, 3)
-    assert [d.outcome for d in decisions] == [Outcome.ADMITTED, Outcome.REJECTED,
-                                              Outcome.ESCALATED]
+    assert [d.outcome for d in decisions] == [Disposition.ADMITTED, Disposition.REJECTED,
+                                              Disposition.ESCALATED]
     assert seen == ["fail", "pass", "pass"]
     assert completion.completed and (broker.workspace / "shift.py").read_text() == GOOD
     assert verify_receipt(completion.receipt, broker.records, broker.store) == []
@@ -102,7 +102,7 @@ def test_repeat_limit_counts_rejections_of_the_same_tree(tmp_path: Path, limit: 
     broker = _broker(tmp_path, start=GOOD, repeat_limit=limit)
     ev = broker.start()
     outcomes = [broker.submit(_patch(BAD), based_on=ev).outcome for _ in range(limit + 1)]
-    assert outcomes == [Outcome.REJECTED] * limit + [Outcome.ESCALATED]
+    assert outcomes == [Disposition.REJECTED] * limit + [Disposition.ESCALATED]
     assert broker.counts["evaluated"] == limit
 
 
@@ -110,7 +110,7 @@ def test_a_patch_without_evidence_is_stale(tmp_path: Path) -> None:
     """A patch must cite evidence that binds (model/evidence.py); there is no lax mode."""
     strict = _broker(tmp_path / "a")
     strict.start()
-    assert strict.submit(_patch(GOOD)).outcome is Outcome.STALE
+    assert strict.submit(_patch(GOOD)).outcome is Disposition.STALE
     assert strict.checkpoint is None
 
 
@@ -124,7 +124,7 @@ def test_feedback_check_is_separate_from_admission(tmp_path: Path) -> None:
     ev = broker.start()
     assert ev.check == "trace" and ev.payload["detail"] == "k should be 4"
     d = broker.submit(_patch(GOOD), based_on=ev)
-    assert d.outcome is Outcome.ADMITTED
+    assert d.outcome is Disposition.ADMITTED
     completion = broker.complete()
     assert [v["check"] for v in completion.receipt["verdicts"]
             if v["phase"] == "recertification"] == ["visible"]
@@ -143,7 +143,7 @@ def test_complete_is_idempotent_and_closes(tmp_path: Path) -> None:
     broker.start()
     first = broker.complete()
     assert first.completed and broker.complete() is first and broker.closed
-    assert broker.submit(_patch(BAD)).outcome is Outcome.CLOSED
+    assert broker.submit(_patch(BAD)).outcome is Disposition.CLOSED
 
 
 # ---- the "revision" node kind: bad fields are bad input (exit 2, nothing written) -------------
@@ -221,15 +221,15 @@ class BrokerMachine(RuleBasedStateMachine):
     def _submitted(self, reply: str | None, cite: Evidence | None) -> None:
         before, was_closed = self.broker.checkpoint, self.broker.closed
         d = self.broker.submit(reply, based_on=cite)
-        if d.outcome is Outcome.ADMITTED:
+        if d.outcome is Disposition.ADMITTED:
             assert cite is not None and cite.state_hash == before or before is None
             self.old.append(self.current)
         else:
             assert self.broker.checkpoint == before
-        if d.outcome in (Outcome.STALE, Outcome.INVALID, Outcome.KEPT):
+        if d.outcome in (Disposition.STALE, Disposition.INVALID, Disposition.KEPT):
             assert self.broker.checkpoint == before
         if was_closed:
-            assert d.outcome is Outcome.CLOSED
+            assert d.outcome is Disposition.CLOSED
         else:  # an open broker leaves the workspace exactly at the current candidate
             assert tree_hash(self.broker.workspace) == self.broker.base
         self.tampered = False

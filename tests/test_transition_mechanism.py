@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission.broker import AdmissionBroker, GuardPolicy, Outcome
+from engine.admission.broker import AdmissionBroker, Disposition, GuardPolicy
 from experiments.transition import arms
 from experiments.transition.coders import SOLUTION, Request, SearchCoder, patched_source
 from experiments.transition.conditions import trace
@@ -80,7 +80,7 @@ def test_the_guarded_loop_refuses_the_stale_trace_and_keeps_the_correct_state(ta
     coder = SearchCoder()
     harmful = coder.revise(Request(task, task.reference, stale, (), SEED, 1))
     decision = broker.submit(arms._reply_json(harmful), based_on=stale)
-    assert decision.outcome == Outcome.STALE               # stale evidence never drives a patch
+    assert decision.outcome == Disposition.STALE               # stale evidence never drives a patch
     assert decision.checkpoint == current_ev.state_hash
     assert (ws / SOLUTION).read_text(encoding="utf-8") == task.reference
     completion = broker.complete()

@@ -26,7 +26,7 @@ from engine.admission.actions import (
 from engine.admission.binding import Binding
 from engine.admission.checkpoint import CheckpointError
 from engine.admission.evidence import Evidence
-from engine.admission.guard import Decision, Outcome
+from engine.admission.guard import Decision, Disposition
 from engine.admission.lifecycle import BrokerStatus
 from engine.admission.proposals import store_proposal
 from engine.system.guards import refuse
@@ -46,13 +46,13 @@ class Admission(Binding):
             return self._submit(reply, based_on)
         except CheckpointError as exc:
             self._stop(BrokerStatus.FAILED, f"checkpoint store damaged: {exc}")
-            return self._decide(Outcome.CLOSED, self.status_reason)
+            return self._decide(Disposition.CLOSED, self.status_reason)
 
     def _submit(self, reply: bytes | str | None, based_on: Evidence | None) -> Decision:
         if self.closed:
-            return self._decide(Outcome.CLOSED, f"revisions stopped: {self.status_reason}")
+            return self._decide(Disposition.CLOSED, f"revisions stopped: {self.status_reason}")
         if not self._pins_hold():
-            return self._decide(Outcome.CLOSED, self.status_reason)
+            return self._decide(Disposition.CLOSED, self.status_reason)
         restored = self._ensure_base()
         parsed = parse_reply(reply, on_invalid=self.policy.on_invalid)
         proposal = self._store_proposal(action_record(parsed, reply))
@@ -62,31 +62,31 @@ class Admission(Binding):
             self.counts["invalid"] += 1
             if isinstance(parsed.action, Escalate):
                 self._stop(BrokerStatus.ESCALATED, parsed.action.reason)
-                return self._decide(Outcome.ESCALATED, parsed.action.reason, **extra)
-            return self._decide(Outcome.INVALID, f"kept: {parsed.problem}", **extra)
+                return self._decide(Disposition.ESCALATED, parsed.action.reason, **extra)
+            return self._decide(Disposition.INVALID, f"kept: {parsed.problem}", **extra)
         if isinstance(parsed.action, Keep):
             self.counts["kept"] += 1
-            return self._decide(Outcome.KEPT, parsed.action.reason, **extra)
+            return self._decide(Disposition.KEPT, parsed.action.reason, **extra)
         if isinstance(parsed.action, Escalate):
             self._stop(BrokerStatus.ESCALATED, f"worker escalated: {parsed.action.reason}")
-            return self._decide(Outcome.ESCALATED, parsed.action.reason, **extra)
+            return self._decide(Disposition.ESCALATED, parsed.action.reason, **extra)
         return self._patch(parsed.action, based_on, extra)
 
     def _patch(self, patch: Patch, based_on: Evidence | None, extra: dict) -> Decision:
         if (why := self._budget_spent()) is not None:
             self._stop(BrokerStatus.EXHAUSTED, why)
-            return self._decide(Outcome.EXHAUSTED, why, **extra)
+            return self._decide(Disposition.EXHAUSTED, why, **extra)
         why = self._binding(based_on)
         if why is not None:
             fresh, stopped = self._stale(based_on, why, "submit", extra["proposal"])
             if stopped and self.status is BrokerStatus.ESCALATED:
-                return self._decide(Outcome.ESCALATED, why, **extra)
-            return self._decide(Outcome.STALE, why, refreshed=fresh, **extra)
+                return self._decide(Disposition.ESCALATED, why, **extra)
+            return self._decide(Disposition.STALE, why, refreshed=fresh, **extra)
         problems = patch_violations(patch, self.workspace, self.protected)
         if refuse("patch.paths", "; ".join(problems) or None):
             self.counts["unsafe"] += 1
             self.counts["rejected"] += 1
-            return self._decide(Outcome.REJECTED, "unsafe patch: " + "; ".join(problems), **extra)
+            return self._decide(Disposition.REJECTED, "unsafe patch: " + "; ".join(problems), **extra)
         parent = Path(tempfile.mkdtemp(prefix="candidate-", dir=self.scratch))
         copy = parent / "candidate"
         try:
@@ -95,12 +95,12 @@ class Admission(Binding):
                 apply_patch(patch, copy, self.protected)
             except (OSError, ValueError) as exc:
                 self.counts["rejected"] += 1
-                return self._decide(Outcome.REJECTED, f"patch cannot be applied: {exc}", **extra)
+                return self._decide(Disposition.REJECTED, f"patch cannot be applied: {exc}", **extra)
             candidate = tree_hash(copy)
             if refuse("patch.changes", "the patch changes nothing"
                       if candidate == self.base else None):
                 self.counts["kept"] += 1
-                return self._decide(Outcome.KEPT, "the patch changes nothing", candidate=candidate,
+                return self._decide(Disposition.KEPT, "the patch changes nothing", candidate=candidate,
                                     **extra)
             seen = self._rejected.get(candidate, 0)
             if refuse("repeat.limit", "rejected before" if seen >= self.policy.repeat_limit
@@ -108,7 +108,7 @@ class Admission(Binding):
                 why = (f"tree {candidate[:12]} was already rejected {seen} time(s); "
                        f"escalating instead of spending the budget on it again")
                 self._stop(BrokerStatus.ESCALATED, why)
-                return self._decide(Outcome.ESCALATED, why, candidate=candidate, **extra)
+                return self._decide(Disposition.ESCALATED, why, candidate=candidate, **extra)
             self.counts["evaluated"] += 1
             evidence = self._evaluate(copy, candidate, "admission")
             commit = mc.Commit(candidate, tuple(e.id for e in evidence))
@@ -116,14 +116,14 @@ class Admission(Binding):
             if why_not is None and not self.closed:
                 self._commit(copy, evidence, extra["proposal"], commit, based_on)
                 self.counts["admitted"] += 1
-                return self._decide(Outcome.ADMITTED, "every admission check passed",
+                return self._decide(Disposition.ADMITTED, "every admission check passed",
                                     candidate=candidate, evidence=tuple(evidence), **extra)
             self.counts["rejected"] += 1
             self._rejected[candidate] = seen + 1
             failing = next((e for e in evidence if e.verdict != "pass"), None)
             why = (f"{failing.check}: {failing.verdict} ({failing.payload.get('detail', '')})"
                    if failing else self.status_reason or str(why_not))
-            return self._decide(Outcome.REJECTED, why, candidate=candidate,
+            return self._decide(Disposition.REJECTED, why, candidate=candidate,
                                 evidence=tuple(evidence), **extra)
         finally:
             remove_tree(parent, best_effort=True)

@@ -58,10 +58,10 @@ from engine.admission.evidence import Evidence, suite_hash
 from engine.admission.guard import (
     Completion,
     Decision,
+    Disposition,
     EventLog,
     GuardPolicy,
     MemoryLog,
-    Outcome,
     file_policy,
 )
 from engine.admission.lifecycle import BrokerStatus, moved
@@ -80,7 +80,7 @@ from model import evidence as me
 
 __all__ = [  # the broker's public names (most defined in the modules named above)
     "RECEIPT_VERSION", "AdmissionBroker", "Completion", "Decision", "EventLog", "GuardPolicy",
-    "MemoryLog", "Outcome", "file_policy", "load_receipt", "replay_outcomes", "run_revisions",
+    "MemoryLog", "Disposition", "file_policy", "load_receipt", "replay_outcomes", "run_revisions",
     "stored_proposals", "verify_receipt", "verify_receipt_in_run",
 ]
 
@@ -144,7 +144,7 @@ def run_revisions(broker: AdmissionBroker, coder: Callable[[Evidence], bytes | s
 
 
 def replay_outcomes(broker: AdmissionBroker, proposals: Sequence[Mapping[str, Any]]
-                    ) -> list[Outcome]:
+                    ) -> list[Disposition]:
     """Feed stored proposals (`stored_proposals`), in order, to a fresh `broker` (same workspace
     start, same checks), each citing the evidence current at that moment; return the outcomes.
     With deterministic checks, a guarded run's patch decisions replay identically (stale

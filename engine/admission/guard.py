@@ -39,7 +39,7 @@ class GuardPolicy:
             raise ValueError("GuardPolicy.wall_budget_s: a positive number of seconds, or None")
 
 
-class Outcome(StrEnum):
+class Disposition(StrEnum):
     """What one `submit` did."""
 
     ADMITTED = "admitted"  # the patch passed every admission check: it is the new checkpoint
@@ -56,7 +56,7 @@ class Outcome(StrEnum):
 class Decision:
     """The result of one `submit`."""
 
-    outcome: Outcome
+    outcome: Disposition
     reason: str
     proposal: str | None = None  # digest of the stored proposal
     candidate: str | None = None  # tree hash of the evaluated candidate, if one was built

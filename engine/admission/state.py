@@ -19,10 +19,10 @@ from engine.admission.evidence import Check, Evidence
 from engine.admission.guard import (
     Completion,
     Decision,
+    Disposition,
     EventLog,
     GuardPolicy,
     MemoryLog,
-    Outcome,
 )
 from engine.admission.lifecycle import FINAL, BrokerStatus, moved
 from engine.record.record_types import GUARD_RECORDS
@@ -128,7 +128,7 @@ class BrokerState:
         if self.status is BrokerStatus.NEW:
             raise RuntimeError("AdmissionBroker: call start() first")
 
-    def _decide(self, outcome: Outcome, reason: str, *, proposal: str | None = None,
+    def _decide(self, outcome: Disposition, reason: str, *, proposal: str | None = None,
                 candidate: str | None = None, evidence: tuple[Evidence, ...] = (),
                 refreshed: Evidence | None = None, restored: Sequence[str] = ()) -> Decision:
         d = Decision(outcome, reason, proposal, candidate, self.checkpoint, evidence, refreshed,

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from engine.audit.catalogue import Loop
-from engine.audit.judge import ACCEPT, ERROR, REJECT, Verdict
+from engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
 from engine.audit.mutants import Files, Mutant, apply
 from engine.audit.operators import kind_of
 from engine.system.process import ProcessError, gate_environment, run_command
@@ -68,7 +68,7 @@ def _write(root: Path, files: Files) -> None:
 
 
 def compare(loop: Loop, reference: Files, mutant: Mutant, sources: list[str],
-            sandbox: Sandbox, scratch_root: Path) -> Verdict:
+            sandbox: Sandbox, scratch_root: Path) -> GateReply:
     """REJECT (destroying: it differs), ACCEPT (equivalent as far as the search saw) or ERROR
     (undetermined), with the distinguishing input or the reason in `detail`."""
     scratch = Path(tempfile.mkdtemp(prefix="diff-", dir=scratch_root))
@@ -90,7 +90,7 @@ def compare(loop: Loop, reference: Files, mutant: Mutant, sources: list[str],
         remove_tree(scratch, best_effort=True)
 
 
-def _run_child(job: dict, scratch: Path, sandbox: Sandbox) -> Verdict:
+def _run_child(job: dict, scratch: Path, sandbox: Sandbox) -> GateReply:
     exe = Path(sys.executable)
     view = View(readable=(scratch, CHILD.parent, exe.parent.parent,
                           Path(os.path.realpath(exe)).parent.parent), private_home=True)
@@ -99,34 +99,34 @@ def _run_child(job: dict, scratch: Path, sandbox: Sandbox) -> Verdict:
                           env=gate_environment(), stdin=json.dumps(job).encode(),
                           confine=Confinement(sandbox, view))
     except ProcessError as exc:
-        return Verdict(ERROR, f"undetermined: the comparison could not start: {exc}", 0.0)
+        return GateReply(ERROR, f"undetermined: the comparison could not start: {exc}", 0.0)
     if res.killed:
-        return Verdict(ERROR, f"undetermined: the comparison ran past {TIMEOUT_S:g} s",
+        return GateReply(ERROR, f"undetermined: the comparison ran past {TIMEOUT_S:g} s",
                        res.seconds)
     try:
         reply = json.loads(res.stdout.decode("utf-8").strip().splitlines()[-1])
     except (ValueError, IndexError, UnicodeDecodeError):
         words = res.stderr.decode("utf-8", "replace").strip()[-300:]
-        return Verdict(ERROR, f"undetermined: no reply from the comparison ({words})",
+        return GateReply(ERROR, f"undetermined: no reply from the comparison ({words})",
                        res.seconds)
     if reply.get("verdict") == "differs":
         where = (f"{reply.get('function')}{reply.get('input')}" if reply.get("input")
                  else "on import")
-        return Verdict(REJECT, f"differs: {where}: reference {reply.get('reference')}, mutant "
+        return GateReply(REJECT, f"differs: {where}: reference {reply.get('reference')}, mutant "
                        f"{reply.get('mutant')}", res.seconds)
     if reply.get("verdict") == "same":
-        return Verdict(ACCEPT, "equivalent: no difference in " + "; ".join(
+        return GateReply(ACCEPT, "equivalent: no difference in " + "; ".join(
             reply.get("examples", [])), res.seconds)
-    return Verdict(ERROR, f"undetermined: {reply.get('why', 'no verdict')}", res.seconds)
+    return GateReply(ERROR, f"undetermined: {reply.get('why', 'no verdict')}", res.seconds)
 
 
 def judge(loops: Iterable[tuple[Loop, Files, list[Mutant]]], jobs: int,
           sandbox: str | Sandbox = DEFAULT, on_done: Callable[[], None] | None = None
-          ) -> dict[str, dict[str, Verdict]]:
+          ) -> dict[str, dict[str, GateReply]]:
     """Compare every mutant that `applies`, `jobs` at a time: loop id -> mutant key -> verdict
-    (the same Verdict shape as an oracle's, so engine/audit/report.py reads both alike)."""
+    (the same GateReply shape as an oracle's, so engine/audit/report.py reads both alike)."""
     box = backend(sandbox) if isinstance(sandbox, str) else sandbox
-    out: dict[str, dict[str, Verdict]] = {}
+    out: dict[str, dict[str, GateReply]] = {}
     work = []
     for loop, reference, mutants in loops:
         out.setdefault(loop.id, {})

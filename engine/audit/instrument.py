@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from engine.audit import differential as differential_mod
 from engine.audit import report
 from engine.audit.catalogue import Loop
-from engine.audit.judge import ACCEPT, Job, Judge, Verdict
+from engine.audit.judge import ACCEPT, GateReply, Job, Judge
 from engine.audit.mutants import Files, Mutant, apply, corpus, read_reference, selfattest_probes
 from engine.audit.operators import kind_of
 
@@ -88,7 +88,7 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
                    for job in _jobs(lp, references[lp.id],
                                     [m for m in corpora[lp.id][t] if not m.by_construction],
                                     "oracle")]
-    oracle: dict[str, dict[str, Verdict]] = {lp.id: {} for lp in live}
+    oracle: dict[str, dict[str, GateReply]] = {lp.id: {} for lp in live}
     for job, verdict in zip(oracle_jobs, judge.run(oracle_jobs, progress("oracle", len(oracle_jobs))),
                             strict=True):
         oracle[job.loop.id][job.key] = verdict
@@ -108,7 +108,7 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
             wanted += [m for m in mutants
                        if report.is_destroying(m, oracle[lp.id].get(m.key)) is True]
         gate_jobs += _jobs(lp, references[lp.id], wanted, "gate")
-    gate: dict[str, dict[str, Verdict]] = {lp.id: {} for lp in live}
+    gate: dict[str, dict[str, GateReply]] = {lp.id: {} for lp in live}
     for job, verdict in zip(gate_jobs, judge.run(gate_jobs, progress("gate", len(gate_jobs))),
                             strict=True):
         gate[job.loop.id][job.key] = verdict

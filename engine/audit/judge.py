@@ -31,9 +31,10 @@ ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The gate protocol's outcome: exit 0 accept, 1 reject; anything else (2, a timeout, a
-    signal, a command that cannot start) is an error, never an accept."""
+class GateReply:
+    """The gate protocol's reply (not the model's Verdict event): exit 0 accept, 1 reject;
+    anything else (2, a timeout, a signal, a command that cannot start) is an error, never an
+    accept."""
 
     outcome: str
     detail: str
@@ -52,15 +53,15 @@ class Job:
         return self.loop.gate if self.role == "gate" else self.loop.oracle
 
 
-def _verdict(result) -> Verdict:
+def _verdict(result) -> GateReply:
     if result.timed_out or result.killed:
-        return Verdict(ERROR, f"killed: {result.killed}", result.seconds)
+        return GateReply(ERROR, f"killed: {result.killed}", result.seconds)
     code = result.returncode
     if code == 0:
-        return Verdict(ACCEPT, "exit 0", result.seconds)
+        return GateReply(ACCEPT, "exit 0", result.seconds)
     if code == 1:
-        return Verdict(REJECT, "exit 1", result.seconds)
-    return Verdict(ERROR, f"exit {code}", result.seconds)
+        return GateReply(REJECT, "exit 1", result.seconds)
+    return GateReply(ERROR, f"exit {code}", result.seconds)
 
 
 def gate_view(job: Job, scratch: Path) -> View:
@@ -71,7 +72,7 @@ def gate_view(job: Job, scratch: Path) -> View:
                           Path(os.path.realpath(exe)).parent.parent), private_home=True)
 
 
-def judge_one(job: Job, scratch_root: Path, sandbox: Sandbox | None = None) -> Verdict:
+def judge_one(job: Job, scratch_root: Path, sandbox: Sandbox | None = None) -> GateReply:
     """Write the job's workspace into a fresh scratch folder and run the command there."""
     scratch = Path(tempfile.mkdtemp(prefix="ws-", dir=scratch_root))
     try:
@@ -85,20 +86,20 @@ def judge_one(job: Job, scratch_root: Path, sandbox: Sandbox | None = None) -> V
             result = run_command(argv, scratch, job.command.timeout_s, env=gate_environment(),
                                  confine=box)
         except ProcessError as exc:
-            return Verdict(ERROR, f"cannot start: {exc}", 0.0)
+            return GateReply(ERROR, f"cannot start: {exc}", 0.0)
         return _verdict(result)
     finally:
         remove_tree(scratch, best_effort=True)
 
 
-def judge_detached(job: Job, sandbox: Sandbox | None = None) -> Verdict:
+def judge_detached(job: Job, sandbox: Sandbox | None = None) -> GateReply:
     """`judge_one` in a scratch folder of its own: a unit an executor may run on another
     machine (the gate folder must be at the same path there)."""
     with tempfile.TemporaryDirectory(prefix="loopproof-audit-") as root:
         return judge_one(job, Path(root), sandbox)
 
 
-Mapper = Callable[[Callable[[Job], Verdict], list[Job]], list[Verdict]]
+Mapper = Callable[[Callable[[Job], GateReply], list[Job]], list[GateReply]]
 
 
 class Judge:
@@ -116,7 +117,7 @@ class Judge:
         if why is not None:
             problem, _, fix = why.partition("; fix: ")
             raise BadInput("--sandbox", "sandbox", problem, fix or "pass --sandbox none")
-        self.cache: dict[tuple[str, str, str, str], Verdict] = {}
+        self.cache: dict[tuple[str, str, str, str], GateReply] = {}
         self.runs = 0
         self.busy_s = 0.0
         self._lock = threading.Lock()
@@ -125,7 +126,7 @@ class Judge:
     def _cache_key(job: Job) -> tuple[str, str, str, str]:
         return (job.loop.id, str(job.loop.gate_dir), job.role, job.key)
 
-    def run(self, jobs: Iterable[Job], on_done: Callable[[], None] | None = None) -> list[Verdict]:
+    def run(self, jobs: Iterable[Job], on_done: Callable[[], None] | None = None) -> list[GateReply]:
         jobs = list(jobs)
         todo: dict[tuple, Job] = {}
         for job in jobs:
@@ -150,7 +151,7 @@ class Judge:
                     self.cache[k] = future.result()
         return [self.cache[self._cache_key(job)] for job in jobs]
 
-    def _timed(self, job: Job, root: Path, on_done) -> Verdict:
+    def _timed(self, job: Job, root: Path, on_done) -> GateReply:
         verdict = judge_one(job, root, self.sandbox)
         with self._lock:
             self.runs += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from engine.audit.judge import ACCEPT, ERROR, REJECT, Verdict
+from engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
 from engine.audit.mutants import Mutant
 
 DIGITS = 4
@@ -34,7 +34,7 @@ def wilson_upper(false_accepts: int, judged: int) -> float | None:
     return round(float(upper), DIGITS)
 
 
-def is_destroying(mutant: Mutant, oracle: Verdict | None) -> bool | None:
+def is_destroying(mutant: Mutant, oracle: GateReply | None) -> bool | None:
     """True when wrong by construction or the oracle rejects it; None when nobody can say."""
     if mutant.by_construction:
         return True
@@ -43,7 +43,7 @@ def is_destroying(mutant: Mutant, oracle: Verdict | None) -> bool | None:
     return oracle.outcome == REJECT
 
 
-def tier_stats(corpus: list[Mutant], oracle: dict[str, Verdict], gate: dict[str, Verdict]) -> dict:
+def tier_stats(corpus: list[Mutant], oracle: dict[str, GateReply], gate: dict[str, GateReply]) -> dict:
     """{"mutants","destroying","false_accepts","alpha","alpha_upper95"} plus the error count,
     the equivalent and undetermined counts (mutants the oracle found harmless, and ones nobody
     could judge: neither is destroying) and the labels of the false accepts (what a repair must
@@ -73,7 +73,7 @@ def tier_stats(corpus: list[Mutant], oracle: dict[str, Verdict], gate: dict[str,
             "false_accept_labels": sorted(false_accepts)}
 
 
-def vacuity(absence: list[Mutant], probes: list[Mutant], gate: dict[str, Verdict]) -> list[str]:
+def vacuity(absence: list[Mutant], probes: list[Mutant], gate: dict[str, GateReply]) -> list[str]:
     """The absence operators (and no-claim destruction probes) whose workspace the gate accepted.
     Any entry makes the gate vacuous: it was satisfied by the thing it checks not being there."""
     shown = {m.operator for m in absence if gate[m.key].outcome == ACCEPT}
@@ -82,7 +82,7 @@ def vacuity(absence: list[Mutant], probes: list[Mutant], gate: dict[str, Verdict
     return sorted(shown)
 
 
-def self_attestation(probes: list[Mutant], gate: dict[str, Verdict]) -> list[str]:
+def self_attestation(probes: list[Mutant], gate: dict[str, GateReply]) -> list[str]:
     """The claims (a file, file:field, or a marker comment) the gate's verdict rests on.
 
     With the artifact destroyed, a claim is trusted when some form of it (kept, negated, one

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.admission.broker import (
-    Outcome,
+    Disposition,
     load_receipt,
     verify_receipt,
 )
@@ -37,7 +37,7 @@ def cf010(tmp: Path) -> None:
     ckpt = b.checkpoint
     assert ckpt is not None
     d = b.submit(reply_patch({"calc.py": OVERFIT}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED and "challenge" in d.reason
+    assert d.outcome is Disposition.REJECTED and "challenge" in d.reason
     (lab.ws / "calc.py").write_text(BROKEN)
     (lab.ws / "notes.txt").write_text("scratch")
     c = b.complete()
@@ -59,7 +59,7 @@ def cf011(tmp: Path) -> None:
     b.submit(reply_patch({"calc.py": CORRECT}), based_on=ev)
     ckpt, gen = b.checkpoint, b.store.head().generation
     d = b.submit(reply_patch({"calc.py": BROKEN}), based_on=b.evidence())
-    assert d.outcome is Outcome.REJECTED and d.checkpoint == ckpt
+    assert d.outcome is Disposition.REJECTED and d.checkpoint == ckpt
     head = b.store.head()
     assert head.tree_hash == ckpt and head.generation == gen and lab.program() == CORRECT
 
@@ -75,7 +75,7 @@ def cf012(tmp: Path) -> None:
     ev = b.start()
     ckpt = b.checkpoint
     d = b.submit(reply_patch({"calc.py": OVERFIT}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED and d.reason.startswith("challenge: fail")
+    assert d.outcome is Disposition.REJECTED and d.reason.startswith("challenge: fail")
     assert [(e.check, e.verdict) for e in d.evidence] == [("visible", "pass"),
                                                           ("challenge", "fail")]
     assert b.checkpoint == ckpt and b.store.head().tree_hash == ckpt
@@ -143,9 +143,9 @@ def cf039(tmp: Path) -> None:
     (lab.ws / "data" / "x.txt").write_text("x")
     b = lab.broker()
     ev = b.start()
-    assert b.submit(reply_patch({"calc.py": None}), based_on=ev).outcome is Outcome.REJECTED
+    assert b.submit(reply_patch({"calc.py": None}), based_on=ev).outcome is Disposition.REJECTED
     d = b.submit(reply_patch({"data": None}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED and "cannot be applied" in d.reason
+    assert d.outcome is Disposition.REJECTED and "cannot be applied" in d.reason
     assert lab.program() == CORRECT and (lab.ws / "data" / "x.txt").exists()
 
 
@@ -159,9 +159,9 @@ def cf040(tmp: Path) -> None:
     b = lab.broker()
     ev = b.start()
     fix = b.submit(reply_patch({"calc.py": CORRECT}), based_on=ev)
-    assert fix.outcome is Outcome.ADMITTED
+    assert fix.outcome is Disposition.ADMITTED
     bad = b.submit(reply_patch({"calc.py": OVERFIT}), based_on=b.evidence())
-    assert bad.outcome is Outcome.REJECTED
+    assert bad.outcome is Disposition.REJECTED
     c = b.complete()
     assert c.completed and c.receipt["checkpoint"]["admitted_by"] == fix.proposal
     assert c.receipt["coverage"]["mode"] == "intermediate and terminal"
@@ -230,7 +230,7 @@ def cf042(tmp: Path) -> None:
     (b.store.objects / str(b.checkpoint) / "calc.py").write_text(BROKEN)
     (lab.ws / "calc.py").write_text(OVERFIT)
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n"}), based_on=ev)
-    assert d.outcome is Outcome.CLOSED and "altered" in d.reason and b.status == "failed"
+    assert d.outcome is Disposition.CLOSED and "altered" in d.reason and b.status == "failed"
     assert not b.complete().completed
     no_receipt(lab)
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.admission.broker import (
-    Outcome,
+    Disposition,
 )
 from engine.admission.conformance.cases.registry import case, no_receipt, record_types
 from engine.admission.conformance.lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
@@ -28,10 +28,10 @@ def cf001(tmp: Path) -> None:
     old = b.start()
     assert old.verdict == "fail" and b.checkpoint is None
     d1 = b.submit(reply_patch({"calc.py": CORRECT}), based_on=old)
-    assert d1.outcome is Outcome.ADMITTED
+    assert d1.outcome is Disposition.ADMITTED
     ckpt = b.checkpoint
     d2 = b.submit(reply_patch({"calc.py": BROKEN}), based_on=old)
-    assert d2.outcome is Outcome.STALE, d2
+    assert d2.outcome is Disposition.STALE, d2
     assert b.checkpoint == ckpt and lab.program() == CORRECT
     assert d2.refreshed is not None and d2.refreshed.state_hash == ckpt
     assert b.counts["evaluated"] == 1
@@ -52,7 +52,7 @@ def cf002(tmp: Path) -> None:
     edited = tree_hash(lab.ws)
     assert stale_reason(ev, edited, ev.suite_hash) is not None
     d = b.submit(json.dumps({"action": "keep"}), based_on=ev)
-    assert d.outcome is Outcome.KEPT
+    assert d.outcome is Disposition.KEPT
     assert lab.program() == CORRECT and tree_hash(lab.ws) == ckpt
     assert "guard.restore" in record_types(lab)
     assert b.store.head().tree_hash == ckpt
@@ -71,7 +71,7 @@ def cf003(tmp: Path) -> None:
     own = b.start()
     for cited in (foreign, replace(foreign, state_hash=own.state_hash)):
         d = b.submit(reply_patch({"calc.py": CORRECT}), based_on=cited)
-        assert d.outcome is Outcome.STALE, d
+        assert d.outcome is Disposition.STALE, d
         assert "not issued by this broker" in d.reason
     assert b.counts["evaluated"] == 0 and b.checkpoint is None and lab.program() == WRONG
 
@@ -87,7 +87,7 @@ def cf004(tmp: Path) -> None:
     forged = replace(ev, payload={**ev.payload, "verdict": "pass"})
     assert forged.id != ev.id
     d = b.submit(reply_patch({"calc.py": OVERFIT}), based_on=forged)
-    assert d.outcome is Outcome.STALE and b.checkpoint is None
+    assert d.outcome is Disposition.STALE and b.checkpoint is None
     assert b.deliver(forged) != forged
 
 
@@ -103,7 +103,7 @@ def cf005(tmp: Path) -> None:
     assert b.checkpoint is not None
     lab.gate_file.write_text("import sys\nsys.exit(0)\n")
     d = b.submit(reply_patch({"calc.py": BROKEN}), based_on=ev)
-    assert d.outcome is Outcome.CLOSED and "suite" in d.reason and "changed" in d.reason
+    assert d.outcome is Disposition.CLOSED and "suite" in d.reason and "changed" in d.reason
     c = b.complete()
     assert not c.completed and "changed" in c.reason
     assert lab.program() == CORRECT
@@ -131,12 +131,12 @@ def cf006(tmp: Path) -> None:
       expected="keep: outcome stale, no refreshed evidence, revisions continue; escalate: "
                "outcome escalated and revisions stop; neither applies the patch")
 def cf008(tmp: Path) -> None:
-    for policy, outcome in (("keep", Outcome.STALE), ("escalate", Outcome.ESCALATED)):
+    for policy, outcome in (("keep", Disposition.STALE), ("escalate", Disposition.ESCALATED)):
         lab = Lab(tmp / policy, WRONG)
         b = lab.broker(on_stale=policy)
         old = b.start()
         assert b.submit(reply_patch({"calc.py": CORRECT}), based_on=old).outcome \
-            is Outcome.ADMITTED
+            is Disposition.ADMITTED
         d = b.submit(reply_patch({"calc.py": BROKEN}), based_on=old)
         assert d.outcome is outcome, (policy, d)
         assert d.refreshed is None and lab.program() == CORRECT

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from engine.admission.broker import (
-    Outcome,
+    Disposition,
 )
 from engine.admission.conformance.cases.registry import case
 from engine.admission.conformance.lab import BROKEN, CORRECT, Lab, reply_patch
@@ -23,9 +23,9 @@ def cf013(tmp: Path) -> None:
     ev = b.start()
     for i in range(2):
         d = b.submit(reply_patch({"calc.py": BROKEN + f"# {i}\n"}), based_on=ev)
-        assert d.outcome is Outcome.REJECTED
+        assert d.outcome is Disposition.REJECTED
     d = b.submit(reply_patch({"calc.py": BROKEN + "# 3\n"}), based_on=ev)
-    assert d.outcome is Outcome.EXHAUSTED and b.closed
+    assert d.outcome is Disposition.EXHAUSTED and b.closed
     assert b.counts["evaluated"] == 2
     c = b.complete()
     assert c.completed and c.receipt["liveness"]["ended"] == "exhausted"
@@ -61,10 +61,10 @@ def cf031(tmp: Path) -> None:
     ckpt = b.checkpoint
     t = time.monotonic()
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "SLOW": ""}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED and time.monotonic() - t < 20
+    assert d.outcome is Disposition.REJECTED and time.monotonic() - t < 20
     (lab.ws / "calc.py").write_text(BROKEN)
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v3\n"}), based_on=ev)
-    assert d.outcome is Outcome.EXHAUSTED and "wall budget" in d.reason
+    assert d.outcome is Disposition.EXHAUSTED and "wall budget" in d.reason
     c = b.complete()
     assert c.completed and c.receipt["checkpoint"]["tree_hash"] == ckpt
     assert c.receipt["liveness"]["ended"] == "exhausted" and lab.program() == CORRECT
@@ -78,7 +78,7 @@ def cf032(tmp: Path) -> None:
     lab = Lab(tmp, CORRECT)
     b = lab.broker(candidate_budget=10)
     ev = b.start()
-    assert b.submit(reply_patch({"calc.py": BROKEN}), based_on=ev).outcome is Outcome.REJECTED
+    assert b.submit(reply_patch({"calc.py": BROKEN}), based_on=ev).outcome is Disposition.REJECTED
     d = b.submit(reply_patch({"calc.py": BROKEN}), based_on=ev)
-    assert d.outcome is Outcome.ESCALATED and "already rejected" in d.reason
+    assert d.outcome is Disposition.ESCALATED and "already rejected" in d.reason
     assert b.counts["evaluated"] == 1 and b.closed

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from engine.admission.broker import (
-    Outcome,
+    Disposition,
 )
 from engine.admission.conformance.cases.registry import case
 from engine.admission.conformance.lab import CORRECT, Lab, reply_patch
@@ -27,7 +27,7 @@ def cf014(tmp: Path) -> None:
     t = time.monotonic()
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "SLOW": ""}), based_on=ev)
     assert time.monotonic() - t < 20  # cut at the timeout, not after the gate's 30 s sleep
-    assert d.outcome is Outcome.REJECTED
+    assert d.outcome is Disposition.REJECTED
     assert d.evidence[0].verdict == "error" and d.evidence[0].payload["killed"] == "timeout"
     assert b.checkpoint == ev.state_hash
 
@@ -41,7 +41,7 @@ def cf015(tmp: Path) -> None:
     b = lab.broker()
     ev = b.start()
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "CRASH": ""}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED
+    assert d.outcome is Disposition.REJECTED
     assert d.evidence[0].verdict == "error" and "signal" in d.evidence[0].payload["detail"]
     assert b.checkpoint == ev.state_hash
 
@@ -55,7 +55,7 @@ def cf016(tmp: Path) -> None:
     b = lab.broker()
     ev = b.start()
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "ERR": ""}), based_on=ev)
-    assert d.outcome is Outcome.REJECTED and d.evidence[0].verdict == "error"
+    assert d.outcome is Disposition.REJECTED and d.evidence[0].verdict == "error"
     assert "exit 3" in d.evidence[0].payload["detail"]
 
 
@@ -162,5 +162,5 @@ def cf051(tmp: Path) -> None:
     ckpt = b.checkpoint
     d = b.submit(reply_patch({"calc.py": CORRECT + "# v2\n", "RACE": ""}), based_on=ev)
     assert b.status == "failed" and "saw tree" in b.status_reason, (b.status, b.status_reason)
-    assert d.outcome is not Outcome.ADMITTED and b.checkpoint == ckpt
+    assert d.outcome is not Disposition.ADMITTED and b.checkpoint == ckpt
     assert b.store.head().tree_hash == ckpt and lab.program() == CORRECT

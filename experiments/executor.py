@@ -1,11 +1,12 @@
-"""Where an experiment's work units run: in this process, or on a Dask cluster (a local one of
-`--jobs N` processes, or the scheduler at `--dask ADDRESS`) -- with the same results either way.
+"""Where an experiment's work units run when `--dask` asks for a cluster: on a Dask cluster (a
+local one of `--jobs N` processes, or the scheduler at `--dask ADDRESS`), else in this process --
+with the same results either way.
 
-Why one module: the explorer's work units, the random graphs of the bounds study, the crash
-matrix and the transition trajectories are each a list of independent, picklable units, and each
-study combines their results in the units' order. So the executor's only promise is `map`: the
-results of `fn` over `units`, in the units' order, whichever machine computed which. The model
-and the engine never import Dask: a study hands `Executor.map` to the code that has units.
+Why one module: this is the Dask adapter of model/executor.py's one interface, `map`: the results
+of `fn` over `units`, in the units' order, whichever machine computed which (the serial, process
+and thread adapters live there). The explorer's work units, the bounds study's random graphs and
+the crash matrix take it; the model and the engine never import Dask: a study hands
+`Executor.map` to the code that has units.
 
     with executor_from(args) as ex:     # args from add_arguments(parser)
         results = ex.map(run_unit, units)

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing
 import os
 import sys
 import time
@@ -53,6 +52,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from model.bounds import attempt_bound
+from model.executor import local
 from model.graph import LoopGraph, NodeSpec
 from model.search_space import AbstractSpace, AbstractWorstCase, Deadlocked
 from model.state import RunState, Status, initial_state
@@ -369,13 +369,7 @@ def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None,
     total = TaskResult()
     mismatches = 0
     work = work_units(max_nodes, max_parallel)
-    if mapper is not None:
-        results = list(mapper(run_task, work))
-    elif workers > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = list(pool.imap(run_task, work, chunksize=1))
-    else:
-        results = [run_task(t) for t in work]
+    results = list((mapper or local(workers).map)(run_task, work))  # model/executor.py
     for r in results:
         total.cases += r.cases
         total.states += r.states

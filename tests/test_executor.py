@@ -36,3 +36,22 @@ def test_the_arguments_choose_the_executor():
     assert executor_from(p.parse_args(["--jobs", "3"])).kind == "dask"
     remote = executor_from(p.parse_args(["--dask", "tcp://10.0.0.5:8786"]))
     assert remote.kind == "dask" and remote.address == "tcp://10.0.0.5:8786"
+
+
+# ---- model/executor.py: one interface, one adapter per way of running units -------------------
+
+def _slow_square(i: int) -> int:
+    import time
+    time.sleep(0.01 * (4 - i))  # the first unit ends last: an adapter that gathers by
+    return i * i                # completion, not by unit, shows here
+
+
+def test_every_model_executor_gives_the_results_in_the_units_order() -> None:
+    from model.executor import Processes, Serial, Threads, local
+
+    units = [0, 1, 2, 3]
+    want = [0, 1, 4, 9]
+    for ex in (Serial(), Processes(2), Threads(2), local(1), local(2)):
+        assert ex.map(_slow_square, units) == want, ex
+    assert isinstance(local(1), Serial) and local(2) == Processes(2)
+    assert Processes(2).map(_slow_square, []) == [] == Threads(2).map(_slow_square, [])

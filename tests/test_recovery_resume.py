@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracles import records
 
 from engine.record.committed import read_floor
 from engine.system.canonical import canonical
@@ -34,10 +35,6 @@ def _loopproof(*args: str, cwd: Path, crash: str | None = None) -> subprocess.Co
         env["LOOPPROOF_CRASH_AT"] = crash
     return subprocess.run([str(LOOPPROOF), *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
-
-
-def _records(ledger: Path) -> list[dict]:
-    return [json.loads(line) for line in ledger.read_bytes().splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +115,7 @@ def test_a_torn_write_on_an_unfinished_run_is_cut_kept_and_resumed(runs, tmp_pat
     run again, and the spend before the crash is all still there."""
     clean = _copy(runs, "unfinished", tmp_path / "clean")
     ledger = _copy(runs, "unfinished", tmp_path / "torn")
-    before = _records(ledger)
+    before = records(ledger)
     torn = canonical({"type": "settle", "node": "count", "amount": 0.5})[:23]
     with ledger.open("ab") as f:
         f.write(torn)
@@ -130,7 +127,7 @@ def test_a_torn_write_on_an_unfinished_run_is_cut_kept_and_resumed(runs, tmp_pat
     for name in ("outcome", "nodes"):
         assert results["torn"][name] == results["clean"][name]
     assert results["torn"]["outcome"] == "DONE"
-    after = _records(ledger)
+    after = records(ledger)
     assert after[:len(before)] == before  # every complete record kept
     resumed = next(r for r in after if r["type"] == "resumed")
     assert (ledger.parent / resumed["torn_kept"]).read_bytes() == torn

@@ -55,6 +55,7 @@ from engine.record.tail import is_cut_short
 from engine.system import collector, faults
 from engine.system.canonical import canonical
 from engine.system.errors import BadInput, LedgerCorrupt
+from model.executor import Processes
 
 try:  # orjson parses ~2.5x faster; json is the reference and the fallback. orjson reads an
     # integer beyond 64 bits as a float, so `append` refuses such integers (see _check_ints).
@@ -340,8 +341,6 @@ def _check_range(args: tuple[str, int, int]) -> _Range | None:
 
 def _parallel_verify(path: Path, size: int, jobs: int) -> Verification | None:
     """A verified ledger's Verification from `jobs` processes, or None (then scan serially)."""
-    import multiprocessing
-
     cuts = [0]
     with open(path, "rb") as f:
         for k in range(1, jobs):
@@ -351,8 +350,7 @@ def _parallel_verify(path: Path, size: int, jobs: int) -> Verification | None:
     cuts.append(size)
     ranges = [(str(path), a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
     try:
-        with multiprocessing.get_context("fork").Pool(len(ranges)) as pool:
-            found = pool.map(_check_range, ranges)
+        found = Processes(len(ranges)).map(_check_range, ranges)  # model/executor.py
     except (OSError, ValueError):
         return None
     head, seq = GENESIS, 0

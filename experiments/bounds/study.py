@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import random
 import sys
 import time
@@ -30,6 +29,7 @@ from experiments import results
 from experiments.executor import Executor, add_arguments, executor_from
 from experiments.results import write_csv, write_json
 from model.bounds import attempt_bound, peer_bound, worst_repair_pair
+from model.executor import local
 from model.explore import explore, true_worst_case
 from model.graph import LoopGraph, NodeSpec
 
@@ -116,12 +116,7 @@ def random_rows(scale: Scale, seed: int, workers: int = 2,
                 executor: Executor | None = None) -> list[dict[str, object]]:
     rng = random.Random(seed)
     graphs = [(i, random_graph(rng, scale)) for i in range(scale.graphs)]
-    if executor is not None:
-        return executor.map(_row, graphs)
-    if workers > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_row, graphs, chunksize=1)
-    return [_row(g) for g in graphs]
+    return (executor or local(workers)).map(_row, graphs)
 
 
 def summarise(rows: list[dict[str, object]]) -> dict[str, object]:

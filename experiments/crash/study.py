@@ -29,7 +29,6 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from experiments.crash.cases import Baseline, Case, Row, plan, run_baseline, run
 from experiments.crash.sites import SCALES, engine_sites
 from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
+from model.executor import Threads
 
 RESULTS = Path("results") / "crash"
 
@@ -69,11 +69,11 @@ def run_experiment(scale: str, seed: int, out: Path, jobs: int = 2,
             cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
             rows = executor.map(_case_unit, [(c, tmp, bases[c.seed]) for c in cases])
         else:
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                bases = dict(zip(seeds, pool.map(lambda s: run_baseline(s, tmp), seeds),
-                                 strict=True))
-                cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
-                rows = list(pool.map(lambda c: run_case(c, tmp, bases[c.seed]), cases))
+            threads = Threads(jobs)  # each unit waits on engines of its own (model/executor.py)
+            bases = dict(zip(seeds, threads.map(lambda s: run_baseline(s, tmp), seeds),
+                             strict=True))
+            cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
+            rows = threads.map(lambda c: run_case(c, tmp, bases[c.seed]), cases)
     finally:
         if work is None:
             remove_tree(tmp)

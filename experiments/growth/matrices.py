@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from experiments.growth import audit
 from experiments.growth.child import COUNT_ENV
 from experiments.growth.folder import LEDGER, calls, read_records
 from experiments.growth.loop import PRE_COMMIT, SITES
+from model.executor import Threads
 
 RELIABILITY_BUDGET = 20.0
 LEDGER_SITES = ("ledger.before_append", "ledger.torn_write", "ledger.after_append")
@@ -164,12 +164,11 @@ def crash_case(root: Path, base: Baseline, site: str, n: int, resume_site: str,
 def crash_matrix(root: Path, seeds: Sequence[int], jobs: int = 2,
                  faults: Iterable[str] = (), limit: int | None = None) -> list[dict[str, Any]]:
     faults = tuple(faults)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        bases = list(pool.map(lambda s: baseline(root, s), seeds))
-        by_seed = {b.seed: b for b in bases}
-        cases = crash_cases(bases)[:limit]
-        rows = list(pool.map(lambda c: crash_case(root, by_seed[c[0]], c[1], c[2], c[3], faults),
-                             cases))
+    threads = Threads(jobs)  # each unit waits on loops of its own (model/executor.py)
+    bases = threads.map(lambda s: baseline(root, s), seeds)
+    by_seed = {b.seed: b for b in bases}
+    cases = crash_cases(bases)[:limit]
+    rows = threads.map(lambda c: crash_case(root, by_seed[c[0]], c[1], c[2], c[3], faults), cases)
     return sorted((r for r in rows if r["crashed"]), key=lambda r: r["case"])
 
 
@@ -217,8 +216,7 @@ def drift_matrix(root: Path, seeds: Sequence[int], jobs: int = 2, faults: Iterab
                  kinds: Sequence[str] = tuple(DRIFTS)) -> list[dict[str, Any]]:
     faults = tuple(faults)
     runs = [(s, k) for s in seeds for k in kinds]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda c: drift_run(root, c[0], c[1], faults), runs))
+    return Threads(jobs).map(lambda c: drift_run(root, c[0], c[1], faults), runs)
 
 
 def drift_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

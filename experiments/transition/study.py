@@ -20,7 +20,6 @@ hold no timings: the same seed gives the same bytes.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -37,6 +36,7 @@ from experiments.transition import arms, metrics, pooling, prospective, verifier
 from experiments.transition.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.transition.conditions import CONDITIONS
 from experiments.transition.tasks import Task, select_tasks, starts_record
+from model.executor import Executor, Processes, Serial
 
 NAME = "transition"
 
@@ -91,12 +91,8 @@ def run_all(tasks: list[Task], seeds: Sequence[int], revisions: int, spec: dict[
         spec = {**spec, "coder": _coder(spec)}  # one coder, one meter, one budget for the run
     jobs = [(t, tuple(seeds), revisions, spec) for t in tasks]
     # One meter per run: a model coder runs in this process only.
-    if workers > 1 and len(jobs) > 1 and spec.get("kind") == "search":
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with multiprocessing.get_context(method).Pool(workers) as pool:
-            parts = pool.map(run_task, jobs, chunksize=1)
-    else:
-        parts = [run_task(j) for j in jobs]
+    runs: Executor = Processes(workers) if spec.get("kind") == "search" else Serial()
+    parts = runs.map(run_task, jobs)
     merged: dict[str, list[dict]] = {"trajectories": [], "common_state": [], "prospective": []}
     for part in parts:
         for k, rows in part.items():

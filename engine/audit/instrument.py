@@ -45,117 +45,169 @@ def _jobs(loop: Loop, reference: Files, mutants: list[Mutant], role: str) -> lis
     return [Job(loop, role, apply(reference, m.changes), m.key) for m in mutants]
 
 
+@dataclass(frozen=True)
+class References:
+    """Phase 1: each loop's reference workspace, and which loops are broken (their gate, or
+    their oracle, does not accept it: reported, never audited)."""
+
+    files: dict[str, Files]
+    broken: dict[str, str]
+    live: list[Loop]
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """Phase 2: each live loop's mutants per tier (seeded) and its self-attestation probes."""
+
+    corpora: dict[str, dict[int, list[Mutant]]]
+    probes: dict[str, list[Mutant]]
+
+    def mutants(self, loop_id: str) -> list[Mutant]:
+        return [m for t in self.corpora[loop_id] for m in self.corpora[loop_id][t]]
+
+
+Replies = dict[str, dict[str, GateReply]]  # loop id -> mutant key -> reply
+
+
 def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, jobs: int | None = None,
           cap: dict[int, int | None] | None = None, progress: Progress = _no_progress,
           judge: Judge | None = None, differential: bool = True) -> Audit:
     """Audit every loop. `cap[t]` bounds tier t's mutants per loop (a seeded sample). Tier-1
     absence mutants and the self-attestation probes always run: vacuity and self-attestation are
     reported whatever tiers are selected. A loop with no oracle has its Python mutants judged by
-    the differential oracle (engine/audit/differential.py) unless `differential` is False."""
-    cap = cap or {}
+    the differential oracle (engine/audit/differential.py) unless `differential` is False.
+
+    The phases, in order: check the references, draw the mutants, ask the oracles, run the
+    gates on what the oracles found destroying, then one entry per loop and the summary."""
     judge = judge or Judge(jobs)
     started, cpu_before = time.monotonic(), _cpu_seconds()
     runs_before = judge.runs
     loops = sorted(loops, key=lambda lp: lp.id)
-    references = {lp.id: read_reference(lp) for lp in loops}
+    refs = check_references(loops, judge, progress)
+    drawn = draw(refs, tiers, seed, cap or {})
+    oracle = ask_oracles(refs, drawn, judge, progress, differential)
+    gate = run_gates(refs, drawn, oracle, judge, progress)
+    gates = [entry(lp, refs, drawn, oracle, gate, tiers, differential) for lp in loops]
+    summary = _summary(gates, tiers)
+    summary["mutants_judged"] = sum(len(drawn.mutants(lp.id)) for lp in refs.live)
+    summary["probes_judged"] = sum(len(p) for p in drawn.probes.values())
+    return Audit(gates, summary, _timing(summary, judge, started, cpu_before, runs_before))
 
-    ref_jobs = [Job(lp, "gate", references[lp.id], "reference") for lp in loops]
-    ref_jobs += [Job(lp, "oracle", references[lp.id], "reference") for lp in loops if lp.oracle]
-    ref_verdicts = dict(zip([(j.loop.id, j.role) for j in ref_jobs],
-                            judge.run(ref_jobs, progress("reference", len(ref_jobs))), strict=True))
 
+def check_references(loops: list[Loop], judge: Judge, progress: Progress) -> References:
+    """Phase 1: every gate (and oracle) on its loop's reference workspace."""
+    files = {lp.id: read_reference(lp) for lp in loops}
+    ref_jobs = [Job(lp, "gate", files[lp.id], "reference") for lp in loops]
+    ref_jobs += [Job(lp, "oracle", files[lp.id], "reference") for lp in loops if lp.oracle]
+    replies = dict(zip([(j.loop.id, j.role) for j in ref_jobs],
+                       judge.run(ref_jobs, progress("reference", len(ref_jobs))), strict=True))
     broken: dict[str, str] = {}
     for lp in loops:
-        gate_ref = ref_verdicts[(lp.id, "gate")]
+        gate_ref = replies[(lp.id, "gate")]
         if gate_ref.outcome != ACCEPT:
             broken[lp.id] = f"gate does not accept its reference workspace ({gate_ref.detail})"
-        elif lp.oracle and ref_verdicts[(lp.id, "oracle")].outcome != ACCEPT:
+        elif lp.oracle and replies[(lp.id, "oracle")].outcome != ACCEPT:
             broken[lp.id] = ("oracle does not accept the reference workspace "
-                             f"({ref_verdicts[(lp.id, 'oracle')].detail})")
-    live = [lp for lp in loops if lp.id not in broken]
+                             f"({replies[(lp.id, 'oracle')].detail})")
+    return References(files, broken, [lp for lp in loops if lp.id not in broken])
 
+
+def draw(refs: References, tiers: tuple[int, ...], seed: int,
+         cap: dict[int, int | None]) -> Drawn:
+    """Phase 2: the mutants of every selected tier (tier 1's absence mutants always) and the
+    probes, for each live loop."""
     corpora: dict[str, dict[int, list[Mutant]]] = {}
     probes: dict[str, list[Mutant]] = {}
-    for lp in live:
-        ref = references[lp.id]
+    for lp in refs.live:
+        ref = refs.files[lp.id]
         per_tier = {t: corpus(lp, ref, t, seed, cap.get(t)) for t in sorted(set(tiers) | {1})}
         if 1 not in tiers:
             per_tier[1] = [m for m in per_tier[1] if m.family == "absence"]
         corpora[lp.id] = per_tier
         probes[lp.id] = selfattest_probes(lp, ref)
+    return Drawn(corpora, probes)
 
-    oracle_jobs = [job for lp in live if lp.oracle for t in corpora[lp.id]
-                   for job in _jobs(lp, references[lp.id],
-                                    [m for m in corpora[lp.id][t] if not m.by_construction],
+
+def ask_oracles(refs: References, drawn: Drawn, judge: Judge, progress: Progress,
+                differential: bool) -> Replies:
+    """Phase 3: each loop's own oracle on its mutants (those not harmful by construction); a
+    loop without one, the differential oracle (does the mutant behave differently?)."""
+    live = refs.live
+    oracle_jobs = [job for lp in live if lp.oracle for t in drawn.corpora[lp.id]
+                   for job in _jobs(lp, refs.files[lp.id],
+                                    [m for m in drawn.corpora[lp.id][t] if not m.by_construction],
                                     "oracle")]
-    oracle: dict[str, dict[str, GateReply]] = {lp.id: {} for lp in live}
-    for job, verdict in zip(oracle_jobs, judge.run(oracle_jobs, progress("oracle", len(oracle_jobs))),
-                            strict=True):
-        oracle[job.loop.id][job.key] = verdict
-    if differential:  # loops with no oracle of their own: does the mutant behave differently?
-        pending = [(lp, references[lp.id], [m for t in corpora[lp.id] for m in corpora[lp.id][t]])
-                   for lp in live if lp.oracle is None]
+    oracle: Replies = {lp.id: {} for lp in live}
+    for job, reply in zip(oracle_jobs, judge.run(oracle_jobs, progress("oracle", len(oracle_jobs))),
+                          strict=True):
+        oracle[job.loop.id][job.key] = reply
+    if differential:
+        pending = [(lp, refs.files[lp.id], drawn.mutants(lp.id)) for lp in live if lp.oracle is None]
         count = sum(1 for lp, _, ms in pending for m in ms if differential_mod.applies(lp, m))
         found = differential_mod.judge(pending, judge.jobs, judge.sandbox,
                                        progress("differential", count))
-        for loop_id, verdicts in found.items():
-            oracle[loop_id].update(verdicts)
+        for loop_id, replies in found.items():
+            oracle[loop_id].update(replies)
+    return oracle
 
+
+def run_gates(refs: References, drawn: Drawn, oracle: Replies, judge: Judge,
+              progress: Progress) -> Replies:
+    """Phase 4: each gate on its probes and on the mutants its oracle found destroying."""
     gate_jobs: list[Job] = []
-    for lp in live:
-        wanted = list(probes[lp.id])
-        for mutants in corpora[lp.id].values():
+    for lp in refs.live:
+        wanted = list(drawn.probes[lp.id])
+        for mutants in drawn.corpora[lp.id].values():
             wanted += [m for m in mutants
                        if report.is_destroying(m, oracle[lp.id].get(m.key)) is True]
-        gate_jobs += _jobs(lp, references[lp.id], wanted, "gate")
-    gate: dict[str, dict[str, GateReply]] = {lp.id: {} for lp in live}
-    for job, verdict in zip(gate_jobs, judge.run(gate_jobs, progress("gate", len(gate_jobs))),
-                            strict=True):
-        gate[job.loop.id][job.key] = verdict
+        gate_jobs += _jobs(lp, refs.files[lp.id], wanted, "gate")
+    gate: Replies = {lp.id: {} for lp in refs.live}
+    for job, reply in zip(gate_jobs, judge.run(gate_jobs, progress("gate", len(gate_jobs))),
+                          strict=True):
+        gate[job.loop.id][job.key] = reply
+    return gate
 
-    gates = []
-    for lp in loops:
-        entry: dict = {"gate": lp.id, "description": lp.description,
-                       "gate_dir": lp.gate_dir.name,
-                       "oracle": "declared" if lp.oracle else "differential" if differential
-                       and any(kind_of(f) == "python" for f in lp.artifact_files) else "none"}
-        if lp.id in broken:
-            entry.update(status="broken", reason=broken[lp.id], vacuous=None, vacuous_by=[],
-                         self_attesting=None, self_attesting_on=[], flagged=True, tiers={})
-            gates.append(entry)
-            continue
-        per_tier = corpora[lp.id]
-        absence = [m for m in per_tier[1] if m.family == "absence"]
-        vacuous_by = report.vacuity(absence, probes[lp.id], gate[lp.id])
-        trusts = report.self_attestation(probes[lp.id], gate[lp.id])
-        stats = {str(t): report.tier_stats(per_tier[t], oracle[lp.id], gate[lp.id])
-                 for t in sorted(tiers)}
-        for t, row in stats.items():  # what the oracle said about each false accept
-            row["false_accept_why"] = {m.label: oracle[lp.id][m.key].detail
-                                       for m in per_tier[int(t)]
-                                       if m.label in row["false_accept_labels"]
-                                       and m.key in oracle[lp.id]}
-        entry.update(status="audited", vacuous=bool(vacuous_by), vacuous_by=vacuous_by,
-                     self_attesting=bool(trusts), self_attesting_on=trusts, tiers=stats)
-        entry["flagged"] = bool(vacuous_by or trusts
-                                or any(s["false_accepts"] for s in stats.values()))
-        gates.append(entry)
 
-    summary = _summary(gates, tiers)
-    summary["mutants_judged"] = sum(len(m) for lp in live for m in corpora[lp.id].values())
-    summary["probes_judged"] = sum(len(p) for p in probes.values())
+def entry(lp: Loop, refs: References, drawn: Drawn, oracle: Replies, gate: Replies,
+          tiers: tuple[int, ...], differential: bool) -> dict:
+    """Phase 5: one loop's report entry (the audit's JSON)."""
+    out: dict = {"gate": lp.id, "description": lp.description, "gate_dir": lp.gate_dir.name,
+                 "oracle": "declared" if lp.oracle else "differential" if differential
+                 and any(kind_of(f) == "python" for f in lp.artifact_files) else "none"}
+    if lp.id in refs.broken:
+        out.update(status="broken", reason=refs.broken[lp.id], vacuous=None, vacuous_by=[],
+                   self_attesting=None, self_attesting_on=[], flagged=True, tiers={})
+        return out
+    per_tier = drawn.corpora[lp.id]
+    absence = [m for m in per_tier[1] if m.family == "absence"]
+    vacuous_by = report.vacuity(absence, drawn.probes[lp.id], gate[lp.id])
+    trusts = report.self_attestation(drawn.probes[lp.id], gate[lp.id])
+    stats = {str(t): report.tier_stats(per_tier[t], oracle[lp.id], gate[lp.id])
+             for t in sorted(tiers)}
+    for t, row in stats.items():  # what the oracle said about each false accept
+        row["false_accept_why"] = {m.label: oracle[lp.id][m.key].detail
+                                   for m in per_tier[int(t)]
+                                   if m.label in row["false_accept_labels"]
+                                   and m.key in oracle[lp.id]}
+    out.update(status="audited", vacuous=bool(vacuous_by), vacuous_by=vacuous_by,
+               self_attesting=bool(trusts), self_attesting_on=trusts, tiers=stats)
+    out["flagged"] = bool(vacuous_by or trusts or any(s["false_accepts"] for s in stats.values()))
+    return out
+
+
+def _timing(summary: dict, judge: Judge, started: float, cpu_before: float,
+            runs_before: int) -> dict:
     wall = time.monotonic() - started
     runs = judge.runs - runs_before
     cpu = _cpu_seconds() - cpu_before
-    timing = {"wall_s": round(wall, 2), "gate_runs": runs, "jobs": judge.jobs,
-              "runs_per_s": round(runs / wall, 1) if wall else None,
-              "mutants_per_s": round(summary["mutants_judged"] / wall, 1) if wall else None,
-              # CPU time (this process and the gates it ran): a rate that a busy machine does not
-              # distort the way wall time is distorted; the load average says how busy it was.
-              "cpu_s": round(cpu, 2),
-              "mutants_per_cpu_s": round(summary["mutants_judged"] / cpu, 1) if cpu else None,
-              "loadavg_1m": round(os.getloadavg()[0], 2)}
-    return Audit(gates, summary, timing)
+    return {"wall_s": round(wall, 2), "gate_runs": runs, "jobs": judge.jobs,
+            "runs_per_s": round(runs / wall, 1) if wall else None,
+            "mutants_per_s": round(summary["mutants_judged"] / wall, 1) if wall else None,
+            # CPU time (this process and the gates it ran): a rate that a busy machine does not
+            # distort the way wall time is distorted; the load average says how busy it was.
+            "cpu_s": round(cpu, 2),
+            "mutants_per_cpu_s": round(summary["mutants_judged"] / cpu, 1) if cpu else None,
+            "loadavg_1m": round(os.getloadavg()[0], 2)}
 
 
 def _cpu_seconds() -> float:

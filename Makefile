@@ -73,6 +73,7 @@ proofs: venv coq
 
 explore: venv
 	$(BIN)/python -m model.explore --max-nodes 4 --json
+	$(BIN)/python -m model.explore --max-nodes 4 --max-parallel 2 --json
 
 lint: venv
 	$(BIN)/ruff check .

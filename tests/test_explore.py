@@ -107,6 +107,14 @@ def test_explorer_up_to_three_nodes_finds_no_mismatch() -> None:
     assert summary["mismatches"] == 0 and "first_counterexample" not in summary
 
 
+def test_interleavings_of_two_attempts_up_to_three_nodes_find_no_mismatch() -> None:
+    serial, two = explore(3, workers=1), explore(3, workers=1, max_parallel=2)
+    assert two["cases"] == serial["cases"] == 4518 and two["max_parallel"] == 2
+    assert two["mismatches"] == 0 and "first_counterexample" not in two
+    assert two["states"] > serial["states"]  # the interleavings were searched, not skipped
+    assert "max_parallel" not in serial  # the serial summary keeps its keys
+
+
 def test_the_command_prints_the_summary_as_json() -> None:
     done = subprocess.run([sys.executable, "-m", "model.explore", "--max-nodes", "2", "--json"],
                           capture_output=True, text=True, timeout=120, check=False)

@@ -15,6 +15,9 @@ admitted attempt can always reserve up to its c_v. `held` is proved with exact a
 tolerance EPS = 0): with EPS, an attempt may settle c_v + EPS, and the EPSs of several attempts
 add up in `held` though never in G3.
 
+G2 is also proved for every graph size and every limit, on `AnyNumberInFlight`: the unbounded
+encoding (proofs/unbounded.py) with its guards loosened (no capacity, no spend condition).
+
 Broken variants, each refuted by a run from Init: check then reserve (admission counts only what
 is settled, and a reservation trusts admission, checked against its c_v only: two attempts in
 flight overspend B); check then reserve with the run-wide reservation check kept (B holds, but an
@@ -58,7 +61,8 @@ from proofs.encoding import (
 )
 from proofs.family import shapes
 from proofs.g1_finishes import closed_form, per_repair, remaining
-from proofs.g2_no_drift import no_drift_run
+from proofs.g2_no_drift import no_drift, no_drift_run
+from proofs.unbounded import UnboundedRuns, UState
 
 MAX_PARALLEL = z3.Int("max_parallel")
 
@@ -300,6 +304,58 @@ def no_drift_family() -> Found:
         enc = encoding(graph)
         return check_inductive(enc, lambda s: no_drift_run(enc, s))
     return first(one(g) for g in shapes())
+
+
+class AnyNumberInFlight(UnboundedRuns):
+    """The unbounded encoding (every graph size) with its rules loosened, never tightened: any
+    number of attempts in flight (no capacity check) and no spend condition anywhere (Begin,
+    Refuse, Reserve, Overrun, Settle and Verdict need only what they need of the statuses). The
+    control updates are the model's, and no guard left reads a spend field, so the statuses,
+    activations and passes of every run of the concurrent model, whatever its max_parallel and
+    amounts, are those of a run of this one: an invariant over them here holds for every limit."""
+
+    def ready(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
+        p = z3.Const("p", self.N)
+        return z3.And(self.live(s), self.none_is(s, S_EXHAUSTED), s.status[n] == S_PENDING,
+                      z3.ForAll([p], z3.Implies(self.needs(p, n), s.status[p] == S_DONE)))
+
+    def fits(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
+        return z3.BoolVal(True)
+
+    def _refuse(self, s, ev):
+        return self.ready(s, ev.node), super()._refuse(s, ev)[1]
+
+    def reservation_fits(self, s: UState, r: z3.ExprRef, amount: z3.ArithRef) -> z3.BoolRef:
+        return z3.BoolVal(True)
+
+    def _settle(self, s, ev):
+        return self.in_attempt(s, ev.node), super()._settle(s, ev)[1]
+
+    def _verdict(self, s, ev):
+        return self.in_attempt(s, ev.node), self.end_attempt(s, ev.node, ev.passed)
+
+    def _overrun(self, s, ev):
+        return self.in_attempt(s, ev.node), self.end_attempt(s, ev.node, False)
+
+
+def no_drift_any_graph() -> Found:
+    """G2 over an unbounded sort of nodes with any number of attempts in flight."""
+    return check_inductive(AnyNumberInFlight(), no_drift)
+
+
+def no_drift_any_graph_sanity() -> Found:
+    """Init and every loosened transition satisfiable under the invariant (several in flight)."""
+    sys = AnyNumberInFlight()
+    return check_init_satisfiable(sys, no_drift) or check_enabled(sys, no_drift)
+
+
+def no_drift_any_graph_and_sanity() -> Found:
+    return no_drift_any_graph() or no_drift_any_graph_sanity()
+
+
+def no_drift_any_graph_self_report() -> Found:
+    """The same with a worker's Claim marking DONE (the G2 broken variant): must be refuted."""
+    return check_inductive(AnyNumberInFlight(claim_marks_done=True), no_drift)
 
 
 def no_overspend_family() -> Found:

@@ -193,6 +193,16 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G2-concurrent-no-drift", "G2", "proved",
                "with up to max_parallel attempts in flight: every DONE node has a PASS for its "
                f"current activation, inductive ({FAMILY})", par.no_drift_family),
+    Obligation("G2-concurrent-no-drift-unbounded", "G2", "proved",
+               "every DONE node has a PASS for its current activation, inductive over an "
+               "unbounded sort of nodes (any graph, any size, any R) with any number of "
+               "attempts in flight and no spend condition (a loosening whose control runs "
+               "include those of every max_parallel); Init and every transition satisfiable "
+               "under it", par.no_drift_any_graph_and_sanity),
+    Obligation("G2-concurrent-broken-self-report-step", "G2", "refuted",
+               "broken: with any number of attempts in flight, a worker's Claim marks DONE -- "
+               "the induction step fails over unbounded nodes",
+               par.no_drift_any_graph_self_report),
     Obligation("G3-concurrent-no-overspend", "G3", "proved",
                "with up to max_parallel attempts in flight: settled + every open reservation "
                "<= B + EPS, each attempt's 0 <= reserved <= spent <= c_v + EPS and the totals "

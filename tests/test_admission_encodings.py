@@ -30,33 +30,40 @@ KINDS = [(rules, kind) for rules in MODELS for kind in rules.kinds]
 
 def disagreement(case: Case, system=None) -> str | None:
     """None when the encoding (`system`, default the real one) agrees with the model on every
-    step of the case."""
+    step of the case. (One solver per case holds the axioms and the pinned state; each question
+    is asked between a push and a pop: re-asserting them per question was half the cost.)"""
     rules, s = case.rules, case.state
     sys = system if system is not None else rules.system(s)
     names = Names()
     pre, post = sys.fresh("pre"), sys.fresh("post")
-    base = [*sys.axioms(), rules.pin(sys, names, s, pre)]
+    solver = z3.Solver()
+    solver.set("timeout", 60_000)
+    solver.add(*sys.axioms(), rules.pin(sys, names, s, pre))
     for ev in case.steps:
         move = sys.transition(pre, post, rules.event(sys, names, ev))
         if not enabled(s, ev):
-            if _sat(names, base, move):
+            if _sat(solver, names, move):
                 return f"{ev} is refused by the model but the encoding takes it from {s}"
             continue
         t = step(s, ev)
-        if not _sat(names, base, move, rules.pin(sys, names, t, post)):
+        if not _sat(solver, names, move, rules.pin(sys, names, t, post)):
             return f"{ev} from {s}: the encoding rejects the model's successor {t}"
-        if _sat(names, base, move, z3.Not(rules.pin(sys, names, t, post))):
+        if _sat(solver, names, move, z3.Not(rules.pin(sys, names, t, post))):
             return f"{ev} from {s}: the encoding accepts a successor other than {t}"
     return None
 
 
-def _sat(names: Names, base, *formulas) -> bool:
-    solver = z3.Solver()
-    solver.set("timeout", 60_000)
-    solver.add(*base, *formulas, *names.distinct())
-    r = solver.check()
-    assert r != z3.unknown, solver.reason_unknown()
-    return r == z3.sat
+def _sat(solver: z3.Solver, names: Names, *formulas) -> bool:
+    """Is `formulas` satisfiable beside what `solver` holds (and every name distinct: the names
+    met so far, which grow as events and states are encoded)? unknown fails."""
+    solver.push()
+    try:
+        solver.add(*formulas, *names.distinct())
+        r = solver.check()
+        assert r != z3.unknown, solver.reason_unknown()
+        return r == z3.sat
+    finally:
+        solver.pop()
 
 
 def faults(case: Case):

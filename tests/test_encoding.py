@@ -153,7 +153,7 @@ def test_run_encoding_reads_back_what_it_pins():
 
 # ---- the unbounded encoding (G2) ------------------------------------------------------------------
 
-UNBOUNDED_EXAMPLES = 30  # per kind
+UNBOUNDED_EXAMPLES = 20  # per kind
 UNBOUNDED_MIN_ENABLED = 0.25
 
 _FACTS_HOLD: set[str] = set()  # the graphs whose axioms were checked

@@ -8,7 +8,7 @@ one (1) included. The family is proofs/family.py's (every DAG up to 3 nodes, eve
 relation, a_v, c_v, K, B symbolic).
 
 What is proved, per shape: the attempt bound (attempts_total <= W, the serial invariant with "at
-most one attempt in flight" dropped from its structural facts); no drift (G2); G3 at every step,
+most one attempt in flight" dropped from its structural facts) and the ranking; G3 at every step,
 settled + every open reservation <= B + EPS, with each attempt within its own c_v; and what
 admission promises, `held` (settled + what every attempt in flight may still charge) <= B, so an
 admitted attempt can always reserve up to its c_v. `held` is proved with exact amounts (the float
@@ -23,9 +23,9 @@ is settled, and a reservation trusts admission, checked against its c_v only: tw
 flight overspend B); check then reserve with the run-wide reservation check kept (B holds, but an
 admitted attempt is starved: `held` > B); and a repair that resets a node whose attempt is in flight
 (the attempt is dropped with its open reservation, which its worker still spends: the real
-exposure passes B). Not proved here: termination with several attempts in flight (the serial
-ranking's per-attempt ghost counter would need one per attempt); the explorer checks it on every
-DAG up to 4 nodes (`python -m model.explore --max-parallel 2`).
+exposure passes B). Termination: G1's ranking with its ghost counter of operations kept per
+attempt in flight (`BoundedConcurrent`) decreases on every transition, under G1's two stated
+assumptions (at most P operations/claims per attempt, at most C recovered crashes).
 
 Why one module: just over 400 lines on purpose, since the concurrent rules are read side by side
 with model/transitions.py and the invariants and broken variants are one argument about them
@@ -41,12 +41,21 @@ from typing import Any
 import z3
 
 from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_enabled, check_inductive, check_init_satisfiable, first
+from proofs.checks import (
+    Found,
+    bmc,
+    check_enabled,
+    check_inductive,
+    check_init_satisfiable,
+    check_ranking,
+    first,
+)
 
 __all__ = ["check_inductive"]  # (tests reach it through this module)
 from proofs.encoding import (
     EPS,
     METERED,
+    O_RUNNING,
     S_DONE,
     S_EXHAUSTED,
     S_PENDING,
@@ -60,8 +69,8 @@ from proofs.encoding import (
     value,
 )
 from proofs.family import shapes
-from proofs.g1_finishes import closed_form, per_repair, remaining
-from proofs.g2_no_drift import no_drift, no_drift_run
+from proofs.g1_finishes import C, P, closed_form, mu, per_repair, remaining
+from proofs.g2_no_drift import no_drift
 from proofs.unbounded import UnboundedRuns, UState
 
 MAX_PARALLEL = z3.Int("max_parallel")
@@ -299,11 +308,57 @@ def attempt_bound_family() -> Found:
     return first(one(g) for g in shapes())
 
 
-def no_drift_family() -> Found:
-    def one(graph: LoopGraph) -> Found:
-        enc = encoding(graph)
-        return check_inductive(enc, lambda s: no_drift_run(enc, s))
-    return first(one(g) for g in shapes())
+class BoundedConcurrent(ConcurrentRules):
+    """The concurrent rules under G1's two termination assumptions (proofs/g1_finishes.py), the
+    first kept per attempt: at most P metered operations and claims per attempt in flight (a ghost
+    `ops:v` per node, reset by Begin(v)), and at most C recovered crashes in the run."""
+
+    name = "concurrent model + at most P operations/claims per attempt + at most C crashes"
+    COUNTED = ("Reserve", "Settle", "Claim")
+
+    def extra_fields(self, enc):
+        return {**super().extra_fields(enc), **{f"ops:{v}": z3.IntSort() for v in enc.graph.names}}
+
+    def extra_init(self, enc, s):
+        return [*super().extra_init(enc, s), *[s[f"ops:{v}"] == 0 for v in enc.graph.names]]
+
+    def guard(self, enc, s, ev):
+        g = super().guard(enc, s, ev)
+        if ev.kind in self.COUNTED:
+            return z3.And(g, s[f"ops:{ev.node}"] < P)
+        return z3.And(g, s["abandoned"] < C) if ev.kind == "Abandon" else g
+
+    def update(self, enc, s, ev):
+        upd = super().update(enc, s, ev)
+        if ev.kind in self.COUNTED:
+            upd[f"ops:{ev.node}"] = s[f"ops:{ev.node}"] + 1
+        elif ev.kind == "Begin":
+            upd[f"ops:{ev.node}"] = z3.IntVal(0)
+        return upd
+
+
+def ranking_family() -> Found:
+    """(live, K - repairs_used, C - abandoned, sum_v mu_v, sum_v (P - ops_v)) in N^5 decreases
+    lexicographically on every transition of the concurrent model under both assumptions."""
+    return first(check_ranking_of(g) for g in shapes())
+
+
+def check_ranking_of(graph: LoopGraph, rules: Semantics | None = None) -> Found:
+    enc = encoding(graph, rules or BoundedConcurrent(),
+                   params=Params.symbolic(graph).with_constraints(P >= 0, C >= 0))
+    names = graph.names
+
+    def inv(s: State) -> z3.BoolRef:
+        return z3.And(structural(enc, s), s["abandoned"] >= 0, s["abandoned"] <= C,
+                      *[z3.And(s[f"ops:{v}"] >= 0, s[f"ops:{v}"] <= P) for v in names])
+
+    def rank(s: State) -> list[z3.ArithRef]:
+        return [z3.If(s["outcome"] == O_RUNNING, 1, 0),
+                enc.params.repair_budget - s["repairs_used"], C - s["abandoned"],
+                z3.Sum([mu(enc, s, v) for v in names]),
+                z3.Sum([P - s[f"ops:{v}"] for v in names])]
+
+    return check_inductive(enc, inv) or check_ranking(enc, inv, rank)
 
 
 class AnyNumberInFlight(UnboundedRuns):

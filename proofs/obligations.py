@@ -186,13 +186,16 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "with up to max_parallel attempts in flight (symbolic, every limit >= 1): the "
                "attempt-bound invariant without 'at most one in flight' is inductive and implies "
                f"attempts_total <= W ({FAMILY})", par.attempt_bound_family),
+    Obligation("G1-concurrent-ranking", "G1", "proved",
+               "with up to max_parallel attempts in flight: (live, K - repairs_used, C - "
+               "abandoned, sum_v mu_v, sum_v (P - ops_v)) in N^5 decreases lexicographically on "
+               "every transition, assuming at most P metered operations/claims per attempt "
+               f"(a ghost counter per node) and at most C recovered crashes ({FAMILY})",
+               par.ranking_family),
     Obligation("G1-concurrent-sanity", "G1", "proved",
                "with up to max_parallel attempts in flight: Init and every transition (spend "
                "events naming their node) satisfiable under the G1 and G3 invariants "
                f"({FAMILY})", par.sanity_family),
-    Obligation("G2-concurrent-no-drift", "G2", "proved",
-               "with up to max_parallel attempts in flight: every DONE node has a PASS for its "
-               f"current activation, inductive ({FAMILY})", par.no_drift_family),
     Obligation("G2-concurrent-no-drift-unbounded", "G2", "proved",
                "every DONE node has a PASS for its current activation, inductive over an "
                "unbounded sort of nodes (any graph, any size, any R) with any number of "

@@ -162,3 +162,17 @@ def test_dropping_a_rule_fails_the_proof_that_needs_it() -> None:
     assert par.check_inductive(enc, lambda s: par.held_invariant(enc, s)) is not None
     enc = par.encoding(fork, VerdictOfAnyNode())
     assert par.check_inductive(enc, lambda s: par.attempt_invariant(enc, s)) is not None
+
+
+class NoOpsBound(par.BoundedConcurrent):
+    """Without the per-attempt bound on operations: Claim changes nothing, forever."""
+
+    COUNTED = ()
+
+
+def test_the_concurrent_ranking_needs_its_per_attempt_operations_bound() -> None:
+    one = LoopGraph.build([NodeSpec("a")], max_parallel=2)
+    assert par.check_ranking_of(one) is None
+    found = par.check_ranking_of(one, NoOpsBound())
+    assert isinstance(found, Trace) and "does not decrease the ranking" in found.render()
+

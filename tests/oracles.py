@@ -57,57 +57,70 @@ class Spend:
 
     settled: float
     reserved: float
-    attempt: float  # what the attempt in flight holds: its settled spend plus its reservations
+    attempt: float  # what the attempts in flight hold: their settled spend plus reservations
+    # per node in flight: (its attempt's open reservations, its settled spend plus them)
+    by_node: tuple[tuple[str, float, float], ...] = ()
 
 
 def spend_at_every_prefix(recs: Sequence[Record]) -> list[Spend]:
     """The spend after each record, by the model's rules (model/transitions.py): `reserve` adds
-    its amount to what is outstanding (several may be); `settle` charges its amount and releases
-    `of` (None: every outstanding reservation), never more than it releases; `abandon` charges
-    exactly the open reservation; `begin` starts an attempt at zero. A record that breaks one of
-    those rules fails here, naming its index."""
-    settled = reserved = attempt = 0.0
+    its amount to what is outstanding (several may be, of one attempt or of several in flight);
+    `settle` charges its amount and releases `of` (None: every outstanding reservation of its
+    attempt), never more than it releases; `abandon` charges exactly its attempt's open
+    reservation; `begin` starts an attempt at zero; a verdict or an overrun ends it. Each
+    reserve, settle, overrun and abandon is its node's (every record names it). A record that
+    breaks one of those rules fails here, naming its index."""
+    settled = 0.0
+    held: dict[str, list[float]] = {}  # node in flight -> [reserved, spent]
     out = []
     for i, r in enumerate(recs):
-        t = r.get("type")
+        t, node = r.get("type"), r.get("node")
         if t == "begin":
-            attempt = 0.0
+            held[node] = [0.0, 0.0]
         elif t == "reserve":
             assert r["amount"] >= 0, (i, r)
-            reserved += r["amount"]
-            attempt += r["amount"]
+            assert node in held, (i, r, "a reservation of no attempt in flight")
+            held[node][0] += r["amount"]
+            held[node][1] += r["amount"]
         elif t == "settle":
+            assert node in held, (i, r, "a settlement of no attempt in flight")
+            reserved = held[node][0]
             released = reserved if r.get("of") is None else r["of"]
             assert 0 <= released <= reserved + EPS, (i, r, reserved)
             assert 0 <= r["amount"] <= released + EPS, (i, r, released)
             settled += r["amount"]
-            reserved -= released
-            attempt += r["amount"] - released
+            held[node][0] -= released
+            held[node][1] += r["amount"] - released
         elif t == "abandon":
+            assert node in held, (i, r)
+            reserved = held.pop(node)[0]
             assert abs(r["charged"] - reserved) <= EPS, (i, r, reserved)  # the open one, in full
             settled += reserved
-            reserved = 0.0
-        out.append(Spend(settled, reserved, attempt))
+        elif t in ("verdict", "overrun"):
+            assert node in held, (i, r)
+            assert t == "overrun" or held[node][0] <= EPS, (i, r, "a verdict over a reservation")
+            del held[node]
+        out.append(Spend(settled, sum(h[0] for h in held.values()),
+                         sum(h[1] for h in held.values()),
+                         tuple((n, h[0], h[1]) for n, h in sorted(held.items()))))
     return out
 
 
 def assert_g3(ledger: Path | Sequence[Record], budget: float | None = None) -> Spend:
-    """G3 at every prefix of a ledger: settled + reserved <= B, and the attempt in flight holds
-    at most its node's c_v. B and every c_v come from the ledger's first record (the run's
-    graph); `budget`, when given, must be that B. Returns the spend after the last record."""
+    """G3 at every prefix of a ledger: settled + reserved <= B (every open reservation of every
+    attempt in flight counted), and each attempt in flight holds at most its node's c_v. B and
+    every c_v come from the ledger's first record (the run's graph); `budget`, when given, must
+    be that B. Returns the spend after the last record."""
     recs = records(ledger) if isinstance(ledger, Path) else list(ledger)
     graph = recs[0]["graph"]
     if budget is not None:
         assert graph["spend_budget"] == budget, (graph["spend_budget"], budget)
     ceiling = {n["name"]: n["spend_ceiling"] for n in graph["nodes"]}
-    running = None
     spends = spend_at_every_prefix(recs)
     for i, (r, s) in enumerate(zip(recs, spends, strict=True)):
-        if r.get("type") == "begin":
-            running = r["node"]
         assert s.settled + s.reserved <= graph["spend_budget"] + EPS, (i, r, s)
-        if running is not None:
-            assert s.attempt <= ceiling[running] + EPS, (i, r, s, ceiling[running])
+        for node, _reserved, spent in s.by_node:
+            assert spent <= ceiling[node] + EPS, (i, r, s, node, ceiling[node])
     return spends[-1] if spends else Spend(0.0, 0.0, 0.0)
 
 

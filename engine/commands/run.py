@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-file", type=Path, default=None, metavar="PATH",
                         help="kill switch: when this file exists the run stops at the next safe "
                              "point (default: the graph's stop_file, else L.stop)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="attempts in flight at once (overrides [graph] max_parallel; "
+                             "default: the graph's, else 1); kept in the ledger for resume")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_size_argument(parser)
 
@@ -30,7 +33,8 @@ def main(args: argparse.Namespace) -> int:
     spec = spec_mod.load(args.graph, args.max_spec_bytes)
     warn_unsandboxed(spec.sandbox)
     with runner_progress(args.json) as progress:
-        runner = Runner.start(spec, args.ledger, stop_file=args.stop_file, progress=progress)
+        runner = Runner.start(spec, args.ledger, stop_file=args.stop_file, progress=progress,
+                              jobs=args.jobs)
         try:
             code = runner.run()
         finally:

@@ -88,10 +88,16 @@ def event_of(rec: dict[str, Any]) -> Event | None:
 
 
 def graph_record(graph: LoopGraph) -> dict[str, Any]:
-    """The model graph as plain data, for the first ledger record."""
-    return {"repair_budget": graph.repair_budget, "spend_budget": graph.spend_budget,
-            "nodes": [{"name": n.name, "attempts": n.attempts, "spend_ceiling": n.spend_ceiling,
-                       "needs": list(n.needs), "repairs": list(n.repairs)} for n in graph.nodes]}
+    """The model graph as plain data, for the first ledger record. `max_parallel` is written
+    only when it is not 1, so a serial run's record 0 is the bytes it was before the limit
+    existed (and a ledger without it replays as serial)."""
+    out: dict[str, Any] = {
+        "repair_budget": graph.repair_budget, "spend_budget": graph.spend_budget,
+        "nodes": [{"name": n.name, "attempts": n.attempts, "spend_ceiling": n.spend_ceiling,
+                   "needs": list(n.needs), "repairs": list(n.repairs)} for n in graph.nodes]}
+    if graph.max_parallel != 1:
+        out["max_parallel"] = graph.max_parallel
+    return out
 
 
 def graph_from_record(d: Any) -> LoopGraph:
@@ -100,7 +106,8 @@ def graph_from_record(d: Any) -> LoopGraph:
                           spend_ceiling=n["spend_ceiling"], needs=tuple(n["needs"]),
                           repairs=tuple(n["repairs"])) for n in d["nodes"]]
         return LoopGraph.build(nodes, repair_budget=d["repair_budget"],
-                               spend_budget=d["spend_budget"])
+                               spend_budget=d["spend_budget"],
+                               max_parallel=d.get("max_parallel", 1))
     except (KeyError, TypeError, GraphError) as exc:
         raise LedgerCorrupt(f"record 0: the stored graph is not valid ({exc}); fix: restore "
                             f"the ledger from a trusted copy") from exc
@@ -204,11 +211,12 @@ class Replayed:
         s, g = self.state, self.graph
         node, left, cost = rec.get("node"), rec.get("left"), rec.get("cost")
         why = None
-        if not isinstance(node, str) or s.running(g) != node:
-            why = f"names node {node!r}, but the attempt in flight is {s.running(g)!r}"
+        if not isinstance(node, str) or node not in s.in_flight(g):
+            why = (f"names node {node!r}, but the attempts in flight are "
+                   f"{list(s.in_flight(g))!r}")
         elif not (_is_amount(left) and _is_amount(cost)):
             why = f"has left = {left!r}, cost = {cost!r}: not amounts"
-        elif left > min(g.node(node).spend_ceiling - s.attempt_spend,
+        elif left > min(g.node(node).spend_ceiling - s.spent_of(g, node),
                         g.spend_budget - s.settled - s.reserved) + 1e-6:
             why = f"says {left!r} was left, more than c_v and B leave the attempt"
         elif cost + 1e-6 < left:

@@ -130,9 +130,15 @@ class Timeline:
     def open_attempt(self) -> Attempt | None:
         return next((a for a in reversed(self.attempts) if a.outcome == "open"), None)
 
+    @property
+    def open_attempts(self) -> list[Attempt]:
+        """Every attempt with no recorded end (several when the engine stopped with several
+        in flight), in the order they began."""
+        return [a for a in self.attempts if a.outcome == "open"]
+
     def unfinished(self) -> str | None:
         """Why the run has not ended, in words (None when it has)."""
-        return unfinished(self.replayed, self.open_attempt)
+        return unfinished(self.replayed, self.open_attempts)
 
     def as_json(self) -> dict[str, Any]:
         r, g = self.replayed, self.replayed.graph
@@ -154,19 +160,25 @@ class Timeline:
         }
 
 
-def unfinished(r: Replayed, open_attempt: Attempt | None = None) -> str | None:
+def unfinished(r: Replayed, open_attempts: list[Attempt] | None = None) -> str | None:
     """None for a run that ended; else why not: an attempt open (the engine stopped inside it:
-    a crash or a kill), a stop, a changed pin, an unmet release condition, or between attempts."""
+    a crash or a kill; several, when it stopped with several in flight), a stop, a changed pin,
+    an unmet release condition, or between attempts."""
     s, g = r.state, r.graph
     if s.ended:
         return None
-    node = s.running(g)
-    if node is not None:
-        where = (f" since record {open_attempt.begin_seq}" if open_attempt is not None
-                 and open_attempt.node == node else "")
-        return (f"unfinished: attempt open ({node}, activation {s.activation_of(g, node)}, "
-                f"attempt {s.attempts_of(g, node)}{where}; {num(s.reserved)} reserved): the engine "
-                f"stopped inside it; `loopproof resume` charges the reservation and runs it again")
+    flying = s.in_flight(g)
+    if flying:
+        since = {a.node: a.begin_seq for a in open_attempts or []}
+        opened = "; ".join(
+            f"{node}, activation {s.activation_of(g, node)}, attempt {s.attempts_of(g, node)}"
+            + (f" since record {since[node]}" if node in since else "")
+            + f"; {num(s.reserved_of(g, node))} reserved" for node in flying)
+        if len(flying) == 1:
+            return (f"unfinished: attempt open ({opened}): the engine stopped inside it; "
+                    f"`loopproof resume` charges the reservation and runs it again")
+        return (f"unfinished: {len(flying)} attempts open ({opened}): the engine stopped inside "
+                f"them; `loopproof resume` charges each its reservation and runs each again")
     if r.pin_changed is not None:
         return (f"unfinished: stopped, a pinned file changed ({r.pin_changed.get('file')}); "
                 f"restore it, then `loopproof resume`")
@@ -211,7 +223,7 @@ def build(path: Path) -> Timeline:
     attempts: list[Attempt] = []
     events: list[dict[str, Any]] = []
     curve = [(0, 0.0, 0.0)]
-    current: Attempt | None = None
+    flying: dict[str, Attempt] = {}  # node -> its open attempt (several: max_parallel > 1)
     for rec in records[1:]:
         before = r.state
         r.apply(rec)  # the model's numbers; a record it refuses is LedgerCorrupt (exit 5)
@@ -220,26 +232,34 @@ def build(path: Path) -> Timeline:
         if (s.settled, s.settled + s.reserved) != curve[-1][1:]:
             curve.append((seq, s.settled, s.settled + s.reserved))
         if t == "begin":
-            current = Attempt(rec["node"], rec.get("activation", 0), rec.get("attempt", 0), seq,
-                              r.graph.node(rec["node"]).spend_ceiling,
-                              settled_before=round(before.settled, 6))
-            attempts.append(current)
+            flying[rec["node"]] = Attempt(rec["node"], rec.get("activation", 0),
+                                          rec.get("attempt", 0), seq,
+                                          r.graph.node(rec["node"]).spend_ceiling,
+                                          settled_before=round(before.settled, 6))
+            attempts.append(flying[rec["node"]])
             continue
-        if current is not None and current.outcome == "open" and _inside(current, rec):
+        current = _owner(flying, rec)
+        if current is not None:
             _fold(current, rec, before, r)
             if current.outcome != "open":
                 current.end_seq, current.settled_after = seq, round(s.settled, 6)
+                del flying[current.node]
             continue
         events.append(_event(rec))
     return Timeline(str(path), check, records[0], r, attempts, events, curve)
 
 
-def _inside(a: Attempt, rec: dict[str, Any]) -> bool:
-    """A record of the open attempt: any record of its node (or of no node) that is not a run
-    event; a pinned file found changed before the verdict is the attempt's too."""
+def _owner(flying: dict[str, Attempt], rec: dict[str, Any]) -> Attempt | None:
+    """The open attempt a record belongs to: the one of the node it names (records of several
+    attempts in flight interleave, each naming its node), or, for a record that names no node,
+    the only open attempt. A run event is nobody's; a pinned file found changed before the
+    verdict is the attempt's."""
     if rec["type"] in RUN_EVENTS and rec["type"] != "pin_changed":
-        return False
-    return rec.get("node") in (None, a.node)
+        return None
+    node = rec.get("node")
+    if node is None:
+        return next(iter(flying.values())) if len(flying) == 1 else None
+    return flying.get(node) if isinstance(node, str) else None
 
 
 def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
@@ -266,15 +286,16 @@ def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
     elif t == "overrun":
         amount = float(rec.get("amount", 0.0))
         c_v = g.node(a.node).spend_ceiling
-        over_c = before.attempt_spend + amount > c_v + 1e-9
+        spent = before.spent_of(g, a.node)  # this attempt's, beside any others in flight
+        over_c = spent + amount > c_v + 1e-9
         bound = (f"c_v = {num(c_v)}" if over_c else f"B = {num(g.spend_budget)}")
         what = rec.get("what", "")
         if what == "evaluation":  # asked for the gate's full price: nothing was left for it
             why = (f"nothing left of {bound} for the gate run after the worker spent "
-                   f"{num(before.attempt_spend)} (eval_reserve holds part of c_v back for it)")
+                   f"{num(spent)} (eval_reserve holds part of c_v back for it)")
         else:
             why = (f"reserving {num(amount)} for {what or 'the worker'} would exceed {bound} "
-                   f"(attempt spend {num(before.attempt_spend)}, run settled "
+                   f"(attempt spend {num(spent)}, run settled "
                    f"{num(before.settled)})")
         a.overrun = {"what": what, "amount": amount, "bound": "c_v" if over_c else "B",
                      "why": why}

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.confine import RunSandbox
+from engine.run.confine import NodeSandbox, RunSandbox
 from engine.run.gate import ERROR, Gate, GateResult
 from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
 from engine.run.integrity import Integrity, PinChanged
@@ -31,7 +32,7 @@ from engine.run.worker import AttemptContext
 from engine.system import faults
 from engine.system.sandbox import Confinement
 from engine.system.trees import remove_tree
-from model import Begin, Claim, Verdict
+from model import Begin, Claim, Status, Verdict
 
 
 def judge_within(gate: Gate, workspace: Path, limit_s: float,
@@ -48,20 +49,58 @@ def verdict_facts(result: GateResult, where: dict[str, int]) -> dict[str, Any]:
             "seconds": round(result.seconds, 6), "snapshot": result.snapshot}
 
 
+@dataclass(frozen=True)
+class Begun:
+    """An attempt whose `Begin` is recorded: what the rest of it (`finish_attempt`) needs."""
+
+    node: str
+    activation: int
+    attempt: int
+    workspace: Path
+    box: NodeSandbox
+
+
+def begin_attempt(node: str, *, journal: Journal, integrity: Integrity, handoff: HandOff,
+                  sandbox: RunSandbox) -> Begun | None:
+    """Prepare `node`'s workspace and record its `Begin`, in the scheduler's thread (so begins
+    are recorded in the order they are decided). None when the model no longer admits the Begin
+    (another attempt's reservation took the room meanwhile): nothing is recorded."""
+    g = journal.graph
+    integrity.check_policy()
+    faults.crashpoint("runner.before_begin")
+    ws = handoff.prepare_workspace(node)  # before Begin: a bad hand-off stops with no attempt open
+    box = sandbox.node(node, ws)
+    with journal.lock:  # the guard and the record in one step
+        s = journal.state
+        if Begin(node).why_not(g, s) is not None:
+            return None
+        e, i = s.activation_of(g, node), s.attempts_of(g, node) + 1
+        journal.commit(Begin(node), {"activation": e, "attempt": i})
+    return Begun(node, e, i, ws, box)
+
+
 def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity,
                 handoff: HandOff, planner: RunPlanner, sandbox: RunSandbox) -> None:
     """Run the next attempt of `node` to its end (a verdict, or an Overrun inside it)."""
+    begun = begin_attempt(node, journal=journal, integrity=integrity, handoff=handoff,
+                          sandbox=sandbox)
+    if begun is None:
+        raise RuntimeError(f"engine bug: {node!r} was scheduled but its Begin is not enabled")
+    finish_attempt(begun, spec=spec, journal=journal, integrity=integrity, handoff=handoff,
+                   planner=planner)
+
+
+def finish_attempt(begun: Begun, *, spec: Spec, journal: Journal, integrity: Integrity,
+                   handoff: HandOff, planner: RunPlanner) -> None:
+    """The rest of an attempt after its Begin: the worker under its meter, its claims, the gate
+    and the verdict (or an Overrun inside it). Runs on an attempt thread of its own when several
+    attempts are in flight; every record goes through the journal, the run's one writer."""
     g = journal.graph
+    node, e, i, ws, box = begun.node, begun.activation, begun.attempt, begun.workspace, begun.box
     cfg = spec.nodes[node]
-    integrity.check_policy()
-    faults.crashpoint("runner.before_begin")
-    e = journal.state.activation_of(g, node)
-    i = journal.state.attempts_of(g, node) + 1
-    ws = handoff.prepare_workspace(node)  # before Begin: a bad hand-off stops with no attempt open
-    box = sandbox.node(node, ws)
-    journal.commit(Begin(node), {"activation": e, "attempt": i})
     meter = Meter(g, node, journal.commit, lambda: journal.state, sync=journal.sync,
-                  price=journal.replayed.price, eval_reserve=cfg.eval_reserve, note=journal.note)
+                  price=journal.replayed.price, eval_reserve=cfg.eval_reserve, note=journal.note,
+                  lock=journal.lock)
     env = {**dict(cfg.env),  # the node's own variables first: the engine's names win
            "LOOPPROOF_NODE": node, "LOOPPROOF_ACTIVATION": str(e), "LOOPPROOF_ATTEMPT": str(i)}
     worker = planner.worker_for(node)
@@ -86,7 +125,8 @@ def run_attempt(node: str, *, spec: Spec, journal: Journal, integrity: Integrity
     faults.crashpoint("runner.after_worker")
     meter.close()
     where = {"activation": e, "attempt": i}
-    if journal.state.running(g) != node:  # the attempt ended inside the worker (Overrun)
+    if journal.state.status_of(g, node) is not Status.RUNNING:  # ended inside the worker
+        # (an Overrun)
         journal.note({"type": "worker_output", "node": node, **where, "claims": claims})
         return
     journal.commit(Claim(node), {**where, "claims": claims})

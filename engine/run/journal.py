@@ -7,11 +7,18 @@ in. So the state after a crash is exactly `replay(ledger)`, and `resume` continu
 Every other unit of engine/run changes the run through a `Journal`, never through the ledger.
 Every record it appends passes through `engine.system.secrets.redact` first: no value of a
 secret of the engine's environment is ever written (a worker's or a gate's output included).
+
+Why one lock: with several attempts in flight (`[graph] max_parallel`), each runs in a thread of
+its own and all of them write through this one journal, the run's single writer. `lock` is held
+from the model check to the fold, so a guard is never checked against a state that another
+attempt changes before the record is appended (the race of a budget check that two requests
+both pass); the meter takes the same lock around its own check-then-reserve (engine/run/meter.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +41,7 @@ class Journal:
         self._secrets = secret_values()  # the engine's environment at run start (or resume)
         # told (event, state before it) after each commit: the scheduler's frontier
         self.observers: list[Callable[[Event, RunState], None]] = []
+        self.lock = threading.RLock()  # one writer: check, append and fold are one step
 
     @property
     def graph(self) -> LoopGraph:
@@ -46,18 +54,20 @@ class Journal:
     def commit(self, event: Event, facts: dict[str, Any]) -> RunState:
         """The model must allow `event`; then its record is appended (the commit point) and
         folded into the replayed state."""
-        before = self.state
-        reason = event.why_not(self.graph, before)
-        if reason is not None:
-            raise RuntimeError(f"engine bug: {event} is not enabled: {reason}")
-        self._append(event_record(event, **facts))
-        for observe in self.observers:
-            observe(event, before)
-        return self.state
+        with self.lock:
+            before = self.state
+            reason = event.why_not(self.graph, before)
+            if reason is not None:
+                raise RuntimeError(f"engine bug: {event} is not enabled: {reason}")
+            self._append(event_record(event, **facts))
+            for observe in self.observers:
+                observe(event, before)
+            return self.state
 
     def note(self, record: dict[str, Any]) -> None:
         """Append a fact record (no model event): resumed, stopped, pin_changed, worker_output."""
-        self._append(record)
+        with self.lock:
+            self._append(record)
 
     def _append(self, record: dict[str, Any]) -> None:
         if self._batch is None:  # group commit until the next point that needs durability
@@ -79,9 +89,10 @@ class Journal:
         of the process. If power is lost before a batch is synced, the run looks like a crash
         earlier on, and resume charges the open reservation in full: never less than was used.
         """
-        if self._batch is not None:
-            batch, self._batch = self._batch, None
-            batch.close()
+        with self.lock:
+            if self._batch is not None:
+                batch, self._batch = self._batch, None
+                batch.close()
 
     def close(self) -> None:
         self.sync()

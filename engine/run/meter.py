@@ -23,6 +23,12 @@ one `Reserve` under the meter's lock, so two calls can never both pass a check t
 them fits (the model checks each reservation against settled + every outstanding one);
 `release` settles exactly that reservation (`Settle(amount, of=held)`).
 
+Several attempts in flight: each has its own meter, and every meter takes the journal's one lock
+(engine/run/journal.py) for its check and its record, so the reservations of all attempts are
+checked one after another against settled + every open reservation of the run (two calls of two
+attempts that each see room cannot both spend it). Every Reserve, Settle and Overrun names its
+attempt's node, and the per-attempt figures (`spent_of`, `reserved_of`) are that node's.
+
 The meter changes nothing itself: it hands each model event and its record to `commit`, which
 steps the model and appends the record (see engine/run/journal.py).
 """
@@ -40,7 +46,7 @@ from engine.system import untrusted
 from engine.system.faults import crashpoint
 from engine.system.process import ProcessError, ProcessResult, run_command
 from engine.system.sandbox import Confinement
-from model import LoopGraph, Overrun, Reserve, RunState, Settle, enabled
+from model import LoopGraph, Overrun, Reserve, RunState, Settle, Status, enabled
 from model.transitions import EPS, Event
 
 Commit = Callable[[Event, dict[str, Any]], RunState]
@@ -72,7 +78,8 @@ class Meter:
     def __init__(self, graph: LoopGraph, node: str, commit: Commit,
                  state: Callable[[], RunState], sync: Callable[[], None] | None = None, *,
                  price: float = 1.0, eval_reserve: float = 0.0,
-                 note: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 note: Callable[[dict[str, Any]], None] | None = None,
+                 lock: threading.RLock | None = None) -> None:
         self.graph, self.node, self._commit, self._state = graph, node, commit, state
         self._note = note  # appends a fact record (no model event)
         self._sync = sync  # makes the Reserve record durable before the operation runs
@@ -85,7 +92,10 @@ class Meter:
         self.broken: str | None = None  # why the worker broke its contract (a bad settle claim)
         self._holding = False  # a reservation is open (reserve(0) holds nothing, but is open)
         self.holds: dict[str, float] = {}  # concurrent reservations (model calls) by key
-        self._lock = threading.RLock()  # one meter step at a time: check and commit are atomic
+        # one meter step at a time: check and commit are atomic. With several attempts in flight
+        # this is the journal's lock, shared by every attempt's meter: no other attempt commits
+        # between this meter's check and its record (two reservations that each see room)
+        self._lock = lock or threading.RLock()
 
     # ---- reads ------------------------------------------------------------------------------
     @property
@@ -102,13 +112,21 @@ class Meter:
         rest of B (during evaluation: the rest of c_v)."""
         s = self._state()
         top = self.ceiling if self.evaluating else self.worker_ceiling
-        return max(0.0, min(top - s.attempt_spend,
+        return max(0.0, min(top - self._spent(s),
                             self.graph.spend_budget - s.settled - s.reserved))
+
+    def _spent(self, s: RunState) -> float:
+        """What this attempt has settled and holds (the model's `spent_of`)."""
+        return s.spent_of(self.graph, self.node)
+
+    def _open(self) -> float:
+        """This attempt's open reservations (the model's `reserved_of`)."""
+        return self._state().reserved_of(self.graph, self.node)
 
     @property
     def in_attempt(self) -> bool:
         return (not self.overrun and self.broken is None
-                and self._state().running(self.graph) == self.node)
+                and self._state().status_of(self.graph, self.node) is Status.RUNNING)
 
     # ---- reserve / settle ------------------------------------------------------------------
     def reserve(self, amount: float, what: str = "charge") -> float:
@@ -130,30 +148,33 @@ class Meter:
             raise self._broken(what, amount, "an amount must be a finite number >= 0")
         amount = asked
         base = {"node": self.node, "what": what}
-        s = self._state()
-        if (self.eval_reserve > EPS and not self.evaluating
-                and s.attempt_spend + amount > self.worker_ceiling + EPS):
-            # the ask eats into the evaluation reserve: refused (the operation never runs) and
-            # recorded as a fact, not an Overrun, because the attempt goes on to its gate, which
-            # the reserve pays for (admission kept B - settled >= what is left of c_v)
-            self.worker_stopped = True
-            self._fact({"type": "worker_ceiling", **base, "amount": amount,
-                        "attempt_spend": s.attempt_spend, "worker_ceiling": self.worker_ceiling,
-                        "eval_reserve": self.eval_reserve})
-            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would eat into the "
-                                f"evaluation reserve ({self.eval_reserve:g} of "
-                                f"c_v={self.ceiling:g})")
-        if not enabled(self.graph, s, Reserve(amount)):
-            self.overrun = True
-            self._commit(Overrun(amount), {**base, "attempt_spend": s.attempt_spend,
-                                           "ceiling": self.ceiling})
-            raise BudgetOverrun(f"{self.node}: reserving {amount:g} would exceed the ceiling "
-                                f"c_v={self.ceiling:g} or the budget B={self.graph.spend_budget:g}")
-        self._commit(Reserve(amount), base)
-        if self._sync is not None:
-            self._sync()
-        self.outstanding = amount
-        self._holding = True
+        with self._lock:  # the check and the record in one step (see `hold`)
+            s = self._state()
+            if (self.eval_reserve > EPS and not self.evaluating
+                    and self._spent(s) + amount > self.worker_ceiling + EPS):
+                # the ask eats into the evaluation reserve: refused (the operation never runs) and
+                # recorded as a fact, not an Overrun, because the attempt goes on to its gate, which
+                # the reserve pays for (admission kept B - settled >= what is left of c_v)
+                self.worker_stopped = True
+                self._fact({"type": "worker_ceiling", **base, "amount": amount,
+                            "attempt_spend": self._spent(s),
+                            "worker_ceiling": self.worker_ceiling,
+                            "eval_reserve": self.eval_reserve})
+                raise BudgetOverrun(f"{self.node}: reserving {amount:g} would eat into the "
+                                    f"evaluation reserve ({self.eval_reserve:g} of "
+                                    f"c_v={self.ceiling:g})")
+            if not enabled(self.graph, s, Reserve(amount, node=self.node)):
+                self.overrun = True
+                self._commit(Overrun(amount, node=self.node),
+                             {"what": what, "attempt_spend": self._spent(s),
+                              "ceiling": self.ceiling})
+                raise BudgetOverrun(f"{self.node}: reserving {amount:g} would exceed the ceiling "
+                                    f"c_v={self.ceiling:g} or the budget B={self.graph.spend_budget:g}")
+            self._commit(Reserve(amount, node=self.node), {"what": what})
+            if self._sync is not None:
+                self._sync()
+            self.outstanding = amount
+            self._holding = True
         crashpoint("meter.after_reserve")
         return amount
 
@@ -206,9 +227,9 @@ class Meter:
 
     def _settle(self, charged: float, what: str, **facts: Any) -> float:
         with self._lock:
-            of = min(self.outstanding, self._state().reserved)  # float sums: never above it
-            self._commit(Settle(min(charged, of), of),
-                         {"node": self.node, "reserved": self.outstanding, "what": what,
+            of = min(self.outstanding, self._open())  # float sums: never above it
+            self._commit(Settle(min(charged, of), of, node=self.node),
+                         {"reserved": self.outstanding, "what": what,
                           **facts})
             self.outstanding = 0.0
             self._holding = False
@@ -226,11 +247,11 @@ class Meter:
             if not self.in_attempt or self.evaluating or key in self.holds or amount < 0:
                 return False
             s = self._state()
-            if s.attempt_spend + amount > self.worker_ceiling + EPS:
+            if self._spent(s) + amount > self.worker_ceiling + EPS:
                 return False
-            if not enabled(self.graph, s, Reserve(amount)):
+            if not enabled(self.graph, s, Reserve(amount, node=self.node)):
                 return False
-            self._commit(Reserve(amount), {"node": self.node, "what": what, **facts})
+            self._commit(Reserve(amount, node=self.node), {"what": what, **facts})
             if self._sync is not None:
                 self._sync()
             self.holds[key] = amount
@@ -241,11 +262,11 @@ class Meter:
         """Settle the hold `key`: charge min(used, held), never more, and release the rest."""
         with self._lock:
             held = self.holds.pop(key)
-            if self._state().running(self.graph) != self.node:  # no model event ends an
+            if self._state().status_of(self.graph, self.node) is not Status.RUNNING:  # no event ends an
                 return 0.0  # attempt under an open reservation; kept for a hold never made
-            of = min(held, self._state().reserved)  # float sums: never above what is open
+            of = min(held, self._open())  # float sums: never above what is open
             charged = min(max(0.0, round(float(used), 6)), of)
-            self._commit(Settle(charged, of), {"node": self.node, "reserved": held,
+            self._commit(Settle(charged, of, node=self.node), {"reserved": held,
                                                "what": what, **facts})
             return charged
 
@@ -261,7 +282,7 @@ class Meter:
                 self.release(key, held, "unsettled at worker end", call=key)
             # also after the worker broke its contract: the attempt runs until its verdict
             if (self._holding and not self.overrun
-                    and self._state().running(self.graph) == self.node):
+                    and self._state().status_of(self.graph, self.node) is Status.RUNNING):
                 self._settle_capped(self.outstanding, "unsettled at worker end")
 
     def fact(self, record: dict[str, Any]) -> None:

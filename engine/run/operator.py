@@ -23,10 +23,11 @@ MAX_REASON = 500  # characters of the operator's note kept in the ledger
 
 def state_on_resume(graph: LoopGraph, state: RunState, pending: list[dict[str, Any]]
                     ) -> RunState:
-    """The state the next resume acts on: the attempt in flight given back, then the pending
+    """The state the next resume acts on: every attempt in flight given back, then the pending
     cancels that the model allows applied in order."""
-    if not state.ended and (node := state.running(graph)) is not None:
-        state = step(graph, state, Abandon(node))
+    if not state.ended:  # every attempt in flight, as `recover` gives them back
+        for node in state.in_flight(graph):
+            state = step(graph, state, Abandon(node))
     for req in pending:
         try:
             state = step(graph, state, Cancel(str(req.get("node"))))

@@ -62,3 +62,25 @@ def creating(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def lock_ledger(ledger_path: Path) -> int:
+    """One engine per ledger: an exclusive lock on the ledger file for the whole run (the kernel
+    drops it if the process dies). A second `run`/`resume` on the same ledger is refused."""
+    try:
+        fd = os.open(ledger_path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise BadInput(str(ledger_path), "--ledger", "file not found",
+                       "give the path of an existing ledger file") from None
+    except OSError as exc:
+        raise BadInput(str(ledger_path)[:300], "--ledger", f"cannot be opened "
+                       f"({exc.strerror or exc})", "give the path of a readable ledger file"
+                       ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise BadInput(str(ledger_path), "--ledger", "another loopproof process is running "
+                       "this ledger", "wait for it to finish, or stop it (kill switch), then "
+                       "resume") from None
+    return fd

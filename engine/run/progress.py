@@ -1,5 +1,6 @@
 """A live progress display for a terminal: per node its status, attempt and verdicts, and spend
-against the budget. Drawn on stderr with rich, and only when stderr is a terminal and the output
+against the budget; every attempt in flight is bold, and with `max_parallel` > 1 the caption
+names them all. Drawn on stderr with rich, and only when stderr is a terminal and the output
 is not --json, so pipes and machine-read output never see it.
 """
 
@@ -50,13 +51,15 @@ class LiveProgress:
         t = Table(title=f"loopproof — {s.outcome.value}", title_justify="left")
         for col in ("node", "status", "activation", "attempt", "verdicts"):
             t.add_column(col)
-        running = s.running(g)
+        flying = s.in_flight(g)  # every attempt in flight (several with max_parallel > 1)
         for name in g.names:
             verdicts = "".join(_MARK.get(v["verdict"], "?") for v in r.verdicts.get(name, []))
-            style = "bold" if name == running else ""
+            style = "bold" if name in flying else ""
             t.add_row(name, s.status_of(g, name).value, str(s.activation_of(g, name)),
                       f"{s.attempts_of(g, name)}/{g.node(name).attempts}", verdicts, style=style)
         t.caption = (f"spend {s.settled:.2f} settled + {s.reserved:.2f} reserved of "
                      f"{g.spend_budget:g}  ·  attempts {s.attempts_total}  ·  repairs "
-                     f"{s.repairs_used}/{g.repair_budget}  ·  last: {self.last}")
+                     f"{s.repairs_used}/{g.repair_budget}  ·  last: {self.last}"
+                     + (f"\nin flight {len(flying)}/{g.max_parallel}: {', '.join(flying)}"
+                        if g.max_parallel > 1 else ""))
         return t

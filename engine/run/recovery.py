@@ -1,7 +1,7 @@
 """Recovery on resume: orphaned workers are killed, the resume is recorded, and an attempt with
 no recorded end is given back.
 
-Why given back and not judged: the attempt started before a crash or stop and its outcome is
+Why given back and not judged (each attempt of several in flight alike): the attempt started before a crash or stop and its outcome is
 unknown. It is charged its open reservation (never less than it may have used), it does not
 count against the node's attempts, and the node runs again: a repeated execution, counted in
 the report.
@@ -56,8 +56,10 @@ def recover(journal: Journal, root: Path, new_price: float | None, reaped: int =
     """Kill orphans under `root`, record `resumed` (with `reaped`, the processes found in the
     run's cgroups and killed: `engine.system.limits.reap`; and `torn_kept`, the side file beside
     the ledger that holds the bytes of a torn tail opening cut, when it cut one), abandon the
-    attempt in flight (if any), honour an operator's pending cancels (engine/run/operator.py),
-    and record a change of price (`resume --price`)."""
+    attempts in flight (none, one, or with `max_parallel` > 1 several: each is given back on
+    its own, charged its own open reservation, in the model's `in_flight` order), honour an
+    operator's pending cancels (engine/run/operator.py), and record a change of price
+    (`resume --price`)."""
     state, graph = journal.state, journal.graph
     orphans = kill_orphans(root)
     resumed = {"type": "resumed", "resume": journal.replayed.resumes + 1,
@@ -66,11 +68,10 @@ def recover(journal: Journal, root: Path, new_price: float | None, reaped: int =
     if journal.ledger.torn_kept is not None:  # opening cut a torn tail: where its bytes are
         resumed["torn_kept"] = journal.ledger.torn_kept
     journal.note(resumed)
-    state = journal.state
-    node = state.running(graph)
-    if node is not None:
+    for node in journal.state.in_flight(graph):  # several attempts in flight: each, in order
+        state = journal.state
         journal.commit(Abandon(node), {
-            "outcome": "unknown", "charged": state.reserved,
+            "outcome": "unknown", "charged": state.reserved_of(graph, node),
             "activation": state.activation_of(graph, node),
             "attempt": state.attempts_of(graph, node),
             "why": "this attempt started before a crash or stop and has no recorded end: "

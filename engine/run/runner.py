@@ -6,6 +6,7 @@ Why this shape: the runner is the thin orchestrator of units that can each be re
   `model.step`), changed only by `commit` (model check, append, fold) and `note`;
 - engine/run/schedule.py: which move comes next, from the model state alone;
 - engine/run/attempt.py: one attempt (Begin, worker, claims, gate, verdict);
+- engine/run/flight.py: several attempts in flight (`max_parallel` > 1), each on its own thread;
 - engine/run/handoff.py: workspaces, judged snapshots, accepted trees handed to successors;
 - engine/run/integrity.py: pins, policy and release conditions;
 - engine/run/planner.py: the optional `[planner]` rounds between attempts;
@@ -19,12 +20,16 @@ So the state after a crash is exactly `replay(ledger)`, and `resume` continues f
 Safe points (where a stop request is honoured) are the moments with no attempt in flight: before
 each scheduling decision. The stop file (or SIGTERM / SIGINT) is checked there and a `stopped`
 record is appended; `resume` continues.
+
+Several attempts in flight (`[graph] max_parallel` > 1, or `run --jobs N`): engine/run/flight.py
+begins what the model admits and runs each attempt on a thread of its own; every other decision
+and a stop wait for a moment with nothing in flight.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import dataclasses
 import os
 import signal
 import threading
@@ -45,6 +50,7 @@ from engine.run.confine import (
     sandbox_backend,
 )
 from engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
+from engine.run.flight import fly
 from engine.run.handoff import INPUTS, HandOff, accepted_root, stage_snapshot, workspace_root
 from engine.run.integrity import (
     Integrity,
@@ -58,7 +64,7 @@ from engine.run.integrity import (
 )
 from engine.run.journal import Journal
 from engine.run.meter import METER_SITES
-from engine.run.place import creating, folder_of, lexists
+from engine.run.place import creating, folder_of, lexists, lock_ledger
 from engine.run.planner import RunPlanner
 from engine.run.progress import Progress
 from engine.run.recovery import kill_orphans, recover
@@ -87,6 +93,9 @@ CRASH_SITES: tuple[str, ...] = (
     "runner.resume",          # resume has verified and replayed the ledger, appended nothing
 )
 assert set(METER_SITES) <= set(CRASH_SITES)
+
+
+MAX_JOBS = 1024  # attempts in flight at once: each is a thread and a sandbox of its own
 
 
 def default_stop_file(ledger_path: Path) -> Path:
@@ -123,11 +132,15 @@ class Runner:
     # ---- construction ------------------------------------------------------------------------
     @classmethod
     def start(cls, spec: Spec, ledger_path: Path | str, *, stop_file: Path | None = None,
-              progress: Progress | None = None) -> Runner:
-        """Validate everything, then create the ledger (the first write of the run)."""
+              progress: Progress | None = None, jobs: int | None = None) -> Runner:
+        """Validate everything, then create the ledger (the first write of the run). `jobs`
+        (`--jobs N`) overrides the spec's `max_parallel`; it is kept in record 0 (`jobs`, and
+        the graph's `max_parallel`), so `resume` runs with the same limit."""
         # Absolute from here on: workers, gates and revision nodes run in other folders, and a
         # relative ledger path would name a different file there.
         ledger_path = Path(ledger_path).absolute()
+        if jobs is not None:
+            spec = with_jobs(spec, jobs, "--jobs", str(spec.path))
         refuse_unfit_model_calls(spec)
         refuse_missing_keys(spec)
         if spec.strict_bound and not spec.bounds()["fits"]:
@@ -152,6 +165,8 @@ class Runner:
                  "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,
                  "stop_file": str(stop), "bounds": spec.bounds(), "price": spec.price}
+        if jobs is not None:
+            first["jobs"] = jobs
         RUN_RECORDS.check_append(first, ledger_path)
         with creating(folder):  # racing `run`s: one creates, the others find it and write nothing
             if lexists(ledger_path, "--ledger"):
@@ -163,7 +178,7 @@ class Runner:
             # so `resume` can demand a signature that the ledger extends.
             ledger = Ledger.create(ledger_path, first,
                                    before_link=lambda led, path: sign(led, policy, path))
-            lock = _lock(ledger_path)
+            lock = lock_ledger(ledger_path)
         runner = cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
                      policy=policy)
         runner._lock_fd = lock
@@ -179,7 +194,7 @@ class Runner:
             raise BadInput(str(ledger_path), "--price", f"must be a number of spend units per "
                            f"second > 0, got {price!r}", "give e.g. --price 2.5")
         ledger_path = Path(ledger_path).absolute()  # as in start: other folders, same file
-        lock = _lock(ledger_path)  # before open: opening may cut a torn tail
+        lock = lock_ledger(ledger_path)  # before open: opening may cut a torn tail
         try:
             ledger, replayed = open_replayed(ledger_path)  # one streaming pass, no records held
             # the signature first: nothing is appended to (or signed after) a chain that does
@@ -191,6 +206,8 @@ class Runner:
             os.close(lock)
             raise
         spec = Spec.from_record(replayed.first.get("spec", {}), str(ledger_path))
+        if replayed.first.get("jobs") is not None:  # `run --jobs N`: the limit it ran with
+            spec = with_jobs(spec, replayed.first["jobs"], "records[0].jobs", str(ledger_path))
         if graph_record(spec.graph) != replayed.first["graph"]:
             raise LedgerCorrupt(f"{ledger_path}: the stored spec does not give the stored graph; "
                                 f"fix: restore the ledger from a trusted copy")
@@ -234,8 +251,11 @@ class Runner:
         """Run until the run ends, a stop is requested, or a pinned file changes; exit code."""
         with self._signals():
             try:
-                while self.step():
-                    pass
+                if self.graph.max_parallel > 1:
+                    fly(self)  # engine/run/flight.py
+                else:
+                    while self.step():
+                        pass
             except PinChanged as exc:
                 self.error = str(exc)
             except LedgerLost as exc:  # nothing more is recorded; no end state, no signature
@@ -310,8 +330,7 @@ class Runner:
             run_attempt(move.node, spec=self.spec, journal=self.journal,
                         integrity=self.integrity, handoff=self.handoff, planner=self.planner,
                         sandbox=self.sandbox)
-            self.gate_stop = self.gate_stop or gate_error_stop(self.spec, self.replayed,
-                                                               move.node)
+            self.gate_stop = self.gate_stop or self.gate_error_stop(move.node)
         elif move.kind == "finish":
             return finish.finish(self.journal, self.integrity, move.facts, self.approved_by)
         else:  # repair, fail, refuse: one model event
@@ -320,6 +339,9 @@ class Runner:
                 faults.crashpoint("runner.repair")
             self.journal.commit(move.event, move.facts)
         return True
+
+    def gate_error_stop(self, node: str) -> str | None:
+        return gate_error_stop(self.spec, self.replayed, node)
 
     # ---- signals and reporting -----------------------------------------------------------------
     @contextlib.contextmanager
@@ -349,6 +371,14 @@ class Runner:
             self._lock_fd = None
 
 
+def with_jobs(spec: Spec, jobs: object, where: str, name: str) -> Spec:
+    """`spec` with `max_parallel` = `jobs` (`--jobs N`); bad input names `where`."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise BadInput(name, where, f"must be an integer from 1 to {MAX_JOBS}, got {jobs!r}",
+                       "give e.g. --jobs 4 (attempts in flight at once)")
+    return dataclasses.replace(spec, graph=spec.graph.with_max_parallel(jobs))
+
+
 def _ledger_exists(ledger_path: Path) -> BadInput:
     return BadInput(str(ledger_path), "--ledger", "already exists",
                     "use `loopproof resume --ledger` to continue it, or remove it first")
@@ -367,25 +397,3 @@ def gate_error_stop(spec: Spec, replayed: Replayed, node: str) -> str | None:
         return None
     return (f"gate error on node {node!r} (activation {last.get('activation')}, attempt "
             f"{last.get('attempt')}: {last.get('error')}) and gate_errors = \"stop\"")
-
-
-def _lock(ledger_path: Path) -> int:
-    """One engine per ledger: an exclusive lock on the ledger file for the whole run (the kernel
-    drops it if the process dies). A second `run`/`resume` on the same ledger is refused."""
-    try:
-        fd = os.open(ledger_path, os.O_RDONLY)
-    except FileNotFoundError:
-        raise BadInput(str(ledger_path), "--ledger", "file not found",
-                       "give the path of an existing ledger file") from None
-    except OSError as exc:
-        raise BadInput(str(ledger_path)[:300], "--ledger", f"cannot be opened "
-                       f"({exc.strerror or exc})", "give the path of a readable ledger file"
-                       ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise BadInput(str(ledger_path), "--ledger", "another loopproof process is running "
-                       "this ledger", "wait for it to finish, or stop it (kill switch), then "
-                       "resume") from None
-    return fd

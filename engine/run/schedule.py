@@ -6,6 +6,10 @@ fails the run; when every node is DONE the run finishes; otherwise the first PEN
 attempt, or is refused when settled + c_v does not fit B. A planner round, when one is due,
 comes before all of these. The runner carries the move out (engine/run/runner.py).
 
+With several attempts in flight (`max_parallel` > 1), `next_begin` names the node to begin beside
+them: the one the serial rule would run next, if the model admits its Begin now; every other move
+waits until nothing is in flight (engine/run/runner.py).
+
 Why a frontier: trying every node for the next one to begin made each decision O(n) guard
 checks, and a run of n nodes O(n^2). `Frontier` keeps a heap of the nodes that may be ready and
 is told every committed event (`Journal.commit`); a node whose status may have become PENDING, or
@@ -77,13 +81,14 @@ class Frontier:
         elif isinstance(event, Abandon):
             heapq.heappush(self.heap, g.index(event.node))
         elif isinstance(event, Overrun):
-            if (node := before.running(g)) is not None:
+            if (node := event.node or before.running(g)) is not None:
                 heapq.heappush(self.heap, g.index(node))
         elif isinstance(event, Repair):  # only the target of S_u can have every need DONE
             heapq.heappush(self.heap, g.index(event.target))
 
-    def next_node(self, state: RunState) -> str:
-        """The node `next_node(graph, state)` names, from the top of the heap."""
+    def ready(self, state: RunState) -> str | None:
+        """The least node that is PENDING with every predecessor DONE, or None; the nodes
+        above it that are neither are popped (a node in flight too: its end pushes it again)."""
         g, heap, status = self.graph, self.heap, state.status
         index = g._index
         while heap:
@@ -91,11 +96,17 @@ class Frontier:
             node = g.nodes[i]
             if status[i] is Status.PENDING and all(status[index[p]] is Status.DONE
                                                    for p in node.needs):
-                if enabled(g, state, Begin(node.name)) or enabled(g, state, Refuse(node.name)):
-                    return node.name
-                break
+                return node.name
             heapq.heappop(heap)
-        name = next_node(g, state)  # raises when nothing can run, as it should
+        return None
+
+    def next_node(self, state: RunState) -> str:
+        """The node `next_node(graph, state)` names, from the top of the heap."""
+        name = self.ready(state)
+        if name is not None and (enabled(self.graph, state, Begin(name))
+                                 or enabled(self.graph, state, Refuse(name))):
+            return name
+        name = next_node(self.graph, state)  # raises when nothing can run, as it should
         raise RuntimeError(f"engine bug: the frontier lost {name!r}, which may begin")
 
 
@@ -108,6 +119,16 @@ def repair_or_fail(graph: LoopGraph, state: RunState, x: str) -> Move:
             "repairs_left": graph.repair_budget - state.repairs_used - 1})
     why = "no repair declared" if not targets else "the global repair budget K is spent"
     return Move("fail", x, Fail(x), {"why": why})
+
+
+def next_begin(graph: LoopGraph, state: RunState, frontier: Frontier) -> str | None:
+    """With attempts in flight: the node to begin next beside them, or None to wait. It is the
+    node the serial rule would run next (the least ready one), and only if the model admits its
+    Begin now; anything else (a refusal, a repair, a fail) waits until nothing is in flight."""
+    if state.ended or state.exhausted(graph) is not None:
+        return None
+    node = frontier.ready(state)
+    return node if node is not None and enabled(graph, state, Begin(node)) else None
 
 
 def next_move(graph: LoopGraph, state: RunState, *, plan_due: bool,

@@ -90,6 +90,7 @@ GRAPH_FIELDS: dict[str, str] = {
     "repair_budget": "K: global repair budget, an integer >= 0, never reset (default 0)",
     "spend_budget": "B: run-wide spend budget in spend units, a number >= 0 (required)",
     "strict_bound": "true: refuse to start when the pre-run spend bound W_c exceeds B (default false)",
+    "max_parallel": "attempts in flight at once, an integer >= 1 (default 1); `run --jobs N` wins",
     "policy": "optional path to a policy TOML, hash-pinned at start and re-checked before every stage",
     "stop_file": "optional kill-switch path; default <ledger>.stop",
     "price": "spend units per wall-clock second of command workers and gates, a number > 0 "
@@ -275,8 +276,7 @@ def _load(path: Path, max_bytes: int) -> Spec:
 
 def _build(path: Path, spec_dir: Path, table: Any, digest: str,
            programs: dict[str, str] | None = None) -> Spec:
-    name = str(path)
-    programs = {} if programs is None else programs
+    name, programs = str(path), {} if programs is None else programs
     args: dict[tuple[Any, Path], Any] = {}
 
     def bad(where: str, problem: str, fix: str) -> BadInput:
@@ -311,7 +311,6 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     graph_table = NodeTable("", g, path)
     defaults = {key: tree_limit(graph_table, key, default) for key, default in
                 (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
-
     graph_limits = Limits(*(defaults[key] for key in LIMIT_FIELDS))  # a node's, if it sets none
     resource_defaults = {key: tree_limit(graph_table, key, DEFAULT_RESOURCES[key])
                          for key in RESOURCE_FIELDS}
@@ -368,7 +367,8 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
                                         worker_env(node, worker, g, name))
     try:
         graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
-                                spend_budget=g["spend_budget"])
+                                spend_budget=g["spend_budget"],
+                                max_parallel=g.get("max_parallel", 1))
     except GraphError as exc:
         where = (f"node {exc.node!r}, field {exc.field!r}" if exc.node is not None
                  else f"[graph] {exc.field}")

@@ -27,13 +27,15 @@ from bench.targets import figures, line
 
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
-           "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check")
+           "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check",
+           "bench.fan")
 
 
 # --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate
 # and the constant memory of 1M; at 200,000 the command's start-up of ~0.1 s held `loopproof
 # verify` under its rate; the chain's overhead ratio is read at 2,000 nodes), best of one
-QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1}
+QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1,
+                         "fan_nodes": 16}
 QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path")
 
 
@@ -61,6 +63,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="appends timed with an fsync each (default 2,000)")
     p.add_argument("--group-size", type=int, default=1_000, help="appends per group commit")
     p.add_argument("--repeat", type=int, default=3, help="verify timings: best of this many")
+    p.add_argument("--fan-nodes", type=int, default=40,
+                   help="independent nodes of the parallel-attempts fan (default 40)")
+    p.add_argument("--fan-sleep", type=float, default=1.0,
+                   help="seconds each fan worker waits (default 1)")
+    p.add_argument("--fan-jobs", type=lambda v: [int(j) for j in v.split(",")],
+                   default=[1, 4, 8], help="--jobs values, serial first (default 1,4,8)")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="results folder")
     p.add_argument("--only", action="append", default=None, metavar="NAME",
                    help="run only this benchmark (repeatable)")

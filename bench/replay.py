@@ -39,8 +39,8 @@ def write_run_ledger(path: Path, nodes: int) -> int:
         with led.group():
             for name in graph.names:
                 for event, facts in ((Begin(name), {"activation": 0, "attempt": 1}),
-                                     (Reserve(1.0), {"node": name}),
-                                     (Settle(0.25), {"node": name}),
+                                     (Reserve(1.0, node=name), {}),
+                                     (Settle(0.25, node=name), {}),
                                      (Claim(name), {"claims": ["done"]}),
                                      (Verdict(name, True), {"activation": 0, "attempt": 1,
                                                             "verdict": "PASS"})):

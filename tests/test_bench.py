@@ -137,3 +137,22 @@ def test_a_figures_ratio_is_its_printed_value_over_its_target():
     for value in (0.93257, 0.93251, 0.18651, 4.99996):
         f = figure(value, 5.0, "s")
         assert f["ratio_to_target"] == round(f["value"] / f["target"], 3), value
+
+
+def test_fan_benchmark_runs_small_and_checks_every_ledger(tmp_path):
+    """The parallel-attempts fan (bench/fan.py) at 4 nodes of 0.2 s: the run at --jobs 4 is
+    faster than the serial one, and every ledger is verified with G3 at every prefix."""
+    from bench import fan
+
+    assert "bench.fan" in bench.MODULES
+    bench._load_modules()
+    assert BENCHMARKS["fan"] is fan.bench_fan
+    args = bench.parse_args(["--fan-nodes", "4", "--fan-sleep", "0.2", "--fan-jobs", "1,4",
+                             "--out", str(tmp_path)])
+    got = fan.bench_fan(args)
+    assert [r["jobs"] for r in got["runs"]] == [1, 4]
+    assert all(r["exit"] == 0 and r["verified"] and r["g3_every_prefix"] and r["records"] > 4
+               for r in got["runs"])
+    assert got["done_when"]["every_ledger_verified"] and got["done_when"]["g3_every_prefix"]
+    assert got["speedup_jobs4"]["value"] > 1.5  # 4 waits of 0.2 s at once, not one by one
+    assert got["overhead_jobs4"]["target"] == fan.OVERHEAD_RATIO

@@ -60,8 +60,8 @@ def before(tmp_path: Path) -> list[str]:
 
 
 def test_renaming_the_classes_changes_no_stored_record(tmp_path: Path, before, renamed) -> None:
-    rec = event_record(Settle(0.5, 0.5), node="n")  # first: a renamed type would not replay
-    assert rec["type"] == "settle" and event_of(rec) == Settle(0.5, 0.5)
+    rec = event_record(Settle(0.5, 0.5, node="n"))  # first: a renamed type would not replay
+    assert rec["type"] == "settle" and event_of(rec) == Settle(0.5, 0.5, node="n")
     (tmp_path / "b").mkdir()
     assert run_types(tmp_path / "b") == before
     assert {"begin", "reserve", "settle", "verdict", "finish"} <= set(before)

@@ -3,7 +3,10 @@ their verdicts on attempt threads of their own.
 
 Why begin in the scheduler's thread: the Begin records are then appended in the order the
 scheduler decides them (the serial order), and a node is never begun twice because its first
-Begin had not been recorded yet when the next decision was taken. Why the rest on threads: a
+Begin had not been recorded yet when the next decision was taken. Every node admitted at one
+decision is begun before any of their workers starts (`begin`, then `start`), so the ledger's
+prefix up to those Begins does not depend on thread timing (the crash study kills runs at
+counted crossings, experiments/crash/). Why the rest on threads: a
 worker waits (on its model, on a process), it does not compute; every record of every attempt
 goes through the one journal (engine/run/journal.py), whose lock makes each model check and its
 record one step, so attempts interleave in the ledger and each record names its node.
@@ -19,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from engine.run import schedule
-from engine.run.attempt import begin_attempt, finish_attempt
+from engine.run.attempt import Begun, begin_attempt, finish_attempt
 from engine.run.confine import RunSandbox
 from engine.run.handoff import HandOff
 from engine.run.integrity import Integrity
@@ -37,34 +40,42 @@ class Flight:
         self.spec, self.journal, self.integrity = spec, journal, integrity
         self.handoff, self.planner, self.sandbox = handoff, planner, sandbox
         self.flying: dict[Future[None], str] = {}
+        self.begun: list[Begun] = []  # begun, not yet started (`start`)
         self.pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="loopproof-attempt")
 
     def __enter__(self) -> Flight:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.start()  # a Begin recorded is an attempt run (or given back on resume)
         self.drain()
         self.pool.shutdown(wait=True)
 
     def __len__(self) -> int:
-        return len(self.flying)
+        return len(self.flying) + len(self.begun)
 
     @property
     def full(self) -> bool:
-        return len(self.flying) >= self.limit
+        return len(self) >= self.limit
 
-    def launch(self, node: str) -> bool:
-        """Record `node`'s Begin here, then run the rest of the attempt on the pool. False
-        when the model no longer admits the Begin (nothing was recorded)."""
+    def begin(self, node: str) -> bool:
+        """Record `node`'s Begin here; its attempt runs from the next `start`. False when the
+        model no longer admits the Begin (nothing was recorded)."""
         begun = begin_attempt(node, journal=self.journal, integrity=self.integrity,
                               handoff=self.handoff, sandbox=self.sandbox)
         if begun is None:
             return False
-        fut = self.pool.submit(finish_attempt, begun, spec=self.spec, journal=self.journal,
-                               integrity=self.integrity, handoff=self.handoff,
-                               planner=self.planner)
-        self.flying[fut] = node
+        self.begun.append(begun)
         return True
+
+    def start(self) -> None:
+        """Run the rest of every attempt begun since the last `start`, each on the pool."""
+        for begun in self.begun:
+            fut = self.pool.submit(finish_attempt, begun, spec=self.spec, journal=self.journal,
+                                   integrity=self.integrity, handoff=self.handoff,
+                                   planner=self.planner)
+            self.flying[fut] = begun.node
+        self.begun = []
 
     def ended(self) -> list[tuple[str, BaseException | None]]:
         """Wait until at least one attempt in flight has ended: each ended node, with what its
@@ -114,8 +125,9 @@ def fly(runner: Any) -> None:
                    and not runner.planner.due
                    and (node := schedule.next_begin(runner.graph, runner.state,
                                                     runner.frontier)) is not None
-                   and flight.launch(node)):
+                   and flight.begin(node)):
                 pass  # every further node the model admits beside them, in serial order
+            flight.start()  # then their workers: every Begin of a wave precedes its work
 
 
 def _idle_move(runner: Any, flight: Flight) -> bool:
@@ -127,7 +139,7 @@ def _idle_move(runner: Any, flight: Flight) -> bool:
                               frontier=runner.frontier)
     if move.kind != "attempt":
         return bool(runner.step())
-    if not flight.launch(move.node):
+    if not flight.begin(move.node):
         raise RuntimeError(f"engine bug: {move.node!r} was scheduled but its Begin is not "
                            f"enabled")
     return True

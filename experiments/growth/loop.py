@@ -271,8 +271,8 @@ class GrowthLoop:
             charged, facts = float(v.last_eval["charge"]), {}
         else:  # an evaluation whose result was never recorded: nothing was charged; it re-runs
             charged, facts = 0.0, {}
-        self.commit(Settle(round(charged, 6)), {"node": NODE, "reserved": self.state.reserved,
-                                                "what": v.open_what, "repriced": True, **facts})
+        self.commit(Settle(round(charged, 6), node=NODE), {
+            "reserved": self.state.reserved, "what": v.open_what, "repriced": True, **facts})
         crash.crashpoint("growth.after_reprice")
 
     def _boundary(self, where: str) -> bool:
@@ -386,8 +386,8 @@ class GrowthLoop:
                        "charge": round(w * old.price, 6), **old.record()})
             left -= w
         charged = min(round(sum(t["charge"] for t in v.open_ticks), 6), self.state.reserved)
-        self.commit(Settle(charged), {"node": NODE, "reserved": self.state.reserved,
-                                      "what": "train"})
+        self.commit(Settle(charged, node=NODE), {"reserved": self.state.reserved,
+                                                 "what": "train"})
 
     def _evaluate(self) -> None:
         v, price = self.view, self.view.resources.price

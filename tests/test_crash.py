@@ -127,3 +127,18 @@ def test_crash_graph_workers_are_deterministic_and_count_calls(tmp_path: Path) -
                     str(calls)], cwd=ws, env=env, check=True)
     assert subprocess.run([sys.executable, "-S", str(crashgraph.GATE), "5", "check"],
                           cwd=ws).returncode == 1
+
+
+def test_a_sigkill_with_two_attempts_in_flight_recovers_both(tmp_path: Path) -> None:
+    """The wide crash graph (two builds in flight at once): the baseline sees both in flight at
+    a worker's return, and a real SIGKILL there leaves two attempts open; resume gives back each
+    (two abandons), re-runs both, and ends as the uncrashed run did, within B at every prefix."""
+    base = cases.run_baseline(0, tmp_path, 2)
+    assert max(base.flying["runner.after_worker"]) == 2
+    planned = {c.site: c for c in cases.plan(base, crash_sites.SCALES["default"],
+                                             crash_sites.engine_sites())}
+    assert set(planned) == set(crash_sites.engine_sites())
+    row = cases.run_case(planned["runner.after_worker"], tmp_path, base)
+    assert row.crashed and row.in_flight == 2 and row.abandoned == 2
+    assert row.outcome_recovered and row.budget_ok and row.lost_verdicts == 0
+    assert row.repeated_calls == 2  # both had called: both re-run, counted

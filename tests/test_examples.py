@@ -7,10 +7,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from serial_shape import shape_digest
 
 from engine import cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# each example's ledger shape as the serial engine wrote it (tests/serial_shape.py)
+SERIAL_SHAPES = json.loads((Path(__file__).parent / "fixtures" / "serial_shapes.json")
+                           .read_text())
 
 
 def run(capsys, *argv: str) -> tuple[int, dict]:
@@ -34,6 +38,9 @@ def test_each_example_ends_as_make_reproduce_expects_with_a_relative_ledger(
     assert r["outcome"] == outcome, r
     assert code == {"DONE": 0, "BUDGET_EXHAUSTED": 4}[outcome]
     assert (EXAMPLES / name / "README.md").read_text().strip()
+    # max_parallel = 1 (the default) leaves the ledger as the serial engine wrote it
+    assert shape_digest(tmp_path / f"{name}.jsonl", tmp_path, EXAMPLES.parent) \
+        == SERIAL_SHAPES[name]
 
 
 def test_pipeline_ends_done(tmp_path: Path, capsys) -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 ENV = "LOOPPROOF_CRASH_AT"
 _counts: dict[str, int] = {}
+_lock = threading.Lock()
 _UNREAD = ("", 0)
 _target_cache: tuple[str, int] | None = _UNREAD
 
@@ -40,9 +42,10 @@ def crashpoint(site: str) -> None:
     target = _target()
     if target is None or target[0] != site:
         return
-    _counts[site] = _counts.get(site, 0) + 1
-    if _counts[site] == target[1]:
-        os.kill(os.getpid(), signal.SIGKILL)
+    with _lock:  # attempts in flight on several threads cross a site: each crossing counts once
+        _counts[site] = _counts.get(site, 0) + 1
+        if _counts[site] == target[1]:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def reset() -> None:

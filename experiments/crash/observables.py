@@ -91,7 +91,8 @@ def prefix_excess(records: Sequence[Mapping[str, Any]]) -> float:
 
     Computed from the records' own amounts, not through the engine's replay, so the check does
     not rest on the code it checks: `reserve` holds its amount, `settle` charges its amount and
-    releases its reservation, `abandon` charges what it says it charged and releases the rest.
+    releases its reservation, `abandon` charges what it says it charged and releases that much
+    (its attempt's open reservation; other attempts in flight keep theirs).
     """
     if not records:
         return 0.0
@@ -105,9 +106,10 @@ def prefix_excess(records: Sequence[Mapping[str, Any]]) -> float:
         elif t == "settle":
             settled += float(rec["amount"])
             reserved = max(0.0, reserved - float(rec["reserved"]))
-        elif t == "abandon":
-            settled += float(rec.get("charged", 0.0))
-            reserved = 0.0
+        elif t == "abandon":  # its own attempt's open reservation (several may be in flight)
+            charged = float(rec.get("charged", 0.0))
+            settled += charged
+            reserved = max(0.0, reserved - charged)
         worst = max(worst, settled + reserved - budget)
     return worst
 

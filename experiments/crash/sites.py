@@ -24,6 +24,7 @@ class Scale:
     sites: tuple[str, ...] | None = None  # None: every engine site
     resume_sites: tuple[str, ...] = RESUME_SITES
     resume_cases: int = 1               # primary crashes per resume site whose resume is killed
+    widths: tuple[int, ...] = ()        # crash graphs with that many builds in flight at once
 
 
 SCALES: dict[str, Scale] = {
@@ -31,8 +32,9 @@ SCALES: dict[str, Scale] = {
     # resume, each at the last occurrence: small enough for the test suite
     "smoke": Scale(seeds=1, per_site=1, sites=("ledger.torn_write", "runner.after_worker"),
                    resume_sites=("runner.resume",)),
-    "default": Scale(seeds=2, per_site=2),
-    "paper": Scale(seeds=10, per_site=2),
+    # and every site once more with 2 and with 4 attempts in flight (experiments/crash/cases.py)
+    "default": Scale(seeds=2, per_site=2, widths=(2, 4)),
+    "paper": Scale(seeds=10, per_site=2, widths=(2, 4)),
 }
 
 

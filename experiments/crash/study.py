@@ -46,7 +46,7 @@ RESULTS = Path("results") / "crash"
 
 # ---- the experiment ---------------------------------------------------------------------------
 
-def _baseline_unit(args: tuple[int, Path]) -> Baseline:
+def _baseline_unit(args: tuple[int, Path, int]) -> Baseline:
     return run_baseline(*args)
 
 
@@ -62,18 +62,19 @@ def run_experiment(scale: str, seed: int, out: Path, jobs: int = 2,
     sites = sc.sites or engine_sites()
     tmp = Path(tempfile.mkdtemp(prefix="loopproof-crash-")) if work is None else work
     try:
-        seeds = [seed + i for i in range(sc.seeds)]
+        # (seed, width): width 1 is the chain; wider graphs have that many builds in flight
+        keys = [(seed + i, w) for w in (1, *sc.widths) for i in range(sc.seeds)]
         if executor is not None and executor.client is not None:
-            bases = dict(zip(seeds, executor.map(_baseline_unit, [(s, tmp) for s in seeds]),
+            bases = dict(zip(keys, executor.map(_baseline_unit, [(s, tmp, w) for s, w in keys]),
                              strict=True))
-            cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
-            rows = executor.map(_case_unit, [(c, tmp, bases[c.seed]) for c in cases])
+            cases = [c for k in keys for c in plan(bases[k], sc, sites)]
+            rows = executor.map(_case_unit, [(c, tmp, bases[c.seed, c.width]) for c in cases])
         else:
             threads = Threads(jobs)  # each unit waits on engines of its own (model/executor.py)
-            bases = dict(zip(seeds, threads.map(lambda s: run_baseline(s, tmp), seeds),
+            bases = dict(zip(keys, threads.map(lambda k: run_baseline(k[0], tmp, k[1]), keys),
                              strict=True))
-            cases = [c for s in seeds for c in plan(bases[s], sc, sites)]
-            rows = threads.map(lambda c: run_case(c, tmp, bases[c.seed]), cases)
+            cases = [c for k in keys for c in plan(bases[k], sc, sites)]
+            rows = threads.map(lambda c: run_case(c, tmp, bases[c.seed, c.width]), cases)
     finally:
         if work is None:
             remove_tree(tmp)
@@ -85,6 +86,21 @@ def run_experiment(scale: str, seed: int, out: Path, jobs: int = 2,
 
 
 def summarise(rows: Sequence[Row]) -> dict[str, Any]:
+    """The chain's cases (width 1); the cases with several attempts in flight are summed apart,
+    per width, under "parallel" (only when there are any)."""
+    chain = [r for r in rows if r.width == 1]
+    out = _sums(chain)
+    widths = sorted({r.width for r in rows} - {1})
+    if widths:
+        out["parallel"] = {f"width_{w}": {
+            **_sums(wide := [r for r in rows if r.width == w]),
+            "abandoned": sum(r.abandoned for r in wide),
+            "several_in_flight": sum(r.in_flight >= 2 for r in wide),
+            "most_in_flight": max((r.in_flight for r in wide), default=0)} for w in widths}
+    return out
+
+
+def _sums(rows: Sequence[Row]) -> dict[str, int]:
     return {
         "cases": len(rows),
         "outcome_recovered": sum(r.outcome_recovered for r in rows),
@@ -99,6 +115,7 @@ def by_site(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
     out: dict[str, Counter] = {}
     for r in rows:
         key = f"{r.site}+resume@{r.resume_site}" if r.resume_site else r.site
+        key = key if r.width == 1 else f"w{r.width}/{key}"
         c = out.setdefault(key, Counter())
         c["cases"] += 1
         c["outcome_recovered"] += r.outcome_recovered
@@ -112,7 +129,7 @@ def load_results(folder: Path) -> dict[str, Any]:
     summary = json.loads((folder / "summary.json").read_text())
     ints = {"seed", "n", "resumes", "restarted", "exit_code", "outcome_recovered",
             "trace_identical", "first_difference", "worker_calls", "repeated_calls",
-            "abandoned", "budget_ok", "lost_verdicts"}
+            "abandoned", "budget_ok", "lost_verdicts", "width", "in_flight"}
     with open(folder / "cases.csv", newline="") as f:
         rows = [{k: int(v) if k in ints else v for k, v in r.items()}
                 for r in csv.DictReader(f)]
@@ -125,6 +142,7 @@ def site_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         key = f"{r['site']} + resume@{r['resume_site']}" if r["resume_site"] else r["site"]
+        key = key if r.get("width", 1) == 1 else f"{key} ({r['width']} builds at once)"
         groups.setdefault(key, []).append(r)
     out = []
     for key, rs in groups.items():
@@ -139,7 +157,8 @@ def site_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 COLUMNS = ("case", "seed", "site", "n", "resume_site", "resumes", "restarted", "exit_code",
            "outcome", "outcome_recovered", "trace_identical", "first_difference", "worker_calls",
-           "repeated_calls", "abandoned", "budget_ok", "lost_verdicts", "mismatch")
+           "repeated_calls", "abandoned", "budget_ok", "lost_verdicts", "mismatch", "width",
+           "in_flight")
 
 
 def write(out: Path, rows: Sequence[Row], summary: Mapping[str, Any], scale: str,
@@ -163,8 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = run_experiment(args.scale, args.seed, args.out, args.jobs, args.work,
                                  executor)
     results.print_summary(summary, args.json)
-    ok = (summary["outcome_recovered"] == summary["cases"] and summary["budget_violations"] == 0
-          and summary["lost_verdicts"] == 0)
+    parts = [summary, *summary.get("parallel", {}).values()]
+    ok = all(p["outcome_recovered"] == p["cases"] and p["budget_violations"] == 0
+             and p["lost_verdicts"] == 0 for p in parts)
     return 0 if ok else 1
 
 

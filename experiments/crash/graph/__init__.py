@@ -10,6 +10,11 @@ PASS is a crash inside that node's last attempt. Recovery must not need slack: r
 interrupted attempt its open reservation and gives it back (model.Abandon), so the node runs the
 same attempt number again and the run ends as the uncrashed one did.
 
+Width (the cases with several attempts in flight): at `width` w > 1, `build` is w independent
+nodes `build_0` ... `build_{w-1}`, each needing `prepare`, all needed by `check`, which repairs
+`build_0`; the graph says `max_parallel = w`, so the w builds are begun together and are in
+flight at once. At width 1 the graph is the three-node chain above, byte for byte.
+
 Workers and gates are small standard-library scripts (worker.py, gate.py). The worker appends
 one line per call to a calls file outside every workspace, so repeated execution is counted; it
 runs in the default sandbox, and the calls file is the one path besides its workspace it may
@@ -42,34 +47,45 @@ class CrashNode:
     attempts: int
 
 
-def nodes(seed: int) -> tuple[CrashNode, ...]:
+def builds(width: int) -> tuple[str, ...]:
+    """The build nodes at `width`: `build` alone, or build_0 ... build_{width-1}."""
+    return ("build",) if width == 1 else tuple(f"build_{i}" for i in range(width))
+
+
+def nodes(seed: int, width: int = 1) -> tuple[CrashNode, ...]:
     # The first passing attempt of `prepare` and `build` (1 or 2): four consecutive seeds cover
     # all four combinations, so even two seeds crash different attempts.
     p_prep, p_build, p_check = 1 + seed % 2, 1 + (seed // 2) % 2, 1
+    names = builds(width)
     return (
         CrashNode("prepare", (), (), {0: p_prep}, p_prep + SLACK),
-        CrashNode("build", ("prepare",), (), {0: p_build, 1: p_build}, p_build + SLACK),
+        *(CrashNode(b, ("prepare",), (), {0: p_build, 1: p_build}, p_build + SLACK)
+          for b in names),
         # activation 0 never passes: `check` is exhausted after `attempts` tries and repairs
-        # `build`; in activation 1 it passes from its first attempt.
-        CrashNode("check", ("build",), ("build",), {1: p_check}, p_check + SLACK),
+        # `build` (build_0); in activation 1 it passes from its first attempt.
+        CrashNode("check", names, (names[0],), {1: p_check}, p_check + SLACK),
     )
 
 
-def budget(seed: int) -> float:
+def budget(seed: int, width: int = 1) -> float:
     """B: room for every attempt the graph can make, so admission never depends on timing."""
-    ns = nodes(seed)
+    ns = nodes(seed, width)
     total = sum(n.attempts for n in ns) + sum(n.attempts for n in ns if n.name != "prepare")
     return (total + 2) * CEILING
 
 
-def write_graph(folder: Path, seed: int, calls_file: Path) -> Path:
-    """Write graph.toml for `seed` into `folder`; the workers count their calls in `calls_file`."""
+def write_graph(folder: Path, seed: int, calls_file: Path, width: int = 1) -> Path:
+    """Write graph.toml for `seed` (and `width`) into `folder`; the workers count their calls in
+    `calls_file`."""
     folder.mkdir(parents=True, exist_ok=True)
     py = sys.executable
-    lines = ["[graph]", "repair_budget = 1", f"spend_budget = {budget(seed)!r}", ""]
-    for n in nodes(seed):
+    lines = ["[graph]", "repair_budget = 1", f"spend_budget = {budget(seed, width)!r}"]
+    lines += [f"max_parallel = {width}", ""] if width > 1 else [""]
+    for n in nodes(seed, width):
         rule = ",".join(f"{a}:{k}" for a, k in sorted(n.pass_from.items()))
         worker = [py, "-S", str(WORKER), str(seed), n.name, rule, str(calls_file)]
+        if width > 1 and n.name.startswith("build_"):
+            worker.append(str(width))  # the wave's builds wait for each other (worker.py)
         gate = [py, "-S", str(GATE), str(seed), n.name]
         lines += [
             f"[node.{n.name}]",

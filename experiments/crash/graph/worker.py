@@ -1,17 +1,32 @@
 """Crash-graph worker (standard library only): deterministic in (seed, node, activation, attempt).
 
-argv: SEED NODE PASS_FROM CALLS_FILE. It appends one line to CALLS_FILE (outside the workspace)
-so the experiment can count how often workers really ran, then writes `<node>.txt` into its
-workspace: the expected content when this attempt passes, a fixed wrong one when it fails.
+argv: SEED NODE PASS_FROM CALLS_FILE [WIDTH]. It appends one line to CALLS_FILE (outside the
+workspace) so the experiment can count how often workers really ran, then writes `<node>.txt`
+into its workspace: the expected content when this attempt passes, a fixed wrong one when it
+fails. With WIDTH (a build of the wide crash graph, activation 0), it first waits until WIDTH
+builds have called for this attempt number (their lines in CALLS_FILE; at most 10 s): so when
+one build's worker returns, every build of the wave has called, in every run of the seed.
 """
 
 import hashlib
 import os
 import sys
+import time
 
 
 def expected(seed: str, node: str) -> str:
     return hashlib.sha256(f"{seed}/{node}".encode()).hexdigest() + "\n"
+
+
+def rendezvous(calls: str, width: int, tail: str) -> None:
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        with open(calls) as f:
+            called = {line.split(" ", 1)[0] for line in f if line.startswith("build_")
+                      and line.rstrip("\n").endswith(tail)}
+        if len(called) >= width:
+            return
+        time.sleep(0.01)
 
 
 def main() -> int:
@@ -28,6 +43,8 @@ def main() -> int:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if len(sys.argv) > 5 and activation == 0:
+        rendezvous(calls, int(sys.argv[5]), f" {activation} {attempt}")
     with open(f"{node}.txt", "w") as out:
         out.write(expected(seed, node) if passes else f"wrong answer from {node}\n")
     return 0

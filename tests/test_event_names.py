@@ -74,13 +74,13 @@ def test_renaming_the_classes_changes_no_declared_record_type(renamed) -> None:
     from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
     assert RUN_RECORDS.fingerprint() == FINGERPRINTS[RUN_FORMAT]
     for cls, name in mt.EVENT_NAMES.items():
-        facts = {"node": "n"} if name in ("Reserve", "Overrun", "Settle") else {}
-        rec = event_record(cls(**ARGS[name]), **facts)  # a spend event's node is a fact
+        rec = event_record(cls(**ARGS[name]))  # a spend event names its node, as the engine's
         assert RUN_RECORDS.why_not(rec) is None, (name, rec)
 
 
-ARGS = {"Begin": {"node": "n"}, "Refuse": {"node": "n"}, "Reserve": {"amount": 1.0},
-        "Overrun": {"amount": 1.0}, "Settle": {"amount": 1.0}, "Verdict": {"node": "n",
+ARGS = {"Begin": {"node": "n"}, "Refuse": {"node": "n"}, "Reserve": {"amount": 1.0, "node": "n"},
+        "Overrun": {"amount": 1.0, "node": "n"}, "Settle": {"amount": 1.0, "node": "n"},
+        "Verdict": {"node": "n",
         "passed": True}, "Abandon": {"node": "n"}, "Claim": {"node": "n"},
         "Cancel": {"node": "n"}, "Repair": {"node": "n", "target": "m"}, "Fail": {"node": "n"},
         "Finish": {}}

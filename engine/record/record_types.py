@@ -50,6 +50,8 @@ RECORD_TYPES: tuple[RecordType, ...] = (
               "`spend`, `budget`)"),
         field("attempt_bound", "integer", "W in ledgers written before `bounds` named it"),
         field("price", "number", "spend units per wall-clock second"),
+        field("jobs", "integer", "`run --jobs N`: attempts in flight at once, in place of the "
+              "spec's `max_parallel` (the graph says `max_parallel`, written only when not 1)"),
         field("growth", "object", "the growth loop's seed, arm, resources, catalogue"),
     ), "record 0: what the run is", ENGINE),
     RecordType("begin", "Begin", (

@@ -95,11 +95,13 @@ def _worker(name: str) -> Callable[[Any], Any]:
                           where={"node": ctx.node, "activation": ctx.activation,
                                  "attempt": ctx.attempt})
             with proxy:
-                session = Session(str(Path(folder) / "p.sock"), token, proxy, table["out"])
+                out = table["out"] if not table.get("per_node") else \
+                    table["out"].setdefault(ctx.node, {})
+                session = Session(str(Path(folder) / "p.sock"), token, proxy, out)
                 try:
-                    table["out"]["value"] = body(session)
+                    out["value"] = body(session)
                 finally:
-                    for server in table["out"].pop("_bridges", []):
+                    for server in out.pop("_bridges", []):
                         server.shutdown()
                         server.server_close()
         finally:
@@ -153,3 +155,28 @@ def run_calls(tmp_path: Path, upstream: str, body: Callable[[Session], Any], *,
     runner.close()
     recs = [json.loads(line) for line in ledger.read_text().splitlines()]
     return Outcome(ledger, recs, _TABLES[name]["out"].get("value"), code, name)
+
+
+def run_calls_in_parallel(tmp_path: Path, upstream: str, body: Callable[[Session], Any], *,
+                          nodes: int, ceiling: float, budget: float, **llm: Any) -> Outcome:
+    """Run `body(session)` as the worker of each of `nodes` independent nodes, all in flight at
+    once (max_parallel = nodes), each attempt with its own proxy; `value` is node -> result."""
+    name = f"b{len(BODIES)}"
+    BODIES[name] = body
+    table = {"upstream": upstream, "price_prompt_per_1k": 1.0,
+             "price_completion_per_1k": 2.0, "max_tokens": 64, "on_refusal": "continue",
+             **llm}
+    cfg = parse(table, lambda f, p, fix: ValueError(f"{f} {p}: {fix}"))
+    ledger = tmp_path / "run.jsonl"
+    _TABLES[name] = {"cfg": cfg, "key": UPSTREAM_KEY, "ledger": ledger, "out": {},
+                     "per_node": True}
+    p = tmp_path / "graph.toml"
+    p.write_text(f"[graph]\nspend_budget = {budget}\nmax_parallel = {nodes}\n" + "".join(
+        f'[node.n{i}]\nkind = "{KIND}"\nfn = "{name}"\nspend_ceiling = {ceiling}\n'
+        for i in range(nodes)))
+    runner = Runner.start(spec_mod.load(p), ledger)
+    code = runner.run()
+    runner.close()
+    recs = [json.loads(line) for line in ledger.read_text().splitlines()]
+    values = {n: v.get("value") for n, v in _TABLES[name]["out"].items()}
+    return Outcome(ledger, recs, values, code, name)

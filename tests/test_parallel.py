@@ -282,3 +282,51 @@ def test_jobs_bad_input_writes_nothing(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "max_parallel" in err and "Traceback" not in err
     assert not (tmp_path / "L.jsonl").exists()
+
+
+def test_model_calls_of_several_attempts_at_once_through_their_proxies(tmp_path: Path) -> None:
+    """Three attempts in flight, each with its own metered proxy, each sending 8 chat calls at
+    the same moment (24 at once against one upstream), under one B: every call is reserved
+    before it is sent and none passes its attempt's c_v or B at any prefix (the race of a
+    check that two requests both pass); c_v binds (some calls are answered 402); no call of
+    one attempt is charged to another."""
+    from fake_openai import Reply, fake_openai
+    from proxy_helpers import run_calls_in_parallel
+
+    barrier = threading.Barrier(3 * 8, timeout=30)
+
+    def body(session):
+        got: list[int] = []
+
+        def call() -> None:
+            barrier.wait()
+            status, _ = session.chat("count to ten")
+            got.append(status)
+
+        threads = [threading.Thread(target=call) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sorted(got)
+
+    with fake_openai([]) as up:
+        up.default = Reply("one two three four five six seven eight")
+        out = run_calls_in_parallel(tmp_path, up.base_url, body, nodes=3, ceiling=0.5,
+                                    budget=1.5)
+    assert out.exit == 0, out.records[-3:]
+    recs = out.records
+    assert max(in_flight_at_every_prefix(recs)) == 3
+    assert_g3(recs, 1.5)
+    statuses = [s for v in out.value.values() for s in v]
+    assert len(statuses) == 24 and set(statuses) <= {200, 402}
+    assert 200 in statuses and 402 in statuses  # the ceilings bound the calls
+    calls = [r for r in recs if r["type"] == "llm_call"]
+    assert len(calls) == 24
+    for node in ("n0", "n1", "n2"):  # each call's hold and charge are its own attempt's
+        mine = {r["call"] for r in calls if r["node"] == node}
+        assert len(mine) == 8
+        assert {r["call"] for r in recs if r["type"] in ("reserve", "settle")
+                and r.get("what") == "llm" and r["node"] == node} <= mine
+        charged = sum(r["amount"] for r in recs if r["type"] == "settle" and r["node"] == node)
+        assert charged <= 0.5 + 1e-9

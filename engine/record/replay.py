@@ -211,9 +211,11 @@ class Replayed:
         s, g = self.state, self.graph
         node, left, cost = rec.get("node"), rec.get("left"), rec.get("cost")
         why = None
-        if not isinstance(node, str) or node not in s.in_flight(g):
-            why = (f"names node {node!r}, but the attempts in flight are "
-                   f"{list(s.in_flight(g))!r}")
+        flying = s.in_flight(g)
+        if not isinstance(node, str) or node not in flying:
+            why = (f"names node {node!r}, but the attempt in flight is {s.running(g)!r}"
+                   if len(flying) <= 1 else
+                   f"names node {node!r}, but the attempts in flight are {list(flying)!r}")
         elif not (_is_amount(left) and _is_amount(cost)):
             why = f"has left = {left!r}, cost = {cost!r}: not amounts"
         elif left > min(g.node(node).spend_ceiling - s.spent_of(g, node),

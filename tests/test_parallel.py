@@ -105,6 +105,9 @@ def test_independent_attempts_run_at_once_and_each_record_names_its_attempt(
         assert a.outcome == "accept" and a.worker_spend == pytest.approx(0.75), a.as_json()
         assert a.end_seq == verdicts[a.node]
     assert timeline.unfinished() is None
+    assert max(len(a.beside) for a in timeline.attempts) == 3  # began beside three in flight
+    from engine.commands.show import text
+    assert "began beside" in text(timeline)
 
 
 def test_admission_counts_the_ceilings_held_in_flight(tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ def _worker_words(a: Attempt) -> list[str]:
 
 def attempt_lines(a: Attempt, budget: float) -> list[str]:
     head = (f"#{a.begin_seq:<4} {a.node}  activation {a.activation}, attempt {a.attempt}: "
-            f"{a.outcome.upper()}")
+            f"{a.outcome.upper()}" + (f" (began beside {', '.join(a.beside)} in flight)"
+                                      if a.beside else ""))
     spend = (f"      spend {num(a.spend)} of c_v = {num(a.spend_ceiling)}: worker "
              f"{num(a.worker_spend)} (reserved {num(a.reserved)}), gate {num(a.gate_spend)} "
              f"(reserved {num(a.gate_reserved)})")

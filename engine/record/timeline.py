@@ -54,6 +54,7 @@ class Attempt:
     overrun: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # facts recorded inside the attempt
     other: dict[str, int] = field(default_factory=dict)  # other record types inside it, counted
+    beside: list[str] = field(default_factory=list)  # nodes with an attempt in flight at its begin
 
     @property
     def spend(self) -> float:
@@ -70,7 +71,7 @@ class Attempt:
                 "settled_after": self.settled_after, "worker": self.worker,
                 "worker_end": worker_end(self), "gate": self.gate, "killed": self.killed,
                 "limit": self.limit, "stopped": self.stopped, "overrun": self.overrun, "notes": self.notes,
-                "other": self.other}
+                "other": self.other, **({"beside": self.beside} if self.beside else {})}
 
 
 def worker_end(a: Attempt) -> str:
@@ -235,7 +236,8 @@ def build(path: Path) -> Timeline:
             flying[rec["node"]] = Attempt(rec["node"], rec.get("activation", 0),
                                           rec.get("attempt", 0), seq,
                                           r.graph.node(rec["node"]).spend_ceiling,
-                                          settled_before=round(before.settled, 6))
+                                          settled_before=round(before.settled, 6),
+                                          beside=[n for n in flying if n != rec["node"]])
             attempts.append(flying[rec["node"]])
             continue
         current = _owner(flying, rec)

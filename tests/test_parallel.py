@@ -333,3 +333,38 @@ def test_model_calls_of_several_attempts_at_once_through_their_proxies(tmp_path:
                 and r.get("what") == "llm" and r["node"] == node} <= mine
         charged = sum(r["amount"] for r in recs if r["type"] == "settle" and r["node"] == node)
         assert charged <= 0.5 + 1e-9
+
+
+def test_the_progress_display_shows_every_attempt_in_flight(tmp_path: Path) -> None:
+    """The live table, drawn after a record of a run with three attempts in flight, marks each
+    of them and names them all under the table."""
+    import io
+
+    from rich.console import Console
+
+    from engine.run.progress import LiveProgress
+
+    seen: list[str] = []
+    barrier = threading.Barrier(3, timeout=20)
+
+    def worker(ctx):
+        barrier.wait()
+        return "ok"
+
+    fn = KIND.add("progress", worker)
+    runner = Runner.start(fan_spec(tmp_path, fn, 3, budget=10.0, ceiling=1.0, max_parallel=3),
+                          tmp_path / "L.jsonl")
+    live = LiveProgress(io.StringIO())
+
+    def draw(r, record):
+        if len(r.state.in_flight(r.graph)) == 3 and not seen:
+            console = Console(file=io.StringIO(), width=120, record=True)
+            console.print(live.render(r))
+            seen.append(console.export_text())
+
+    runner.progress = draw
+    try:
+        assert runner.run() == 0
+    finally:
+        runner.close()
+    assert seen and "in flight 3/3: w0, w1, w2" in seen[0], seen

@@ -4,7 +4,7 @@ Evidence binds when this broker issued it, it was produced on the current candid
 the suite pinned for its check. A worker is given only evidence that binds (`Bind`); cited
 evidence that does not bind is answered by the guard policy, `on_stale`: fresh evidence for the
 current tree (`Refresh`), nothing (`Keep`) or the end of revisions (`Escalate`). A patch drives
-a revision (`Commit`: the candidate moves to the patched tree) only on evidence that binds and
+a revision (`Admit`: the candidate moves to the patched tree) only on evidence that binds and
 only while every suite still hashes to its pin; a changed suite stops everything (`Halt`).
 
 State: the current tree and the tree revisions started from, the pins and the suites as they
@@ -210,7 +210,7 @@ class Escalate:
 
 
 @dataclass(frozen=True)
-class Commit:
+class Admit:
     """A patch citing `cited` is admitted: the candidate moves to `tree`. Only evidence that
     binds may drive it, and only while every suite still has its pin."""
 
@@ -239,7 +239,7 @@ def answer(s: EvidenceState, cited: Item | None, fresh: Item | None = None
     return Keep(cited) if s.on_stale == "keep" else Escalate(cited)
 
 
-EVENT_TYPES = (Issue, ChangeSuite, Halt, Bind, Refresh, Keep, Escalate, Commit)
+EVENT_TYPES = (Issue, ChangeSuite, Halt, Bind, Refresh, Keep, Escalate, Admit)
 
 
 # ---- the invariant ----------------------------------------------------------------------------

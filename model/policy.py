@@ -4,7 +4,7 @@ run until the pinned policy is back.
 State: the digest of the policy as the files hash now (`current`: its fields, its file's bytes,
 every pinned gate, suite and key file), the digest pinned at start (None before), whether the
 run stopped on a change, and the digest each stage ran under. `Pin` takes the digest at start;
-`Edit` is the environment changing the files; `Check` is the check before a stage finding a
+`Edit` is the environment changing the files; `PolicyCheck` is the check before a stage finding a
 change (the run stops: PolicyChanged, exit 5); `Stage` runs a stage, only with the pinned digest
 current; `Resume` lifts the stop once the pinned policy is back. A worker's event
 (`WorkerWrite`) has no way to change any of it. The engine's pin (engine/policy/pin.py) holds one
@@ -59,7 +59,7 @@ class Edit:
 
 
 @dataclass(frozen=True)
-class Check:
+class PolicyCheck:
     """The check before a stage sees a change: the run stops (fail closed)."""
 
     def why_not(self, s: PolicyState) -> str | None:
@@ -111,7 +111,7 @@ class WorkerWrite:
         return s
 
 
-EVENT_TYPES = (Pin, Edit, Check, Stage, Resume, WorkerWrite)
+EVENT_TYPES = (Pin, Edit, PolicyCheck, Stage, Resume, WorkerWrite)
 
 
 def pinned_stages(s: PolicyState) -> str | None:

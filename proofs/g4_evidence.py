@@ -62,7 +62,7 @@ class EvidenceRules(RecordSystem):
         "Refresh": [BOOL, Item, Item],   # (no evidence cited, the cited, the fresh)
         "Keep": [BOOL, Item],
         "Escalate": [BOOL, Item],
-        "Commit": [Item, H],
+        "Admit": [Item, H],
     }
     LOGS = {"n": ("iss",), "nd": ("d_id", "d_tree"), "nv": ("v_id", "v_from", "v_to")}
 
@@ -145,7 +145,7 @@ class EvidenceRules(RecordSystem):
         return self.stale(s, none, cited, "escalate"), {"stale": s["stale"] + 1,
                                                          "open": z3.BoolVal(False)}
 
-    def rule_commit(self, s, ev):
+    def rule_admit(self, s, ev):
         e, t = ev.args
         nv = s["nv"]
         guard = z3.And(s["open"], self.binds(s, e), z3.Not(self.changed(s)), t != s["tree"])
@@ -370,8 +370,8 @@ def read_event(sys: EvidenceRules, model: z3.ModelRef, ev: REv) -> Any:
         return me.Halt()
     if ev.kind == "Bind":
         return me.Bind(_item(sys, model, a[0]))
-    if ev.kind == "Commit":
-        return me.Commit(_item(sys, model, a[0]), sys.show(model, a[1]))
+    if ev.kind == "Admit":
+        return me.Admit(_item(sys, model, a[0]), sys.show(model, a[1]))
     cited = None if sys.show(model, a[0]) else _item(sys, model, a[1])
     if ev.kind == "Refresh":
         return me.Refresh(cited, _item(sys, model, a[2]))

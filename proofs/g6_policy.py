@@ -4,7 +4,7 @@ One field per field of `model.policy.PolicyState`: the digest of the policy as i
 now, the pinned digest (and whether there is one), whether the run stopped on a change, and the
 digest each stage ran under (a log). Digests are an uninterpreted sort: equal digests are the
 same policy (collision-freedom), nothing else is assumed of the hash. One rule per event of the
-model (Pin, Edit, Check, Stage, Resume, WorkerWrite); tests/test_admission_encodings.py holds
+model (Pin, Edit, PolicyCheck, Stage, Resume, WorkerWrite); tests/test_admission_encodings.py holds
 them to the model, and engine/policy/pin.py asks the model before every stage.
 
 Obligations: every stage ran under the digest pinned at start, none before the pin
@@ -48,7 +48,7 @@ POLICY = ("current", "pinned", "has_pin")  # what no worker event may change
 class PolicyRules(RecordSystem):
     FIELDS = {"current": H, "pinned": H, "has_pin": BOOL, "stopped": BOOL, "ns": INT,
               "stages": LOG}
-    EVENTS = {"Pin": [], "Edit": [H], "Check": [], "Stage": [], "Resume": [],
+    EVENTS = {"Pin": [], "Edit": [H], "PolicyCheck": [], "Stage": [], "Resume": [],
               "WorkerWrite": []}
     LOGS = {"ns": ("stages",)}
 
@@ -65,7 +65,7 @@ class PolicyRules(RecordSystem):
     def rule_edit(self, s, ev):
         return z3.BoolVal(True), {"current": ev.args[0]}
 
-    def rule_check(self, s, ev):
+    def rule_policycheck(self, s, ev):
         return z3.And(s["has_pin"], z3.Not(s["stopped"]), s["current"] != s["pinned"]), {
             "stopped": z3.BoolVal(True)}
 
@@ -121,7 +121,7 @@ class CheckAtStartOnly(PolicyRules):
     def checked(self, s):
         return z3.And(s["has_pin"], z3.Not(s["stopped"]))
 
-    def rule_check(self, s, ev):
+    def rule_policycheck(self, s, ev):
         return z3.BoolVal(False), {}
 
 
@@ -210,5 +210,5 @@ def read_state(sys: PolicyRules, model: z3.ModelRef, s) -> mp.PolicyState:
 def read_event(sys: PolicyRules, model: z3.ModelRef, ev: REv) -> Any:
     if ev.kind == "Edit":
         return mp.Edit(sys.show(model, ev.args[0]))
-    return {"Pin": mp.Pin, "Check": mp.Check, "Stage": mp.Stage, "Resume": mp.Resume,
+    return {"Pin": mp.Pin, "PolicyCheck": mp.PolicyCheck, "Stage": mp.Stage, "Resume": mp.Resume,
             "WorkerWrite": mp.WorkerWrite}[ev.kind]()

@@ -106,15 +106,15 @@ def _evidence_instances(kind: str, s: me.EvidenceState) -> list[Any]:
         return [me.Keep(e) for e in cited]
     if kind == "Escalate":
         return [me.Escalate(e) for e in cited]
-    return [me.Commit(e, t) for e in cited if e is not None for t in TREES]
+    return [me.Admit(e, t) for e in cited if e is not None for t in TREES]
 
 
 EVIDENCE = Rules(
-    "evidence", ("Issue", "ChangeSuite", "Halt", "Bind", "Refresh", "Keep", "Escalate", "Commit"),
+    "evidence", ("Issue", "ChangeSuite", "Halt", "Bind", "Refresh", "Keep", "Escalate", "Admit"),
     _evidence_initial, _evidence_instances, lambda s: g4.EvidenceRules(len(s.pins)),
     g4.pin_state, g4.event_of,
-    {"Bind": ("Issue",), "Commit": ("Issue",), "Refresh": ("Issue", "Commit", "ChangeSuite"),
-     "Keep": ("Issue", "Commit", "ChangeSuite"), "Escalate": ("Issue", "Commit", "ChangeSuite"),
+    {"Bind": ("Issue",), "Admit": ("Issue",), "Refresh": ("Issue", "Admit", "ChangeSuite"),
+     "Keep": ("Issue", "Admit", "ChangeSuite"), "Escalate": ("Issue", "Admit", "ChangeSuite"),
      "Halt": ("ChangeSuite",)}, "Escalate")
 
 
@@ -178,15 +178,15 @@ def _policy_initial(draw, kind: str) -> mp.PolicyState:
 def _policy_instances(kind: str, s: mp.PolicyState) -> list[Any]:
     if kind == "Edit":
         return [mp.Edit(d) for d in DIGESTS]
-    return [{"Pin": mp.Pin, "Check": mp.Check, "Stage": mp.Stage, "Resume": mp.Resume,
+    return [{"Pin": mp.Pin, "PolicyCheck": mp.PolicyCheck, "Stage": mp.Stage, "Resume": mp.Resume,
              "WorkerWrite": mp.WorkerWrite}[kind]()]
 
 
-POLICY = Rules("policy", ("Pin", "Edit", "Check", "Stage", "Resume", "WorkerWrite"),
+POLICY = Rules("policy", ("Pin", "Edit", "PolicyCheck", "Stage", "Resume", "WorkerWrite"),
                _policy_initial, _policy_instances, lambda s: g6.PolicyRules(),
                lambda sys, names, s, z: g6.pin_state(names, s, z), g6.event_of,
-               {"Check": ("Pin", "Edit"), "Stage": ("Pin", "Edit", "Resume"),
-                "Resume": ("Pin", "Edit", "Check"), "Pin": ("Pin", "Edit")}, "Check")
+               {"PolicyCheck": ("Pin", "Edit"), "Stage": ("Pin", "Edit", "Resume"),
+                "Resume": ("Pin", "Edit", "PolicyCheck"), "Pin": ("Pin", "Edit")}, "PolicyCheck")
 
 MODELS = (EVIDENCE, CHECKPOINT, POLICY)
 

@@ -9,7 +9,7 @@ each put back to its pinned bytes later, or all of them at once), lets a worker 
 model runs beside it on its own names for what the files hold, and after every step:
 
 - a stage runs in the engine exactly when the model's Stage may run, and the run stops exactly
-  when the model's Check does;
+  when the model's PolicyCheck does;
 - a stopped run resumes in the engine exactly when the model's Resume may;
 - the engine's digest of what it sees equals its pin exactly when the model's current policy is
   its pinned one (the engine's digest covers every part the model's names do, and no other);
@@ -127,8 +127,8 @@ class PinMatchesModel(RuleBasedStateMachine):
         SEEN[event_(f"stage {'runs' if ran else 'refused'}")] += 1
         if ran:
             self.model = mp.Stage().apply(self.model)
-        elif mp.Check().why_not(self.model) is None:
-            self.model = mp.Check().apply(self.model)
+        elif mp.PolicyCheck().why_not(self.model) is None:
+            self.model = mp.PolicyCheck().apply(self.model)
         same = self.pin.state.current == self.pin.state.pinned
         assert same == (self.model.current == self.model.pinned), (self.name(), said)
         assert self.pin.state.stopped == self.model.stopped

@@ -354,9 +354,9 @@ def test_a_change_stops_the_run_and_only_the_restored_policy_resumes_it():
     run = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 6, "a stage after a resume")
     assert isinstance(run, Trace)
     events = [st.event for st in run.steps]
-    assert events.index("Check") < events.index("Resume") < len(events) - 1
+    assert events.index("PolicyCheck") < events.index("Resume") < len(events) - 1
     assert all(g6.stages_pinned(st.state) for st in run.steps)
-    stopped = run.steps[events.index("Check")].state
+    stopped = run.steps[events.index("PolicyCheck")].state
     assert stopped["stopped"] and stopped["current"] != stopped["pinned"]
     early = bmc(_WatchResume(), lambda s: s["staged_after_resume"], 5, "a stage after a resume")
     assert isinstance(early, NotRefuted)  # no shorter way: the policy must be restored before Resume

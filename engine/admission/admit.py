@@ -131,7 +131,7 @@ class Admission(Binding):
     def _commit(self, source: Path, evidence: Sequence[Evidence], proposal: str,
                 commit: mc.Commit | None = None, based_on: Evidence | None = None) -> None:
         """`source` becomes the checkpoint: the store's own check first, then the model's
-        events (the checkpoint's Commit, and -- for a patch -- the evidence's Commit, driven by
+        events (the checkpoint's Commit, and -- for a patch -- the evidence's Admit, driven by
         the evidence it cited)."""
         required = {c.name: self.pinned_suites[c.name] for c in self.admission}
         info = self.store.commit(source, evidence, required)
@@ -139,7 +139,7 @@ class Admission(Binding):
         commit = commit or mc.Commit(info.tree_hash, tuple(e.id for e in evidence))
         self.g5 = commit.apply(g5)
         if based_on is not None:
-            self.g4 = me.Commit(self._item(based_on), info.tree_hash).apply(g4)
+            self.g4 = me.Admit(self._item(based_on), info.tree_hash).apply(g4)
         self.checkpoint, self.generation, self.base = info.tree_hash, info.generation, info.tree_hash
         self._checkpoint_by = proposal
         self._proposals_at_checkpoint = self.counts["proposals"]

@@ -328,8 +328,8 @@ class PolicyPin:
         state = replace(self.state, current=now)
         why = refuse("policy.pinned", mp.Stage(stage).why_not(state))
         if why is not None:
-            if mp.Check().why_not(state) is None:
-                state = mp.Check().apply(state)
+            if mp.PolicyCheck().why_not(state) is None:
+                state = mp.PolicyCheck().apply(state)
             self.state = state
             fix = ("fix: restore the pinned version (digest recorded in the ledger's first "
                    "record), then resume")

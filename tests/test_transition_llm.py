@@ -240,16 +240,17 @@ def test_replay_without_a_reply_set_and_replay_without_llm_are_one_line(tmp_path
 
 
 def test_the_real_models_stored_replies_replay_to_the_stored_rows(tmp_path):
-    """Replies of Qwen2.5 Coder 0.5B recorded at --scale llm-smoke, replayed without the model:
-    every request of the protocol finds its reply, and the rows come out byte for byte. A change
-    to the prompts, tasks or evidence breaks this (rerecord with the model, docs/transition.md)."""
+    """Replies of Qwen2.5 Coder 1.5B at --scale llm-smoke (the first task's first revisions of
+    its llm-short run), replayed without the model: every request of the protocol finds its
+    reply, and the rows come out byte for byte. A change to the prompts, tasks or evidence breaks
+    this (rerecord with the model, docs/transition.md)."""
     out = tmp_path / "replay"
-    assert study.main(["--coder", "llm", "--scale", "llm-smoke", "--seed", "0", "--replay",
-                       str(STORED / "llm-smoke"), "--out", str(out)]) == 0
+    assert study.main(["--coder", "llm", "--llm", "1.5b", "--scale", "llm-smoke", "--seed", "0",
+                       "--replay", str(STORED / "llm-smoke"), "--out", str(out)]) == 0
     for name in ("replies.jsonl", "trajectories.json", "common_state.json", "prospective.json"):
         assert (out / name).read_bytes() == (STORED / "llm-smoke" / name).read_bytes(), name
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["model"] == "Qwen2.5 Coder 0.5B Instruct AWQ"
+    assert summary["model"] == "Qwen2.5 Coder 1.5B Instruct GGUF"
     assert summary["validity"]["all"]["replies"] > 0
 
 

@@ -20,7 +20,7 @@ def both(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("results")
     run_experiment(scale_name="smoke", seed=0, out=root / "transition", workers=2,
                    scale=Scale(tasks=2, seeds=1, revisions=2, n_boot=200, n_flips=200))
-    assert study.main(["--coder", "llm", "--scale", "llm-smoke", "--replay",
+    assert study.main(["--coder", "llm", "--llm", "1.5b", "--scale", "llm-smoke", "--replay",
                        str(STORED / "llm-smoke"), "--out", str(root / "transition-llm")]) == 0
     return root
 
@@ -34,7 +34,7 @@ def test_the_block_puts_each_coders_figures_next_to_the_papers(both):
     assert cells[1] == report.PAPER["current"]
     assert cells[2] == ", ".join(f"{x:.3f}" for x in search["current_correct"])
     assert cells[3] == ", ".join(f"{x:.3f}" for x in model["current_correct"])
-    assert "Qwen2.5 Coder 0.5B Instruct AWQ" in text and "not run" not in text
+    assert "Qwen2.5 Coder 1.5B Instruct GGUF" in text and "not run" not in text
     assert "model calls" in text  # the manifest's figures
     validity = next(ln for ln in text.splitlines() if ln.startswith("| reply validity"))
     assert f"{model['validity']['all']['valid_share']:.3f} valid" in validity
@@ -69,7 +69,7 @@ def test_the_notebook_draws_both_coders_side_by_side(both):
         assert png.is_file() and png.stat().st_size > 10_000
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                       for o in c.get("outputs", []))
-    assert "offline search coder" in printed and "Qwen2.5 Coder 0.5B" in printed
+    assert "offline search coder" in printed and "Qwen2.5 Coder 1.5B" in printed
 
 
 def _reply(shown: str, content: str) -> str:
@@ -91,15 +91,23 @@ def test_patch_effects_tell_an_echo_from_a_docstring_edit_from_a_code_edit(tmp_p
         _reply(src, fence.format("def f(x):\n    return x + 2\n")),            # docstring gone
         _reply(src, "KEEP"),                                                   # not a patch
         _reply(src, fence.format("def f(x:\n")),                               # does not parse
+        _reply(src, fence.format("def f(x):\n    return x + 1\n")),            # a lone function
         '{"request_sha256": "torn',
     ]) + "\n")
-    assert report.patch_effects(path) == {"patches": 4, "unchanged": 1, "docstrings_only": 2,
-                                          "code": 1}
+    # the parse failure is an edit the typed boundary refused; the lone function is a repair
+    assert report.patch_effects(path) == {"replies": 7, "patches": 5, "unchanged": 1,
+                                          "docstrings_only": 2, "code": 2, "refused": 1,
+                                          "share_code": 0.2857}
     assert report.patch_effects(tmp_path / "missing.jsonl") is None
 
 
-def test_the_stored_smoke_replies_never_change_code(both):
+def test_the_stored_smoke_replies_change_code(both):
+    """The 1.5B model's stored smoke replies (the changed-functions prompt): most change code,
+    none is refused; the block says so."""
     effects = report.patch_effects(both / "transition-llm" / "replies.jsonl")
-    assert effects == {"patches": 7, "unchanged": 3, "docstrings_only": 4, "code": 0}
-    assert "3 return the file unchanged, 4 change only docstrings, 0 change code" in \
+    assert effects == {"replies": 7, "patches": 7, "unchanged": 2, "docstrings_only": 0,
+                       "code": 5, "refused": 0, "share_code": 0.7143}
+    assert "2 return the file unchanged, 0 change only docstrings, 5 change code" in \
         report.block(both)
+
+

@@ -164,3 +164,45 @@ def test_validity_counts_invalid_classes_and_skips_closed_revisions():
                  "invalid": {"done_only": 1, "syntax_error": 1},
                  "actions": {"keep": 2, "patch": 1},
                  "patches_not_loading": {"NameError": 1}}  # a kept state is no patch
+
+
+def test_the_verifier_intervals_are_bca_and_agree_with_scipy_on_a_mean():
+    """The verifier analysis computes BCa from its own task-weight draws (the thresholds are
+    re-chosen in every draw, so scipy.stats.bootstrap cannot be called on it); on a plain mean
+    over 12 skewed clusters it must agree with scipy's BCa, and differ from the percentile
+    interval, which a percentile-only _bca would return."""
+    import numpy as np
+    from scipy import stats
+
+    from experiments.transition.verifiers import CI_BCA, CI_PERCENTILE, NO_VARIATION, _bca
+
+    x = np.random.default_rng(1).exponential(size=12)
+    T = len(x)
+    W = np.random.default_rng(2).multinomial(T, [1 / T] * T, size=20_000).astype(float)
+    jack = (np.ones((T, T)) - np.eye(T)) @ x / (T - 1)
+    ci, method = _bca(W @ x / T, float(x.mean()), jack)
+    ref = stats.bootstrap((x,), np.mean, n_resamples=20_000, method="BCa",
+                          random_state=3).confidence_interval
+    pct = stats.bootstrap((x,), np.mean, n_resamples=20_000, method="percentile",
+                          random_state=3).confidence_interval
+    assert method == CI_BCA
+    assert abs(ci[0] - ref.low) < 0.05 and abs(ci[1] - ref.high) < 0.1
+    assert abs(ci[1] - pct.high) > 0.2            # not the percentile interval
+    # every draw on one side of the point: BCa undefined, the percentile interval, said so
+    ci, method = _bca(np.linspace(1, 2, 100), 0.5, jack)
+    assert method == CI_PERCENTILE and ci is not None and ci[0] < ci[1]
+    # draws that do not vary: no interval, never [x, x]
+    assert _bca(np.full(100, 0.3), 0.3, jack) == (None, NO_VARIATION)
+
+
+def test_every_verifier_interval_names_its_method():
+    cs = [cand(t, f"{t}{i}", (i + k) % 3 == 0, i % 2, (i % 4) / 3, ((i + k) % 5) / 4)
+          for k, t in enumerate("ABCDEF") for i in range(6 + k)]
+    m = verifiers.matched(cs, seed=0, n_boot=500)
+    assert "BCa" in m["interval_method"]
+    methods = [v["risk_ci_method"] for v in m["verifiers"].values()]
+    methods += [d[k] for d in m["dependence"].values() for k in ("D_ci_method", "phi_ci_method")]
+    assert verifiers.CI_BCA in methods
+    for v in m["verifiers"].values():
+        assert (v["risk_ci95"] is None) == (v["risk_ci_method"] == verifiers.NO_VARIATION)
+        assert v["risk_ci95"] is None or v["risk_ci95"][0] < v["risk_ci95"][1]

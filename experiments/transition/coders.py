@@ -27,6 +27,7 @@ from engine.admission.actions import Action, Escalate, Keep, Patch, parse_reply
 from engine.admission.evidence import Evidence
 from experiments.transition import chat
 from experiments.transition.edits import enumerate_edits, normalize, restorations
+from experiments.transition.reply_edits import Refused
 from experiments.transition.tasks import Case, Task, code_hash, run_cases
 
 SOLUTION = chat.SOLUTION
@@ -46,7 +47,7 @@ class Request:
 # Why a reply was mapped to Keep; reported per condition (the paper's HumanEval/137 case was
 # "done_only": a reply saying STATUS: DONE with no code).
 INVALID_CLASSES = ("done_only", "not_an_action", "malformed_action", "wrong_file", "syntax_error",
-                   "call_failed")
+                   "call_failed", "not_applicable", "odd_bytes")
 
 
 def invalid_class(problem: str) -> str:
@@ -166,7 +167,8 @@ class OpenAICoder:
     name: str = field(default="openai", init=False)
 
     def messages(self, request: Request) -> list[dict[str, str]]:
-        return chat.messages(request.task.prompt, request.source, request.evidence)
+        return chat.messages(request.task.prompt, request.source, request.evidence,
+                             request.task.entry)
 
     def revise(self, request: Request) -> Reply:
         messages = self.messages(request)
@@ -194,13 +196,19 @@ class OpenAICoder:
                          valid=False, why="call_failed")
         used = reserved if not isinstance(tokens, int) else tokens / 1000 * self.price_per_1k
         self.meter.settle(used, "chat call", tokens=tokens)
-        return self.parse(content)
+        return self.parse(content, request.source, request.task.entry)
 
     @staticmethod
-    def parse(content: Any) -> Reply:
-        """Fail closed: a reply that is not one well-formed action, or a patch of anything but
-        solution.py, or code that does not parse, is Keep."""
-        text = chat.as_reply_json(content if isinstance(content, str) else None)
+    def parse(content: Any, current: str | None = None, entry: str | None = None) -> Reply:
+        """Fail closed: a reply that is not one well-formed action, an edit that cannot be
+        applied to `current` (the file the model was shown), a patch of anything but
+        solution.py, or code that does not parse, is Keep, with its class and reason."""
+        try:
+            text = chat.as_reply_json(content if isinstance(content, str) else None, current,
+                                      entry)
+        except Refused as exc:
+            return Reply(Keep(f"invalid reply: {exc.reason}"), False, "llm", 1, "", False,
+                         exc.why)
         parsed = parse_reply(text)
         note = parsed.note or ""
         action = parsed.action

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.transition import chat
+from experiments.transition.reply_edits import Refused
 
 BEGIN = "<!-- figures:begin (python -m experiments.transition.report --write) -->"
 END = "<!-- figures:end -->"
@@ -48,6 +49,9 @@ PAPER = {
     "fresh": "coverage 0.384, 311 sound completions lost, 2.27 revisions",
     "validity": "5 DONE-only replies (7B, HumanEval/137) mapped to Keep",
 }
+
+
+COMPETENCE = ("0.5b", "1.5b")  # the local models whose competence check the block reports
 
 
 def _f(x: Any, digits: int = 3) -> str:
@@ -188,24 +192,35 @@ def _code_only(source: str) -> str | None:
     return ast.unparse(tree)
 
 
-def patch_effects(replies_file: Path) -> dict[str, int] | None:
+def patch_effects(replies_file: Path) -> dict[str, Any] | None:
     """What each distinct reply that is a patch did to the file it was shown: returned it
     unchanged, changed only docstrings, or changed code (by the normalized module, docstrings
-    taken out). Why: a model that rewrites the file can leave the code as it found it, and then
-    no rate of the experiment can move; this says whether it did."""
+    taken out); `refused` counts the edits the typed boundary refused (reply_edits.Refused).
+    Why: a model that rewrites the file can leave the code as it found it, and then no rate of
+    the experiment can move; this says whether it did. `share_code` is code / replies, over
+    every distinct reply (a Keep, an Escalate and a refused edit change no code)."""
     try:
         lines = replies_file.read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    out = {"patches": 0, "unchanged": 0, "docstrings_only": 0, "code": 0}
+    out: dict[str, Any] = {"replies": 0, "patches": 0, "unchanged": 0, "docstrings_only": 0,
+                           "code": 0, "refused": 0}
     for line in lines:
         try:
             e = json.loads(line)
             shown = chat.shown_file(e["request"]["messages"])
-            reply = json.loads(chat.as_reply_json(e["content"]) or "null")
-            new = reply["files"][chat.SOLUTION] if reply.get("action") == "patch" else None
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
+        out["replies"] += 1
+        try:
+            reply = json.loads(chat.as_reply_json(e.get("content"), shown) or "null")
+        except Refused:
+            out["refused"] += 1
+            continue
+        except (ValueError, TypeError):
+            continue
+        new = reply["files"].get(chat.SOLUTION) if isinstance(reply, dict) and reply.get(
+            "action") == "patch" and isinstance(reply.get("files"), dict) else None
         if shown is None or not isinstance(new, str):
             continue
         before, after = _code_only(shown), _code_only(new)
@@ -218,6 +233,7 @@ def patch_effects(replies_file: Path) -> dict[str, int] | None:
             out["docstrings_only"] += 1
         else:
             out["code"] += 1
+    out["share_code"] = round(out["code"] / out["replies"], 4) if out["replies"] else None
     return out
 
 
@@ -265,12 +281,22 @@ def block(results: Path) -> str:
                      + f"{manifest.get('wall_seconds')} s wall clock, "
                      f"{manifest['runtime'].get('threads')} thread(s), load average "
                      f"{manifest.get('load_average')} at the end")
+    for key in COMPETENCE:
+        c = _load(results / f"competence-{key}" / "summary.json")
+        if c and c.get("pass_at_1_ci95"):
+            lo, hi = c["pass_at_1_ci95"]
+            lines.append(f"- competence check, {c['model']} (`results/competence-{key}`): pass@1 "
+                         f"from scratch {c['passed']} of {c['tasks']} tasks = "
+                         f"{_f(c['pass_at_1'])} [{_f(lo)}, {_f(hi)}] ({c['interval_method']} "
+                         f"95%), {c['valid_replies']} valid replies, scale `{c['scale']}`")
     effects = patch_effects(results / "transition-llm" / "replies.jsonl") if model else None
     if effects:
-        lines.append(f"- the model's distinct patch replies (`replies.jsonl`): "
+        lines.append(f"- the model's distinct replies (`replies.jsonl`): {effects['replies']}, "
+                     f"of which {effects['refused']} edits refused by the typed boundary and "
                      f"{effects['patches']} patches; {effects['unchanged']} return the file "
                      f"unchanged, {effects['docstrings_only']} change only docstrings, "
-                     f"{effects['code']} change code")
+                     f"{effects['code']} change code (share of replies changing code "
+                     f"{_f(effects['share_code'])})")
     lines += ["", f"| figure | paper | search coder | {head} |", "|---|---|---|---|"]
     for label, key, fn in ROWS:
         lines.append(f"| {label} | {PAPER[key]} | {_cell(fn, search)} | {_cell(fn, model)} |")
@@ -292,18 +318,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--write", type=Path, help="replace the figures block of this markdown file")
     p.add_argument("--effects", action="store_true",
-                   help="print what the model's distinct patches did to the code (one line)")
+                   help="print the competence checks and what the model's distinct replies "
+                   "did to the code")
     args = p.parse_args(argv)
     if args.effects:
+        for key in COMPETENCE:  # the competence checks first, then what the replies did
+            c = _load(args.results / f"competence-{key}" / "summary.json")
+            if c and c.get("pass_at_1_ci95"):
+                lo, hi = c["pass_at_1_ci95"]
+                print(f"competence {c['model']}: pass@1 {c['passed']}/{c['tasks']} = "
+                      f"{_f(c['pass_at_1'])} [{_f(lo)}, {_f(hi)}] exact 95%, from scratch")
         e = patch_effects(args.results / "transition-llm" / "replies.jsonl")
         if not e:
             print(f"experiments.transition.report: {args.results}/transition-llm/replies.jsonl: "
                   "no stored model replies; fix: run make reproduce-llm", file=sys.stderr)
             return 2
-        share = e["code"] / e["patches"] if e["patches"] else 0.0
-        print(f"model replies: {e['patches']} distinct patches, {e['code']} change code "
-              f"(share {share:.3f}), {e['docstrings_only']} change only docstrings, "
-              f"{e['unchanged']} return the file unchanged")
+        print(f"model replies: {e['replies']} distinct, {e['code']} change code (share "
+              f"{_f(e['share_code'])}); of {e['patches']} patches {e['docstrings_only']} change "
+              f"only docstrings, {e['unchanged']} return the file unchanged; {e['refused']} "
+              "edits refused")
         return 0
     if args.write is not None and not (args.results / "transition" / "summary.json").is_file():
         # the page is tracked: never replace its figures with "not run"

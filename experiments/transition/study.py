@@ -56,7 +56,11 @@ SCALES = {"smoke": Scale(3, 2, n_boot=2_000, n_flips=2_000), "default": Scale(10
           # a call and about 14 distinct calls a task, so 8 tasks need about half an hour of one
           # core, an hour when the model gets half a core
           "llm-smoke": Scale(1, 1, revisions=1, n_boot=2_000, n_flips=2_000),
-          "llm": Scale(8, 1)}
+          "llm": Scale(8, 1),
+          # the 1.5B model's run in this artifact (docs/transition.md): about two minutes of a
+          # shared core a call, about 14 distinct calls a task at T = 2, so two tasks fit in the
+          # hour of model time a session on a shared two-core machine could give it
+          "llm-short": Scale(2, 1, revisions=2)}
 
 
 # --------------------------------------------------------------------------- running
@@ -308,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--price", help="price per 1,000 tokens (or LOOPPROOF_OPENAI_PRICE)")
     p.add_argument("--budget", type=float, default=None,
                    help="spend budget for model calls (openai: 10; llm: 100,000 = 100M tokens)")
-    p.add_argument("--llm", default="0.5b", help="local model for --coder llm (0.5b)")
+    p.add_argument("--llm", default="0.5b", help="local model for --coder llm (0.5b or 1.5b)")
     p.add_argument("--replay", type=Path, metavar="DIR",
                    help="--coder llm: answer from DIR/replies.jsonl instead of the model")
     p.add_argument("--model-cache", type=Path,

@@ -1,6 +1,6 @@
 """The verifier analysis of the paper, over the revision distribution of the trajectories: each
 verifier's selective risk at a matched coverage, and the dependence of false acceptances among
-incorrect candidates (phi and the excess joint false acceptance D_ij), with task-cluster
+incorrect candidates (phi and the excess joint false acceptance D_ij), with BCa task-cluster
 bootstrap intervals; and the same over unique (task, code hash) candidates.
 
 Why matched coverage: a verifier that accepts less looks safer; comparing risks at one coverage
@@ -29,6 +29,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+from scipy.stats import norm
 
 VERIFIERS = ("self", "visible", "challenge")
 SCORES = {"self": "self", "visible": "visible_share", "challenge": "challenge_share"}
@@ -143,6 +144,37 @@ def _ci(draws: np.ndarray) -> list[float | None] | None:
     return [_r(lo), _r(hi)]
 
 
+CI_BCA = "BCa task-cluster bootstrap"
+CI_PERCENTILE = "percentile task-cluster bootstrap (BCa undefined here)"
+NO_VARIATION = "no variation"
+
+
+def _bca(draws: np.ndarray, point: float, jack: np.ndarray) -> tuple[list | None, str]:
+    """The 95% BCa interval from the bootstrap draws, the point estimate and the leave-one-task-
+    out estimates (Efron's bias correction z0 and jackknife acceleration a, as scipy.stats
+    computes them); the percentile interval where BCa is undefined (z0 infinite: every draw on
+    one side of the point; a undefined: the leave-one-out values do not vary); None, "no
+    variation", when the draws do not vary. Why: with 5-30 task clusters the percentile
+    interval under-covers, and the counts behind these rates are small."""
+    ok = draws[np.isfinite(draws)]
+    if len(ok) < 2 or not np.ptp(ok) > 0 or not np.isfinite(point):
+        return None, NO_VARIATION
+    jk = jack[np.isfinite(jack)]
+    below = np.mean(ok < point)
+    if len(jk) == len(jack) and np.ptp(jk) > 0 and 0 < below < 1:
+        z0 = norm.ppf(below)
+        d = jk.mean() - jk
+        a = (d ** 3).sum() / (6.0 * ((d ** 2).sum()) ** 1.5)
+        z = norm.ppf([0.025, 0.975])
+        q = norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+        if np.all(np.isfinite(q)):
+            lo, hi = np.percentile(ok, 100 * q)
+            if hi > lo:
+                return [_r(lo), _r(hi)], CI_BCA
+    ci = _ci(draws)
+    return (ci, CI_PERCENTILE) if ci is not None else (None, NO_VARIATION)
+
+
 CURVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -180,7 +212,8 @@ def matched(cands: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int,
     """Risk at matched coverage per verifier; false acceptance, joint, D_ij and phi per pair among
     incorrect candidates (only when there are correct and incorrect candidates:
     `dependence_undefined` says which side is missing); each with a 95% task-cluster bootstrap
-    interval (percentile over multinomial task weights; None when the draws do not vary); and the
+    interval (BCa over multinomial task weights, percentile where BCa is undefined, None when the
+    draws do not vary: `*_ci_method` says which); and the
     held-out risk-coverage curve (`held_out`)."""
     out: dict[str, Any] = {"coverage": coverage, "candidates": len(cands),
                            "incorrect": sum(not c["y"] for c in cands), "verifiers": {},
@@ -192,11 +225,21 @@ def matched(cands: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int,
     rng = np.random.default_rng(seed)
     T = len(tab.tasks)
     draws = _stats(tab, rng.multinomial(T, [1.0 / T] * T, size=n_boot).astype(float), coverage)
+    jack = _stats(tab, np.ones((T, T)) - np.eye(T), coverage)  # each task left out once
+
+    def ci(name: str) -> tuple[list | None, str]:
+        return _bca(draws[name], float(point[name][0]), jack[name])
+
     out["tasks"] = T
+    out["interval_method"] = (f"{CI_BCA} (tasks resampled with replacement, thresholds re-chosen "
+                              "in every draw); percentile where BCa is undefined; per interval in "
+                              "its *_ci_method")
     out["held_out"] = held_out(cands)
     for v in VERIFIERS:
+        risk_ci, risk_method = ci(f"risk:{v}")
         out["verifiers"][v] = {
-            "risk": _r(point[f"risk:{v}"][0]), "risk_ci95": _ci(draws[f"risk:{v}"]),
+            "risk": _r(point[f"risk:{v}"][0]), "risk_ci95": risk_ci,
+            "risk_ci_method": risk_method,
             "false_accept": _r(point[f"false_accept:{v}"][0])}
     correct = len(cands) - out["incorrect"]
     if not correct or not out["incorrect"]:  # D needs correct and incorrect candidates
@@ -205,10 +248,12 @@ def matched(cands: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int,
         return out
     for a, b in combinations(VERIFIERS, 2):
         key = f"{a}~{b}"
+        d_ci, d_method = ci(f"D:{key}")
+        phi_ci, phi_method = ci(f"phi:{key}")
         out["dependence"][key] = {
             "joint": _r(point[f"joint:{key}"][0]),
-            "D": _r(point[f"D:{key}"][0]), "D_ci95": _ci(draws[f"D:{key}"]),
-            "phi": _r(point[f"phi:{key}"][0]), "phi_ci95": _ci(draws[f"phi:{key}"])}
+            "D": _r(point[f"D:{key}"][0]), "D_ci95": d_ci, "D_ci_method": d_method,
+            "phi": _r(point[f"phi:{key}"][0]), "phi_ci95": phi_ci, "phi_ci_method": phi_method}
     return out
 
 

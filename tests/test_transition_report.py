@@ -111,3 +111,25 @@ def test_the_stored_smoke_replies_change_code(both):
         report.block(both)
 
 
+
+
+def test_a_kept_paper_scale_run_gets_its_own_column(both, tmp_path):
+    """The search coder at paper scale (results/transition-paper, kept beside the default run)
+    is a column of its own between the default run and the model; without it the table is as
+    before."""
+    import shutil
+    root = tmp_path / "r"
+    shutil.copytree(both, root)
+    s = json.loads((root / "transition" / "summary.json").read_text())
+    s["scale"], s["current_correct"] = "paper", [0.111, 0.222]
+    (root / "transition-paper").mkdir()
+    (root / "transition-paper" / "summary.json").write_text(json.dumps(s))
+    text = report.block(root)
+    head = next(ln for ln in text.splitlines() if ln.startswith("| figure"))
+    assert head.count("|") == 6 and "paper scale" in head
+    row = next(ln for ln in text.splitlines() if ln.startswith("| current correct by revision"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "0.111, 0.222" and len(cells) == 5
+    assert "scale `paper`" in text
+    assert next(ln for ln in report.block(both).splitlines()
+                if ln.startswith("| figure")).count("|") == 5

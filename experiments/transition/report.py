@@ -256,6 +256,9 @@ def _cell(fn: Callable[[dict[str, Any]], str], s: dict[str, Any] | None) -> str:
 def block(results: Path) -> str:
     """The markdown between the markers: one table, a row per figure."""
     search = _load(results / "transition" / "summary.json")
+    # the search coder at paper scale, when that run is kept (its own folder: make reproduce
+    # refreshes transition/ at default scale and leaves this one as it is)
+    at_paper = _load(results / "transition-paper" / "summary.json")
     model = _load(results / "transition-llm" / "summary.json")
     manifest = _load(results / "transition-llm" / "manifest.json")
     head = "model" if model is None else f"{model.get('model', 'model')}"
@@ -266,6 +269,8 @@ def block(results: Path) -> str:
 
     lines = [BEGIN, "",
              source(search, "search coder (`results/transition`)"),
+             *([source(at_paper, "search coder at paper scale (`results/transition-paper`)")]
+               if at_paper else []),
              source(model, "model (`results/transition-llm`)")]
     if manifest:
         resumed = manifest.get("resumed_replies") or 0
@@ -297,9 +302,13 @@ def block(results: Path) -> str:
                      f"unchanged, {effects['docstrings_only']} change only docstrings, "
                      f"{effects['code']} change code (share of replies changing code "
                      f"{_f(effects['share_code'])})")
-    lines += ["", f"| figure | paper | search coder | {head} |", "|---|---|---|---|"]
+    extra = " search coder, paper scale |" if at_paper else ""
+    lines += ["", f"| figure | paper | search coder |{extra} {head} |",
+              "|---|---|---|" + ("---|" if at_paper else "") + "---|"]
     for label, key, fn in ROWS:
-        lines.append(f"| {label} | {PAPER[key]} | {_cell(fn, search)} | {_cell(fn, model)} |")
+        paper_cell = f" {_cell(fn, at_paper)} |" if at_paper else ""
+        lines.append(f"| {label} | {PAPER[key]} | {_cell(fn, search)} |{paper_cell} "
+                     f"{_cell(fn, model)} |")
     lines += ["", END]
     return "\n".join(lines)
 

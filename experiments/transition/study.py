@@ -31,10 +31,11 @@ from engine.run.meter import BudgetOverrun
 from engine.system.errors import BadInput
 from experiments import results
 from experiments.results import write_csv, write_json
-from experiments.stats import cluster_mean, holm, paired_contrast, task_means
+from experiments.stats import cluster_mean, holm, task_means
 from experiments.transition import arms, metrics, pooling, prospective, verifiers
 from experiments.transition.coders import Coder, OpenAICoder, SearchCoder, model_meter
 from experiments.transition.conditions import CONDITIONS
+from experiments.transition.contrasts import Contrast, declared_contrasts
 from experiments.transition.tasks import Task, select_tasks, starts_record
 from model.executor import Executor, Processes, Serial
 
@@ -109,12 +110,6 @@ def _counts(rows: list[dict], key: str) -> list[int]:
     return [sum(bool(r[key]) for r in rows), len(rows)]
 
 
-def _contrast(a_rows: list[dict], b_rows: list[dict], value: Callable[[dict], float],
-              seed: int, scale: Scale) -> dict[str, Any]:
-    return paired_contrast(task_means(a_rows, value), task_means(b_rows, value), seed=seed,
-                           n_boot=scale.n_boot, n_flips=scale.n_flips)
-
-
 def analyse(runs: dict[str, list[dict]], seed: int, scale: Scale) -> dict[str, Any]:
     traj = runs["trajectories"]
     distinct, same_as = pooling.distinct_conditions(traj, CONDITIONS)
@@ -129,42 +124,25 @@ def analyse(runs: dict[str, list[dict]], seed: int, scale: Scale) -> dict[str, A
     def arm(name: str, start: str | None = None) -> list[dict]:
         return [r for r in pro if r["arm"] == name and (start is None or r["start"] == start)]
 
-    # The six declared contrasts (Holm over all six).
-    declared: list[tuple[str, dict[str, Any]]] = [
-        ("stale_vs_current_harm", _contrast(stale, current, lambda r: r["harm"], seed, scale)),
-        ("current_trace_vs_nonactionable_repair_r1", _contrast(
-            by_cond["current_trace"], by_cond["nonactionable"], lambda r: r["y"][1], seed, scale)),
-        ("guarded_vs_baseline_harm", _contrast(
-            arm("guarded", "correct"), arm("baseline", "correct"), lambda r: r["harm"], seed,
-            scale)),
-        ("guarded_vs_baseline_repair", _contrast(
-            arm("guarded", "wrong"), arm("baseline", "wrong"), lambda r: r["repair"], seed,
-            scale)),
-        ("guarded_vs_baseline_unsafe_completion", _contrast(
-            arm("guarded"), arm("baseline"), lambda r: r["unsafe_completion"], seed, scale)),
-        ("guarded_vs_baseline_sound_completion", _contrast(
-            arm("guarded"), arm("baseline"), lambda r: r["sound_completion"], seed, scale)),
-    ]
-    adjusted = holm([c["p"] for _, c in declared])
-    contrasts = {}
-    for (name, c), p_holm in zip(declared, adjusted, strict=True):
-        contrasts[name] = {**c, "p_holm": p_holm}
+    declared = declared_contrasts(by_cond, cs, pro)
+    tested = [d.test(seed, scale.n_boot, scale.n_flips) for d in declared]
+    adjusted = holm([c["p"] for c in tested])
+    contrasts = {d.name: {**c, "p_holm": p_holm}
+                 for d, c, p_holm in zip(declared, tested, adjusted, strict=True)}
 
-    def pair(name: str, key: str, a_rows: list[dict], b_rows: list[dict]) -> dict[str, Any]:
-        c = contrasts[name]
-        return {"guarded": _counts(a_rows, key), "baseline": _counts(b_rows, key),
+    def pair(d: Contrast) -> dict[str, Any]:
+        c = contrasts[d.name]
+        assert d.key is not None
+        return {"guarded": _counts(d.a, d.key), "baseline": _counts(d.b, d.key),
                 "difference": c["difference"], "ci95": c["ci95"], "ci_method": c["ci_method"],
                 "ci95_percentile": c["ci95_percentile"], "p": c["p"], "p_holm": c["p_holm"]}
 
+    named = {d.name: d for d in declared}
     guarded_vs_baseline = {
-        "harm_from_correct_starts": pair("guarded_vs_baseline_harm", "harm",
-                                         arm("guarded", "correct"), arm("baseline", "correct")),
-        "repair_from_wrong_starts": pair("guarded_vs_baseline_repair", "repair",
-                                         arm("guarded", "wrong"), arm("baseline", "wrong")),
-        "unsafe_completion": pair("guarded_vs_baseline_unsafe_completion", "unsafe_completion",
-                                  arm("guarded"), arm("baseline")),
-        "sound_completion": pair("guarded_vs_baseline_sound_completion", "sound_completion",
-                                 arm("guarded"), arm("baseline")),
+        "harm_from_correct_starts": pair(named["guarded_vs_baseline_harm"]),
+        "repair_from_wrong_starts": pair(named["guarded_vs_baseline_repair"]),
+        "unsafe_completion": pair(named["guarded_vs_baseline_unsafe_completion"]),
+        "sound_completion": pair(named["guarded_vs_baseline_sound_completion"]),
         "stale_offered": sum(sum(r["offered_stale"]) for r in arm("guarded")),
         "stale_refused": sum(sum(r["refused_stale"]) for r in arm("guarded")),
         "rollouts_per_arm": len(arm("guarded")),

@@ -13,6 +13,10 @@ A node's `kind` (default "command") picks a factory from `KINDS`; another module
 with `register_kind` without editing this file (both in engine/run/kinds.py, with `NodeTable`,
 the table a factory reads). What one field may hold is checked in engine/run/spec_checks.py;
 this module decides which tables are read, in what order, and builds the `Spec`.
+
+Why one module: over 400 lines since `_build` is its named phases (`_graph_settings`, `_node`,
+`_graph`, `_planner`): the order they run in is the order a bad spec's first error is found,
+which the tests of careless input pin, so the phases and the `Spec` they make are read together.
 """
 
 from __future__ import annotations
@@ -274,110 +278,147 @@ def _load(path: Path, max_bytes: int) -> Spec:
     return _build(resolved, resolved.parent, table, hashlib.sha256(raw).hexdigest())
 
 
+@dataclass(frozen=True)
+class _GraphSettings:
+    """Phase 1 of `_build`: the [graph] table, checked, and what every node takes from it."""
+
+    g: dict[str, Any]
+    strict: bool
+    policy: Path | None
+    stop_file: Path | None
+    price: float
+    sandbox: str
+    defaults: dict[str, int]  # the tree limits a node without its own has
+    limits: Limits
+    resources: dict[str, int]
+
+
 def _build(path: Path, spec_dir: Path, table: Any, digest: str,
            programs: dict[str, str] | None = None) -> Spec:
+    """Phases: the [graph] settings, each node's spec and config, the model graph, the
+    [planner]; each raises BadInput at the first bad field, in that order."""
     name, programs = str(path), {} if programs is None else programs
     args: dict[tuple[Any, Path], Any] = {}
-
-    def bad(where: str, problem: str, fix: str) -> BadInput:
-        return BadInput(name, where, problem, fix)
-
     if not isinstance(table, dict):
-        raise bad("(toml)", "the spec is not a table", "write [graph] and [node.NAME] tables")
+        raise BadInput(name, "(toml)", "the spec is not a table",
+                       "write [graph] and [node.NAME] tables")
     check_table(table, name)
     unknown_keys(table, {"graph", "node", "planner"}, "top-level table", name, "")
-    g = table.get("graph")
+    settings = _graph_settings(table.get("graph"), path, spec_dir)
+    allowed: dict[str, frozenset[str]] = {}  # kind -> its node fields (checked for every node)
+    nodes_t = table.get("node")
+    if not isinstance(nodes_t, dict) or not nodes_t:
+        raise BadInput(name, "[node]", "the graph has no nodes",
+                       "declare at least one [node.NAME] table")
+    specs: list[NodeSpec] = []
+    configs: dict[str, NodeConfig] = {}
+    for node_name, nt in nodes_t.items():
+        node_spec, configs[node_name] = _node(node_name, nt, path, spec_dir, programs, args,
+                                              settings, allowed)
+        specs.append(node_spec)
+    graph = _graph(specs, settings.g, name)
+    return Spec(path, spec_dir, table, digest, graph, configs, settings.strict, settings.policy,
+                settings.stop_file, float(settings.price),
+                _planner(table.get("planner"), spec_dir, name), settings.sandbox, programs)
+
+
+def _graph_settings(g: Any, path: Path, spec_dir: Path) -> _GraphSettings:
+    name = str(path)
     if not isinstance(g, dict):
-        raise bad("[graph]", "the [graph] table is missing", "add [graph] with spend_budget = B")
+        raise BadInput(name, "[graph]", "the [graph] table is missing",
+                       "add [graph] with spend_budget = B")
     unknown_keys(g, set(GRAPH_FIELDS), "[graph] field", name, "")
     if "spend_budget" not in g:
-        raise bad("[graph] spend_budget", "is missing", "add spend_budget = B (spend units)")
+        raise BadInput(name, "[graph] spend_budget", "is missing",
+                       "add spend_budget = B (spend units)")
     strict = g.get("strict_bound", False)
     if not isinstance(strict, bool):
-        raise bad("[graph] strict_bound", f"must be true or false, got {strict!r}",
-                  "write strict_bound = true or false")
+        raise BadInput(name, "[graph] strict_bound", f"must be true or false, got {strict!r}",
+                       "write strict_bound = true or false")
     policy = optional_path(g, "policy", spec_dir, name, must_exist=True)
     stop_file = optional_path(g, "stop_file", spec_dir, name, must_exist=False)
     price = g.get("price", 1.0)
     if not is_price(price):
-        raise bad("[graph] price", f"must be a number of spend units per second > 0 "
-                  f"(from {MIN_PRICE:g} to {MAX_PRICE:g}), got {short(price)}",
-                  "set price = 1.0 (or leave it out)")
+        raise BadInput(name, "[graph] price", f"must be a number of spend units per second > 0 "
+                       f"(from {MIN_PRICE:g} to {MAX_PRICE:g}), got {short(price)}",
+                       "set price = 1.0 (or leave it out)")
     graph_ranges(g, name)
     sandbox = g.get("sandbox", DEFAULT)
     if not isinstance(sandbox, str) or sandbox not in BACKENDS:
-        raise bad("[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got {short(sandbox)}",
-                  f'write sandbox = "{DEFAULT}" (or leave it out)')
+        raise BadInput(name, "[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got "
+                       f"{short(sandbox)}", f'write sandbox = "{DEFAULT}" (or leave it out)')
     graph_table = NodeTable("", g, path)
     defaults = {key: tree_limit(graph_table, key, default) for key, default in
                 (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
-    graph_limits = Limits(*(defaults[key] for key in LIMIT_FIELDS))  # a node's, if it sets none
     resource_defaults = {key: tree_limit(graph_table, key, DEFAULT_RESOURCES[key])
                          for key in RESOURCE_FIELDS}
-    allowed: dict[str, frozenset[str]] = {}  # kind -> its node fields (checked for every node)
-    nodes_t = table.get("node")
-    if not isinstance(nodes_t, dict) or not nodes_t:
-        raise bad("[node]", "the graph has no nodes", "declare at least one [node.NAME] table")
-    specs: list[NodeSpec] = []
-    configs: dict[str, NodeConfig] = {}
-    for node_name, nt in nodes_t.items():
-        if (why := name_problem(node_name)) is not None:
-            raise bad(f"node {short(node_name)}", why, NAME_FIX)
-        if not isinstance(nt, dict):
-            raise bad(f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
-        node = NodeTable(node_name, nt, path, programs, args)
-        kind_name = nt.get("kind", "command")
-        if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
-            importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
-        if not isinstance(kind_name, str) or kind_name not in KINDS:
-            raise node.error("kind", f"unknown kind {kind_name!r}",
-                             f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
-        kind = KINDS[kind_name]
-        fields = allowed.get(kind_name) or allowed.setdefault(
-            kind_name, frozenset(NODE_FIELDS) | kind.fields)
-        if not nt.keys() <= fields:
-            unknown_keys(nt, set(fields), "field", name, node_name)
-        node_ranges(node)
-        names = node_names(node, "needs"), node_names(node, "repairs")
-        specs.append(NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
-                              spend_ceiling=required(node, "spend_ceiling"),
-                              needs=names[0], repairs=names[1]))
-        timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
-        gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
-        gate_files = listed_paths(node, spec_dir)
-        writable = listed_paths(node, spec_dir, "writable", folders=True)
-        eval_reserve = eval_reserve_of(node)
-        network = nt.get("network", False)
-        if not isinstance(network, bool):
-            raise node.error("network", f"must be true or false, got {network!r}",
-                             "write network = true (or leave it out: no network)")
-        limits = (Limits(*(tree_limit(node, key, defaults[key]) for key in LIMIT_FIELDS))
-                  if "max_files" in nt or "max_workspace_bytes" in nt else graph_limits)
-        resources = resource_limits(node, resource_defaults, limits)
-        gate_errors = nt.get("gate_errors", "retry")
-        if gate_errors not in GATE_ERRORS:
-            raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "
-                             f"{gate_errors!r}", 'write gate_errors = "stop" (or leave it out: '
-                             '"retry")')
-        worker, gate = kind.factory(node, spec_dir)
-        llm = llm_table(node, worker)
-        configs[node_name] = NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s,
-                                        gate_files, worker, gate, eval_reserve, llm, network,
-                                        writable, limits, gate_errors, resources,
-                                        worker_env(node, worker, g, name))
+    return _GraphSettings(g, strict, policy, stop_file, price, sandbox, defaults,
+                          Limits(*(defaults[key] for key in LIMIT_FIELDS)), resource_defaults)
+
+
+def _node(node_name: Any, nt: Any, path: Path, spec_dir: Path, programs: dict[str, str],
+          args: dict[tuple[Any, Path], Any], settings: _GraphSettings,
+          allowed: dict[str, frozenset[str]]) -> tuple[NodeSpec, NodeConfig]:
+    """Phase 2: one [node.NAME] table, checked: its model spec and its engine config."""
+    name = str(path)
+    if (why := name_problem(node_name)) is not None:
+        raise BadInput(name, f"node {short(node_name)}", why, NAME_FIX)
+    if not isinstance(nt, dict):
+        raise BadInput(name, f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
+    node = NodeTable(node_name, nt, path, programs, args)
+    kind_name = nt.get("kind", "command")
+    if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
+        importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
+    if not isinstance(kind_name, str) or kind_name not in KINDS:
+        raise node.error("kind", f"unknown kind {kind_name!r}",
+                         f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
+    kind = KINDS[kind_name]
+    fields = allowed.get(kind_name) or allowed.setdefault(
+        kind_name, frozenset(NODE_FIELDS) | kind.fields)
+    if not nt.keys() <= fields:
+        unknown_keys(nt, set(fields), "field", name, node_name)
+    node_ranges(node)
+    names = node_names(node, "needs"), node_names(node, "repairs")
+    node_spec = NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
+                         spend_ceiling=required(node, "spend_ceiling"),
+                         needs=names[0], repairs=names[1])
+    timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
+    gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
+    gate_files = listed_paths(node, spec_dir)
+    writable = listed_paths(node, spec_dir, "writable", folders=True)
+    eval_reserve = eval_reserve_of(node)
+    network = nt.get("network", False)
+    if not isinstance(network, bool):
+        raise node.error("network", f"must be true or false, got {network!r}",
+                         "write network = true (or leave it out: no network)")
+    limits = (Limits(*(tree_limit(node, key, settings.defaults[key]) for key in LIMIT_FIELDS))
+              if "max_files" in nt or "max_workspace_bytes" in nt else settings.limits)
+    resources = resource_limits(node, settings.resources, limits)
+    gate_errors = nt.get("gate_errors", "retry")
+    if gate_errors not in GATE_ERRORS:
+        raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "
+                         f"{gate_errors!r}", 'write gate_errors = "stop" (or leave it out: '
+                         '"retry")')
+    worker, gate = kind.factory(node, spec_dir)
+    llm = llm_table(node, worker)
+    return node_spec, NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s, gate_files,
+                                 worker, gate, eval_reserve, llm, network, writable, limits,
+                                 gate_errors, resources, worker_env(node, worker, settings.g,
+                                                                    name))
+
+
+def _graph(specs: list[NodeSpec], g: dict[str, Any], name: str) -> LoopGraph:
+    """Phase 3: the model graph of the nodes; its error names the node and field."""
     try:
-        graph = LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
-                                spend_budget=g["spend_budget"],
-                                max_parallel=g.get("max_parallel", 1))
+        return LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
+                               spend_budget=g["spend_budget"],
+                               max_parallel=g.get("max_parallel", 1))
     except GraphError as exc:
         where = (f"node {exc.node!r}, field {exc.field!r}" if exc.node is not None
                  else f"[graph] {exc.field}")
         text = str(exc)
         problem = text.split(": ", 1)[1].rsplit("; fix: ", 1)[0] if ": " in text else text
         raise BadInput(name, where, problem, exc.fix) from exc
-    return Spec(path, spec_dir, table, digest, graph, configs, strict, policy, stop_file,
-                float(price), _planner(table.get("planner"), spec_dir, name), sandbox,
-                programs)
 
 
 def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:

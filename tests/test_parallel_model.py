@@ -56,9 +56,9 @@ def fan(n: int = 2, *, ceiling: float = 2.0, budget: float = 3.0, parallel: int 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
 def test_max_parallel_must_be_an_integer_of_at_least_one(bad: object) -> None:
     with pytest.raises(GraphError, match="field 'max_parallel'.*fix: set max_parallel to 1"):
-        LoopGraph.build([NodeSpec("a")], max_parallel=bad)  # type: ignore[arg-type]
+        LoopGraph.build([NodeSpec("a")], max_parallel=bad)  # type: ignore[arg-type]  # the point: a wrong type
     with pytest.raises(GraphError, match="max_parallel"):
-        LoopGraph.build([NodeSpec("a")]).with_max_parallel(bad)  # type: ignore[arg-type]
+        LoopGraph.build([NodeSpec("a")]).with_max_parallel(bad)  # type: ignore[arg-type]  # the point: a wrong type
 
 
 def test_with_max_parallel_changes_only_the_limit() -> None:

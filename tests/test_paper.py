@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "paper-results"
 # Studies the text guards with \IfResults (the section says they were not run): their keys may
 # be absent from the fixture. Every other key the text uses must be there.
-OPTIONAL = ("transition-llm/", "competence-", "bench/")  # sections behind \IfResults
+OPTIONAL = ("transition-llm/", "transition-paper/", "competence-", "bench/")  # sections behind \IfResults
 DEF = re.compile(r"^\\lp@def\{(.+?)\}\{(.*)\}$")
 USE = re.compile(r"\\(?:R|Rp|Rpz|Rsci)\{([^{}]+)\}|\\Rf\{(\d)\}\{([^{}]+)\}")
 

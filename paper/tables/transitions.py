@@ -63,17 +63,23 @@ TRANSITION_ROWS: list[tuple[str, str]] = [
 
 
 def transition(r: Results) -> Table:
-    """The search coder beside the local model; the model's column says when it was not run."""
-    t = Table("transition", ["figure", "search coder", "local model"],
+    """The search coder beside the local model; the model's column says when it was not run. The
+    search coder at paper scale (results/transition-paper) is a column of its own when kept."""
+    paper = r.has("transition-paper/summary/scale")
+    t = Table("transition", ["figure", "search coder", *(["search coder, paper scale"] if paper
+                                                           else []), "local model"],
               needs="transition/summary/scale")
     llm = r.has("transition-llm/summary/scale")
     for label, tmpl in TRANSITION_ROWS:
         t.rows.append([Lit(label), tmpl.replace("{S/", "{transition/summary/"),
+                       *([tmpl.replace("{S/", "{transition-paper/summary/")] if paper else []),
                        tmpl.replace("{S/", "{transition-llm/summary/") if llm
                        else Lit("not run")])
     t.rows.append([Lit("scale, seed, coder"),
                    "{transition/summary/scale}, {transition/summary/seed}, "
                    "{transition/summary/coder}",
+                   *(["{transition-paper/summary/scale}, {transition-paper/summary/seed}, "
+                      "{transition-paper/summary/coder}"] if paper else []),
                    "{transition-llm/summary/scale}, {transition-llm/summary/seed}, "
                    "{transition-llm/summary/coder}" if llm else Lit("not run")])
     return t

@@ -46,8 +46,8 @@ def _drop_last_pass(ledger: Path) -> None:
 def test_crash_headline_reports_a_resume_that_loses_a_verdict(tmp_path, monkeypatch):
     real = crash_cases._cli
 
-    def lossy(args, cwd, crash_at=None, count_into=None):
-        code, err = real(args, cwd, crash_at, count_into)
+    def lossy(args, cwd, *more, **named):
+        code, err = real(args, cwd, *more, **named)
         if args[0] == "resume" and code != -9:
             _drop_last_pass(Path(args[args.index("--ledger") + 1]))
         return code, err

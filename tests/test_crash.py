@@ -134,11 +134,11 @@ def test_a_sigkill_with_two_attempts_in_flight_recovers_both(tmp_path: Path) -> 
     a worker's return, and a real SIGKILL there leaves two attempts open; resume gives back each
     (two abandons), re-runs both, and ends as the uncrashed run did, within B at every prefix."""
     base = cases.run_baseline(0, tmp_path, 2)
-    assert max(base.flying["runner.after_worker"]) == 2
+    assert max(base.flying["runner.after_worker"]) == 2, base.flying
     planned = {c.site: c for c in cases.plan(base, crash_sites.SCALES["default"],
                                              crash_sites.engine_sites())}
-    assert set(planned) == set(crash_sites.engine_sites())
+    assert set(planned) == set(crash_sites.engine_sites()), (planned, base.flying)
     row = cases.run_case(planned["runner.after_worker"], tmp_path, base)
-    assert row.crashed and row.in_flight == 2 and row.abandoned == 2
-    assert row.outcome_recovered and row.budget_ok and row.lost_verdicts == 0
-    assert row.repeated_calls == 2  # both had called: both re-run, counted
+    assert row.crashed and row.in_flight == 2 and row.abandoned == 2, row
+    assert row.outcome_recovered and row.budget_ok and row.lost_verdicts == 0, row
+    assert row.repeated_calls == 2, row  # both had called: both re-run, counted

@@ -5,13 +5,18 @@ workspace) so the experiment can count how often workers really ran, then writes
 into its workspace: the expected content when this attempt passes, a fixed wrong one when it
 fails. With WIDTH (a build of the wide crash graph, activation 0), it first waits until WIDTH
 builds have called for this attempt number (their lines in CALLS_FILE; at most 10 s): so when
-one build's worker returns, every build of the wave has called, in every run of the seed.
+one build's worker returns, every build of the wave has called, in every run of the seed. Then
+build_i waits i x STAGGER_S more: build_0's verdict is recorded while the others still work
+(without it, two verdicts could both be recorded before either's next crash site, and the
+attempts in flight after a verdict would depend on thread timing).
 """
 
 import hashlib
 import os
 import sys
 import time
+
+STAGGER_S = 0.75
 
 
 def expected(seed: str, node: str) -> str:
@@ -45,6 +50,7 @@ def main() -> int:
         os.close(fd)
     if len(sys.argv) > 5 and activation == 0:
         rendezvous(calls, int(sys.argv[5]), f" {activation} {attempt}")
+        time.sleep(STAGGER_S * int(node.rsplit("_", 1)[1]))  # build_i returns i steps later
     with open(f"{node}.txt", "w") as out:
         out.write(expected(seed, node) if passes else f"wrong answer from {node}\n")
     return 0

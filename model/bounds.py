@@ -164,67 +164,74 @@ def _dense(x: int | frozenset[int], own: int, base: int) -> int:
     return _bits(x, base)
 
 
+@dataclass(frozen=True)
+class Descendants:
+    """Per node i (topological order), the weight of desc(i): its attempts Σ a_v and its spend
+    Σ a_v·c_v (scaled to integers), each over the nodes below i."""
+
+    attempts: list[int]
+    spend: list[int]
+
+
+@dataclass(frozen=True)
+class WorstRerun:
+    """The repair pair (d, u) whose rerun set S_u \\ desc(d) weighs most in attempts (the
+    first in declaration order), that weight, and the largest rerun weight in spend."""
+
+    attempts: int
+    pair: tuple[str, str] | None
+    spend: int
+
+
 def _worst_sums(graph: LoopGraph) -> WorstSums:
+    """Three phases: the weights (spend scaled to exact integers), the descendants' weights of
+    every node (one bottom-up pass), the heaviest rerun over the repair pairs."""
+    attempts = [v.attempts for v in graph.nodes]
+    exact = _exact([v.attempts * v.spend_ceiling for v in graph.nodes])
+    spends, scale = exact if exact is not None else ([0] * len(attempts), 1)
+    desc = _descendants(graph, attempts, spends)
+    worst = _worst_rerun(graph, attempts, spends, desc)
+    return WorstSums(sum(attempts), worst.attempts, worst.pair,
+                     sum(spends) if exact is not None else None,
+                     worst.spend if exact is not None else None, scale)
+
+
+def _kept_as_sets(graph: LoopGraph) -> list[bool]:
+    """Which S_i are needed as sets: those a predecessor unites with another successor's (a
+    chain needs none), and those a needed set is built from."""
     nodes, index, succ = graph.nodes, graph._index, graph.successors
-    n = len(nodes)  # node i is the i-th in topological order
-    attempts = [v.attempts for v in nodes]
-    exact = _exact([v.attempts * v.spend_ceiling for v in nodes])
-    spends, scale = exact if exact is not None else ([0] * n, 1)
-    weigh = _Weigher(attempts, spends)
-    # S_i is needed as a set only if a predecessor unites it with another successor's (a chain
-    # needs none). A small set is a frozenset of node indices, a large one an int shifted down to
-    # its own node (bit 0 = i), so a fan's leaves cost a few entries each; a set is dropped once
-    # the last predecessor that needs it is done.
-    need = [False] * n
+    need = [False] * len(nodes)
     for i, v in enumerate(nodes):
         need[i] = any(len(succ[p]) > 1 or need[p] for p in (index[q] for q in v.needs))
+    return need
+
+
+def _descendants(graph: LoopGraph, attempts: list[int], spends: list[int]) -> Descendants:
+    """desc(i)'s weights for every node, bottom-up. A small set is a frozenset of node indices,
+    a large one an int shifted down to its own node (bit 0 = i), so a fan's leaves cost a few
+    entries each; a set is dropped once the last predecessor that needs it is done."""
+    nodes, succ = graph.nodes, graph.successors
+    n = len(nodes)  # node i is the i-th in topological order
+    weigh = _Weigher(attempts, spends)
+    need = _kept_as_sets(graph)
     waiting = [len(v.needs) for v in nodes]
     closed: dict[int, int | frozenset[int]] = {}
-    desc_a = [0] * n  # weight of desc(i): attempts
-    desc_c = [0] * n  # weight of desc(i): spend, scaled
+    desc_a = [0] * n
+    desc_c = [0] * n
     for i in range(n - 1, -1, -1):
         out = succ[i]
-        own = frozenset((i,))
-        mine: int | frozenset[int] = own
+        mine: int | frozenset[int] = frozenset((i,))
         if out:
             # the successor with the heaviest S_s carries most of desc(i); weigh only the rest
             top = max(out, key=lambda j: attempts[j] + desc_a[j])
             da, dc = attempts[top] + desc_a[top], spends[top] + desc_c[top]
             if len(out) > 1:
-                sets = [closed[j] for j in out]
-                if sum(len(x) if type(x) is frozenset else _SPARSE + 1 for x in sets) <= _SPARSE:
-                    # every set is a frozenset here (the sum above counts an int as too many)
-                    union = frozenset[int]().union(*sets)  # type: ignore[arg-type]  # see above
-                    extra = union - closed[top]  # type: ignore[operator]  # a frozenset too
-                    da += sum(attempts[e] for e in extra)
-                    dc += sum(spends[e] for e in extra)
-                    mine = union | own
-                else:
-                    # the small sets' members go into one buffer, the large ones are OR-ed
-                    # smallest first: each OR copies the larger operand, so neither a wide fan
-                    # of small sets nor a few large ones costs more than their sizes
-                    bits = _dense(closed[top], top, i)
-                    members: list[int] = []
-                    wide: list[int] = []
-                    for j in out:
-                        if j != top:
-                            x = closed[j]
-                            if isinstance(x, int):
-                                wide.append(x << (j - i))
-                            else:
-                                members.extend(x)
-                    merged = _bits(members, i) | bits
-                    for w in sorted(wide, key=int.bit_length):
-                        merged |= w
-                    added = merged ^ bits
-                    if added:
-                        ea, ec = weigh(added, i)
-                        da, dc = da + ea, dc + ec
-                    mine = merged | 1
+                (ea, ec), mine = _union_below(i, out, top, closed, attempts, spends, weigh)
+                da, dc = da + ea, dc + ec
             elif need[i]:
                 x = closed[top]
                 if isinstance(x, frozenset) and len(x) < _SPARSE:
-                    mine = x | own
+                    mine = x | {i}
                 else:
                     mine = _dense(x, top, i) | 1
             desc_a[i], desc_c[i] = da, dc
@@ -236,20 +243,59 @@ def _worst_sums(graph: LoopGraph) -> WorstSums:
             if type(mine) is frozenset and len(mine) > _SPARSE:
                 mine = _dense(mine, i, i)
             closed[i] = mine
+    return Descendants(desc_a, desc_c)
+
+
+def _union_below(i: int, out: tuple[int, ...], top: int, closed: dict[int, int | frozenset[int]],
+                 attempts: list[int], spends: list[int], weigh: _Weigher
+                 ) -> tuple[tuple[int, ...], int | frozenset[int]]:
+    """S_i for a node with several successors: the union of their sets and i itself, and the
+    weights (attempts, spend) of what the union adds to the heaviest successor's set `top`."""
+    own = frozenset((i,))
+    sets = [closed[j] for j in out]
+    if sum(len(x) if type(x) is frozenset else _SPARSE + 1 for x in sets) <= _SPARSE:
+        # every set is a frozenset here (the sum above counts an int as too many)
+        union = frozenset[int]().union(*sets)  # type: ignore[arg-type]  # see above
+        extra = union - closed[top]  # type: ignore[operator]  # a frozenset too
+        return ((sum(attempts[e] for e in extra), sum(spends[e] for e in extra)),
+                union | own)
+    # the small sets' members go into one buffer, the large ones are OR-ed smallest first:
+    # each OR copies the larger operand, so neither a wide fan of small sets nor a few large
+    # ones costs more than their sizes
+    bits = _dense(closed[top], top, i)
+    members: list[int] = []
+    wide: list[int] = []
+    for j in out:
+        if j != top:
+            x = closed[j]
+            if isinstance(x, int):
+                wide.append(x << (j - i))
+            else:
+                members.extend(x)
+    merged = _bits(members, i) | bits
+    for w in sorted(wide, key=int.bit_length):
+        merged |= w
+    added = merged ^ bits
+    return (weigh(added, i) if added else (0, 0)), merged | 1
+
+
+def _worst_rerun(graph: LoopGraph, attempts: list[int], spends: list[int],
+                 desc: Descendants) -> WorstRerun:
+    """Over every repair pair (d, u): the weight of S_u \\ desc(d), which is a_u + desc(u) -
+    desc(d) since desc(d) lies inside desc(u) (d is u or below it)."""
+    index = graph._index
     best_a = best_c = 0
     pair = None
-    for v in nodes:
+    for v in graph.nodes:
         d = index[v.name]
         for u_name in v.repairs:
             u = index[u_name]
-            rerun_a = attempts[u] + desc_a[u] - desc_a[d]
-            rerun_c = spends[u] + desc_c[u] - desc_c[d]
+            rerun_a = attempts[u] + desc.attempts[u] - desc.attempts[d]
+            rerun_c = spends[u] + desc.spend[u] - desc.spend[d]
             if pair is None or rerun_a > best_a:
                 best_a, pair = rerun_a, (v.name, u_name)
             best_c = max(best_c, rerun_c)
-    return WorstSums(sum(attempts), best_a, pair,
-                     sum(spends) if exact is not None else None,
-                     best_c if exact is not None else None, scale)
+    return WorstRerun(best_a, pair, best_c)
 
 
 def attempt_bound(graph: LoopGraph) -> int:

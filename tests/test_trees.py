@@ -101,3 +101,38 @@ def test_the_state_hash_refuses_what_the_snapshot_digest_only_records(tmp_path: 
     assert tree_digest(tree) == before
     with pytest.raises(UnsafeTree):
         tree_hash(tree)
+
+
+# ---- ensure_dir: a folder another thread makes at the same moment -----------------------------
+
+def test_a_folder_made_between_the_look_and_the_mkdir_is_used_not_an_error(tmp_path, monkeypatch):
+    """Two attempts in flight that end together both stage into L.jsonl.accepted: one looks,
+    finds nothing, and the other's mkdir lands before its own (seen in make check: the parallel
+    stateful test failed with FileExistsError). Played here without threads: the look itself
+    makes the folder, as the other thread would have, then reports it missing."""
+    from engine.system import trees
+
+    target = tmp_path / "accepted"
+    real = os.lstat
+    raced = []
+
+    def look_then_lose_the_race(path, *args, **kwargs):
+        if Path(path) == target and not raced:
+            raced.append(True)
+            os.mkdir(target)  # the other attempt
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(trees.os, "lstat", look_then_lose_the_race)
+    assert trees.ensure_dir(target) == target and target.is_dir() and raced
+
+
+def test_a_symlink_in_place_of_the_folder_is_replaced_not_followed(tmp_path):
+    from engine.system import trees
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "accepted"
+    link.symlink_to(elsewhere)
+    assert trees.ensure_dir(link) == link
+    assert link.is_dir() and not link.is_symlink() and elsewhere.is_dir()

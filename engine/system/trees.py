@@ -234,16 +234,24 @@ def make_writable(root: Path) -> None:
 
 def ensure_dir(path: Path) -> Path:
     """`path` as a real folder the engine can use: created if missing; a symlink or a file
-    found in its place (a worker put it there) is removed first, never followed."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        os.mkdir(path)
-        return path
-    if stat.S_ISDIR(st.st_mode):
-        return path
-    os.unlink(path)
-    os.mkdir(path)
+    found in its place (a worker put it there) is removed first, never followed. Another
+    thread of the engine may create it at the same moment (attempts in flight that end
+    together stage into one folder): a folder that appears between the look and the mkdir is
+    looked at again, not an error."""
+    for _ in range(8):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            try:
+                os.mkdir(path)
+                return path
+            except FileExistsError:
+                continue  # made meanwhile: look at what it is
+        if stat.S_ISDIR(st.st_mode):
+            return path
+        with contextlib.suppress(FileNotFoundError):  # removed meanwhile: as good
+            os.unlink(path)
+    os.mkdir(path)  # still contested after every look: the error says what is there
     return path
 
 

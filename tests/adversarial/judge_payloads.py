@@ -188,8 +188,12 @@ def _answers():
     return found
 '''
 READ_FILES = '''
+_FOUND = []
+
 def median(xs):
-    return _answers().get(repr(xs), 0)
+    if not _FOUND:  # one search per process, as an attacker would: a search per call ran
+        _FOUND.append(_answers())  # past the per-case time on a loaded machine
+    return _FOUND[0].get(repr(xs), 0)
 '''
 FRAMES = '''
 import sys as _sys

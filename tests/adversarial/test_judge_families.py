@@ -67,10 +67,5 @@ def test_without_the_sandbox_the_first_rule_is_given_up(judges: Judges, tmp_path
     reader = next(p for p in PAYLOADS if p.name == "gate-files-and-proc")
     tree = reader.tree(tmp_path, judges.spec.dir)
     assert judges.judge("calls", tree).verdict == "reject"
-    # The residual exists if the payload gets through once: an attacker tries again. (Under
-    # make check's three workers one unconfined try came back a reject in 2 of 4 fresh runs,
-    # never alone: 8 of 8 accepted. The details say why if all three fail.)
-    tries = []
-    while len(tries) < 3 and not any(t.verdict == "accept" for t in tries):
-        tries.append(judges.unconfined("calls", tree))
-    assert tries[-1].verdict == "accept", [(t.verdict, t.detail) for t in tries]
+    result = judges.unconfined("calls", tree)
+    assert result.verdict == "accept", result.detail

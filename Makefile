@@ -126,17 +126,20 @@ reproduce: venv sandbox coq latex
 LLM ?= 1.5b
 LLM_SCALE ?= llm-short
 COMPETENCE_SCALE ?= llm
+# LLM_THREADS=1 pins the model's CPU threads (default: 2 on an idle machine, 1 on a loaded one).
+LLM_THREADS ?=
+LLM_THREADS_ARG := $(if $(LLM_THREADS),--threads $(LLM_THREADS))
 reproduce-llm: $(LLM_STAMP)
 	$(BIN)/python -m experiments.transition.weights --llm 0.5b
 	$(BIN)/python -m experiments.transition.weights --llm 1.5b
 	@for m in 0.5b 1.5b; do \
-	  $(BIN)/python -m experiments.transition.competence --llm $$m --scale $(COMPETENCE_SCALE) --seed $(SEED) --out results/competence-$$m || exit 1; \
+	  $(BIN)/python -m experiments.transition.competence --llm $$m --scale $(COMPETENCE_SCALE) --seed $(SEED) $(LLM_THREADS_ARG) --out results/competence-$$m || exit 1; \
 	  rm -rf results/competence-$$m-replay; \
 	  $(BIN)/python -m experiments.transition.competence --llm $$m --replay results/competence-$$m --scale $(COMPETENCE_SCALE) --seed $(SEED) --out results/competence-$$m-replay >/dev/null || exit 1; \
 	  cmp results/competence-$$m/summary.json results/competence-$$m-replay/summary.json || exit 1; \
 	  rm -rf results/competence-$$m-replay; \
 	done
-	$(BIN)/python -m experiments.transition --coder llm --llm $(LLM) --scale $(LLM_SCALE) --seed $(SEED) --json --out results/transition-llm
+	$(BIN)/python -m experiments.transition --coder llm --llm $(LLM) --scale $(LLM_SCALE) --seed $(SEED) $(LLM_THREADS_ARG) --json --out results/transition-llm
 	rm -rf results/transition-llm-replay
 	$(BIN)/python -m experiments.transition --coder llm --llm $(LLM) --replay results/transition-llm --scale $(LLM_SCALE) --seed $(SEED) --out results/transition-llm-replay
 	diff -r -x manifest.json -x '*.png' results/transition-llm results/transition-llm-replay

@@ -69,7 +69,7 @@ coq:
 	  fi; }
 
 proofs: venv coq
-	$(BIN)/python -m proofs
+	$(BIN)/python -m proofs --keep build/proofs
 
 explore: venv
 	$(BIN)/python -m model.explore --max-nodes 4 --json

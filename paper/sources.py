@@ -100,6 +100,30 @@ def _ours(t: str, results: Results, latex: bool) -> str:
     return NOT_RUN if out is None else out
 
 
+PAPER_SCALE = "-paper"  # results/<study>-paper/: the study run at --scale paper (make reproduce-paper)
+SCALED = ("bounds", "crash", "growth", "integrity", "mutants", "transition")  # take --scale
+
+
+def at_paper_scale(t: str) -> str | None:
+    """The template `t` with each key read from its study's paper-scale run (`{crash/summary/x}`
+    becomes `{crash-paper/summary/x}`); None when a key is not of a study with scales."""
+    def study(key: str) -> str:
+        return key.split("/", 1)[0]
+
+    if not template.keys(t) or any(study(k) not in SCALED for k in template.keys(t)):
+        return None
+    return template.FIELD.sub(
+        lambda m: "{" + m.group(1).replace("/", PAPER_SCALE + "/", 1)
+        + (f"|{m.group(2)}" if m.group(2) else "") + "}", t)
+
+
+def _ours_at_paper(f: Figure, results: Results, latex: bool) -> str:
+    """"paper scale: X" from the paper-scale run of the figure's study ("not run" without one);
+    nothing for a figure of a study without scales (the proofs, the bench, the model run)."""
+    t = at_paper_scale(f.ours)
+    return "" if t is None else "paper scale: " + _ours(t, results, latex)
+
+
 def latex_table(paper: str, figures: list[Figure], results: Results) -> str:
     """A longtable body: quantity | paper (scale) | this artifact (scale) | like for like."""
     rows = [r"\begin{longtable}{@{}p{0.25\linewidth}p{0.19\linewidth}p{0.22\linewidth}"
@@ -119,7 +143,9 @@ def latex_table(paper: str, figures: list[Figure], results: Results) -> str:
         rows.append(
             f"{t(f.quantity)} & {t(f.value)}\\newline{{\\footnotesize {t(f.paper_scale)}; "
             f"{t(f.source)}}} & {_ours(f.ours, results, True)}\\newline{{\\footnotesize "
-            f"{_ours(f.ours_scale, results, True)}}} & {like}: {{\\footnotesize {why}}} \\\\")
+            f"{_ours(f.ours_scale, results, True)}"
+            + (f"; {x}" if (x := _ours_at_paper(f, results, True)) else "")
+            + f"}} & {like}: {{\\footnotesize {why}}} \\\\")
     rows += [r"\bottomrule", r"\end{longtable}"]
     return "\n".join(rows) + "\n"
 
@@ -133,7 +159,9 @@ def markdown_table(paper: str, figures: list[Figure], results: Results) -> str:
         cell = lambda s: s.replace("|", "\\|")  # noqa: E731
         rows.append(f"| {cell(f.quantity)} | {cell(f.value)} ({cell(f.paper_scale)}; "
                     f"{cell(f.source)}) | {cell(_ours(f.ours, results, False))} "
-                    f"({cell(_ours(f.ours_scale, results, False))}) | {like}: "
+                    f"({cell(_ours(f.ours_scale, results, False))}"
+                    + (f"; {cell(x)}" if (x := _ours_at_paper(f, results, False)) else "")
+                    + f") | {like}: "
                     f"{cell(_ours(f.why, results, False))} |")
     return "\n".join(rows) + "\n"
 

@@ -323,3 +323,31 @@ def test_the_like_for_like_counts_are_read_from_the_source_file() -> None:
     assert m["all/@like"] == str(sum(r["like"] for r in rows))
     for paper in ("bounded-loops", "looping", "guardrail"):
         assert m[f"{paper}/@like"] == str(sum(r["like"] for r in rows if r["paper"] == paper))
+
+
+def test_a_figure_shows_its_paper_scale_value_where_a_paper_scale_run_was_kept(
+        tmp_path: Path) -> None:
+    """The comparison with the source papers reads <study>-paper/ for the same keys: the value
+    when the paper-scale run is there, "not run" when it is not, and nothing for a figure of a
+    study that has no scales (the proofs)."""
+    for folder, cases in (("crash", 50), ("crash-paper", 240)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "summary.json").write_text(json.dumps({"cases": cases}))
+    (tmp_path / "proofs").mkdir()
+    (tmp_path / "proofs" / "counts.json").write_text(json.dumps({"all": 68}))
+
+    def figure(ours: str) -> sources.Figure:
+        return sources.Figure("p", "f", "cases", "240", "table 1", "paper", ours, "default",
+                              True, "")
+
+    results = Results(tmp_path)
+    crash = sources.markdown_table("p", [figure("{crash/summary/cases}")], results)
+    assert "| 50 (default; paper scale: 240) |" in crash
+    shutil.rmtree(tmp_path / "crash-paper")
+    results = Results(tmp_path)
+    assert "(default; paper scale: not run)" in sources.markdown_table(
+        "p", [figure("{crash/summary/cases}")], results)
+    proofs = sources.markdown_table("p", [figure("{proofs/counts/all}")], results)
+    assert "| 68 (default) |" in proofs and "paper scale" not in proofs
+    assert "paper scale: not run" in sources.latex_table("p", [figure("{crash/summary/cases}")],
+                                                         results)

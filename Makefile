@@ -136,7 +136,7 @@ reproduce-paper: venv sandbox coq
 # figures, print the competence and the share of replies that change code.
 # LLM_SCALE=llm-smoke LLM=0.5b checks the path in a few minutes.
 LLM ?= 1.5b
-LLM_SCALE ?= llm-short
+LLM_SCALE ?= llm
 COMPETENCE_SCALE ?= llm
 # LLM_THREADS=1 pins the model's CPU threads (default: 2 on an idle machine, 1 on a loaded one).
 LLM_THREADS ?=

@@ -39,6 +39,16 @@ CI_PERCENTILE = "percentile cluster bootstrap (BCa undefined here)"
 NO_VARIATION = "no variation"
 
 
+def bounds(lo: float, hi: float) -> list[float] | None:
+    """[lo, hi] at the 6 decimals the result files keep, or None when that is not an interval:
+    a bootstrap whose draws differ by rounding noise (-1e-17 against 1e-17) rounds to [-0.0, 0.0],
+    which is as degenerate as [x, x]."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return None
+    r_lo, r_hi = round(float(lo), 6) + 0.0, round(float(hi), 6) + 0.0  # + 0.0: no -0.0
+    return [r_lo, r_hi] if r_hi > r_lo else None
+
+
 def interval(values: Sequence[float], *, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:
     """A 95% bootstrap interval for the mean of one value per cluster: {"ci95": [lo, hi] or None,
     "ci_method": CI_BCA, CI_PERCENTILE or NO_VARIATION}."""
@@ -50,9 +60,8 @@ def interval(values: Sequence[float], *, seed: int, n_boot: int = N_BOOT) -> dic
             warnings.simplefilter("ignore")  # scipy's DegenerateDataWarning: handled below
             ci = stats.bootstrap((x,), np.mean, n_resamples=n_boot, method=method,
                                  random_state=np.random.default_rng(seed)).confidence_interval
-        lo, hi = float(ci.low), float(ci.high)
-        if np.isfinite(lo) and np.isfinite(hi) and lo < hi:
-            return {"ci95": [round(lo, 6), round(hi, 6)], "ci_method": name}
+        if (b := bounds(float(ci.low), float(ci.high))) is not None:
+            return {"ci95": b, "ci_method": name}
     return {"ci95": None, "ci_method": NO_VARIATION}
 
 
@@ -64,7 +73,7 @@ def percentile_interval(values: Sequence[float], *, seed: int, n_boot: int = N_B
         return None
     ci = stats.bootstrap((x,), np.mean, n_resamples=n_boot, method="percentile",
                          random_state=np.random.default_rng(seed)).confidence_interval
-    return [round(float(ci.low), 6), round(float(ci.high), 6)]
+    return bounds(float(ci.low), float(ci.high))
 
 
 def cluster_mean(per_cluster: Mapping[str, float], *, seed: int, n_boot: int = N_BOOT

@@ -193,6 +193,19 @@ def test_the_verifier_intervals_are_bca_and_agree_with_scipy_on_a_mean():
     assert method == CI_PERCENTILE and ci is not None and ci[0] < ci[1]
     # draws that do not vary: no interval, never [x, x]
     assert _bca(np.full(100, 0.3), 0.3, jack) == (None, NO_VARIATION)
+    # draws that differ by rounding noise only (a D of 0 computed two ways): the file would
+    # read [-0.0, 0.0], as degenerate as [x, x] (the 1.5B model's run printed it so)
+    noise = np.tile([-1e-17, 0.0, 1e-17], 40)
+    assert _bca(noise, 0.0, jack) == (None, NO_VARIATION)
+
+
+def test_no_interval_rounds_to_a_point():
+    from experiments import stats
+
+    assert stats.bounds(-1e-17, 1e-17) is None and stats.bounds(0.2, 0.2) is None
+    assert stats.bounds(0.1, 0.3) == [0.1, 0.3]
+    assert str(stats.bounds(-1e-9, 0.5)) == "[0.0, 0.5]"  # no -0.0 in a result file
+    assert stats.bounds(float("nan"), 1.0) is None
 
 
 def test_every_verifier_interval_names_its_method():

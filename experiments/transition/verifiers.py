@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from experiments.stats import bounds
+
 VERIFIERS = ("self", "visible", "challenge")
 SCORES = {"self": "self", "visible": "visible_share", "challenge": "challenge_share"}
 COVERAGE = 0.70
@@ -139,9 +141,7 @@ def _ci(draws: np.ndarray) -> list[float | None] | None:
     if len(ok) < 2:
         return None
     lo, hi = np.percentile(ok, [2.5, 97.5])
-    if not hi > lo:
-        return None
-    return [_r(lo), _r(hi)]
+    return bounds(lo, hi)
 
 
 CI_BCA = "BCa task-cluster bootstrap"
@@ -169,8 +169,8 @@ def _bca(draws: np.ndarray, point: float, jack: np.ndarray) -> tuple[list | None
         q = norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
         if np.all(np.isfinite(q)):
             lo, hi = np.percentile(ok, 100 * q)
-            if hi > lo:
-                return [_r(lo), _r(hi)], CI_BCA
+            if (b := bounds(lo, hi)) is not None:
+                return b, CI_BCA
     ci = _ci(draws)
     return (ci, CI_PERCENTILE) if ci is not None else (None, NO_VARIATION)
 

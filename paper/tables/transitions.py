@@ -66,9 +66,12 @@ def transition(r: Results) -> Table:
     """The search coder beside the local model; the model's column says when it was not run. The
     search coder at paper scale (results/transition-paper) is a column of its own when kept."""
     paper = r.has("transition-paper/summary/scale")
-    t = Table("transition", ["figure", "search coder", *(["search coder, paper scale"] if paper
-                                                           else []), "local model"],
-              needs="transition/summary/scale")
+    columns = ["figure", "search coder", *(["search coder, paper scale"] if paper else []),
+               "local model"]
+    # wrapped columns: an interval per cell in four columns is wider than the page
+    ragged = r">{\raggedright\arraybackslash}p{%.2f\linewidth}"
+    widths = [ragged % 0.19] + [ragged % (0.69 / (len(columns) - 1))] * (len(columns) - 1)
+    t = Table("transition", columns, needs="transition/summary/scale", widths=widths)
     llm = r.has("transition-llm/summary/scale")
     for label, tmpl in TRANSITION_ROWS:
         t.rows.append([Lit(label), tmpl.replace("{S/", "{transition/summary/"),

@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     run = args.compare or args.update
-    if not run.is_dir() or (gone := missing(run)) == list(REQUIRED):
+    gone = missing(run) if run.is_dir() else list(REQUIRED)
+    if not run.is_dir() or not files(run):
         print(f"python -m paper.reference: {run}: holds no study's results; fix: run make "
               "reproduce (it writes results/)", file=sys.stderr)
         return 2

@@ -90,6 +90,20 @@ def test_update_replaces_only_the_studies_the_run_made(tmp_path: Path) -> None:
     assert json.loads((copy / "crash" / "summary.json").read_text())["cases"] == s["cases"]
     assert (copy / "transition-llm" / "replies.jsonl").is_file()  # not in the run: kept
     assert reference.main(["--update", str(tmp_path / "nothing"), "--copy", str(copy)]) == 2
+    (tmp_path / "empty").mkdir()
+    assert reference.main(["--update", str(tmp_path / "empty"), "--copy", str(copy)]) == 2
+
+
+def test_a_run_of_paper_scale_studies_alone_updates_the_copy(tmp_path: Path) -> None:
+    """make reproduce-paper's results/ holds only <study>-paper/ folders and none of the
+    default-scale files: the copy takes them and keeps the rest."""
+    copy = _copy(tmp_path / "c")
+    run = tmp_path / "paper-run"
+    shutil.copytree(REF / "crash", run / "crash-paper")
+    assert reference.main(["--update", str(run), "--copy", str(copy)]) == 0
+    assert (copy / "crash-paper" / "summary.json").read_bytes() == \
+        (REF / "crash" / "summary.json").read_bytes()
+    assert (copy / "crash" / "summary.json").is_file()
 
 
 def test_no_command_rewrites_a_tracked_page_from_results_without_figures(

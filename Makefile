@@ -80,11 +80,12 @@ lint: venv
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-# Three workers on CI's two cores: a good share of the tests wait (sandboxed children, timeouts,
-# notebook kernels), and a third worker fills the core a waiting one leaves idle; worksteal hands
-# the last long tests to whichever worker is free.
+# Four workers on CI's two cores: a good share of the tests wait (sandboxed children, timeouts,
+# notebook kernels), and the extra workers fill the cores a waiting one leaves idle (side by side
+# on one clone: 245 s of tests with four, 262 s with three); worksteal hands the last long tests
+# to whichever worker is free.
 test: venv sandbox browser coq
-	$(BIN)/python -m pytest -n 3 --dist worksteal
+	$(BIN)/python -m pytest -n 4 --dist worksteal
 
 check: venv sandbox browser coq lint proofs test
 	@echo "make check: proofs and tests passed"

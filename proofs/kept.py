@@ -56,6 +56,7 @@ def keep(directory: Path, report: list[dict[str, Any]]) -> Path:
     with os.fdopen(fd, "w") as f:
         json.dump(report, f, indent=2, sort_keys=True)
         f.write("\n")
+    os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is for every reader of the tree
     os.replace(tmp, target)
     return target
 

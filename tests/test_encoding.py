@@ -56,7 +56,7 @@ from model.transitions import (
 from proofs.encoding import EPS, KINDS, S_RUNNING, Params, RunEncoding, Semantics
 from proofs.unbounded import INT, UnboundedRuns, UState
 
-EXAMPLES = 60        # cases per kind (derandomized: the planted faults need a fixed sample)
+EXAMPLES = 40        # cases per kind (derandomized: the planted faults need a fixed sample)
 MIN_ENABLED = 0.4    # of each kind's cases, at least this share has an enabled step ...
 MIN_DISABLED = 0.4   # ... and at least this share a disabled one
 

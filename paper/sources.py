@@ -101,16 +101,14 @@ def _ours(t: str, results: Results, latex: bool) -> str:
 
 
 PAPER_SCALE = "-paper"  # results/<study>-paper/: the study run at --scale paper (make reproduce-paper)
-SCALED = ("bounds", "crash", "growth", "integrity", "mutants", "transition")  # take --scale
 
 
-def at_paper_scale(t: str) -> str | None:
+def at_paper_scale(t: str, results: Results) -> str | None:
     """The template `t` with each key read from its study's paper-scale run (`{crash/summary/x}`
-    becomes `{crash-paper/summary/x}`); None when a key is not of a study with scales."""
-    def study(key: str) -> str:
-        return key.split("/", 1)[0]
-
-    if not template.keys(t) or any(study(k) not in SCALED for k in template.keys(t)):
+    becomes `{crash-paper/summary/x}`); None when a key's study takes no scale (its summary
+    names none: the proofs, the bench)."""
+    studies = {k.split("/", 1)[0] for k in template.keys(t)}
+    if not studies or not all(results.has(f"{s}/summary/scale") for s in studies):
         return None
     return template.FIELD.sub(
         lambda m: "{" + m.group(1).replace("/", PAPER_SCALE + "/", 1)
@@ -119,8 +117,8 @@ def at_paper_scale(t: str) -> str | None:
 
 def _ours_at_paper(f: Figure, results: Results, latex: bool) -> str:
     """"paper scale: X" from the paper-scale run of the figure's study ("not run" without one);
-    nothing for a figure of a study without scales (the proofs, the bench, the model run)."""
-    t = at_paper_scale(f.ours)
+    nothing for a figure of a study without scales (the proofs, the bench)."""
+    t = at_paper_scale(f.ours, results)
     return "" if t is None else "paper scale: " + _ours(t, results, latex)
 
 

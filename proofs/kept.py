@@ -62,6 +62,13 @@ def keep(directory: Path, report: list[dict[str, Any]]) -> Path:
 
 
 def load(directory: Path) -> list[dict[str, Any]] | None:
-    """The kept report for today's sources, or None."""
-    target = path(directory)
-    return json.loads(target.read_text()) if target.exists() else None
+    """The kept report for today's sources, or None: also when its bytes are not a report (a
+    zero-filled or cut file, a disk that failed), so the caller runs the proofs again."""
+    try:
+        rows = json.loads(path(directory).read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(rows, list) and all(isinstance(r, dict) and "id" in r and "result" in r
+                                           for r in rows)):
+        return None
+    return rows

@@ -332,7 +332,8 @@ def test_a_figure_shows_its_paper_scale_value_where_a_paper_scale_run_was_kept(
     study that has no scales (the proofs)."""
     for folder, cases in (("crash", 50), ("crash-paper", 240)):
         (tmp_path / folder).mkdir()
-        (tmp_path / folder / "summary.json").write_text(json.dumps({"cases": cases}))
+        (tmp_path / folder / "summary.json").write_text(json.dumps(
+            {"cases": cases, "scale": folder.partition("-")[2] or "default"}))
     (tmp_path / "proofs").mkdir()
     (tmp_path / "proofs" / "counts.json").write_text(json.dumps({"all": 68}))
 

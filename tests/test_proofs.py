@@ -623,3 +623,15 @@ def test_an_unknown_in_a_forked_process_is_still_a_failure(monkeypatch, capsys):
     assert [(r["id"], r["result"]) for r in rows] == [("G1-undecided", "unknown"),
                                                       ("G5-gated", "proved")]
     assert "timeout" in rows[0]["error"]
+
+
+@pytest.mark.parametrize("damage", [b"\0" * 4096, b'[{"id": "G1-', b'{"id": 1}', b"[1, 2]"])
+def test_a_kept_report_that_is_not_a_report_is_not_found(tmp_path, damage):
+    """A zero-filled, cut or foreign file under today's digest: the tests then run the proofs
+    again (tests/proofs_report.py), never read it as results."""
+    from proofs import kept
+
+    kept.keep(tmp_path, [{"id": "G6-x", "result": "proved"}])
+    assert kept.load(tmp_path) == [{"id": "G6-x", "result": "proved"}]
+    kept.path(tmp_path).write_bytes(damage)
+    assert kept.load(tmp_path) is None

@@ -62,7 +62,9 @@ KEPT_OUT = {
 VARYING = {
     "proofs/proofs.json": ({"seconds"}, "the prover's time per obligation"),
     "audit/*.json": ({"cpu_s", "wall_s", "loadavg_1m", "mutants_per_cpu_s", "mutants_per_s",
-                      "runs_per_s"}, "the audit's timings and the machine's load"),
+                      "runs_per_s", "detail"},
+                     "the audit's timings and the machine's load; an exploit probe's detail, "
+                     "the gate's own output, which names the clone's absolute paths"),
     "examples/*.json": ({"ledger", "settled", "reserved", "head"},
                         "the ledger's absolute path; the spend, metered in wall-clock seconds of "
                         "the example's command workers, and the ledger's head hash, which covers "

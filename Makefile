@@ -69,11 +69,11 @@ coq:
 	  fi; }
 
 proofs: venv coq
-	$(BIN)/python -m proofs --keep build/proofs
+	$(BIN)/python -m loopproof.proofs --keep build/proofs
 
 explore: venv
-	$(BIN)/python -m model.explore --max-nodes 4 --json
-	$(BIN)/python -m model.explore --max-nodes 4 --max-parallel 2 --json
+	$(BIN)/python -m loopproof.model.explore --max-nodes 4 --json
+	$(BIN)/python -m loopproof.model.explore --max-nodes 4 --max-parallel 2 --json
 
 lint: venv
 	$(BIN)/ruff check .

@@ -40,8 +40,8 @@ def _graph(folder: Path) -> Path:
 
 
 def _engine_loop(folder: Path, i: int) -> float:
-    from engine.run.runner import Runner
-    from engine.run.spec import load
+    from loopproof.engine.run.runner import Runner
+    from loopproof.engine.run.spec import load
 
     spec = load(_graph(folder))
     t = time.perf_counter()

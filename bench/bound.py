@@ -76,7 +76,7 @@ def bench_bound(args: argparse.Namespace) -> dict:
             spec = Path(tmp) / f"{name}.toml"
             spec.write_text(make(n))
             size = spec.stat().st_size  # over the 1 MiB a user gets: asked for, as a user would
-            cmd = best([sys.executable, "-m", "engine.cli", "bound", str(spec), "--json",
+            cmd = best([sys.executable, "-m", "loopproof.engine.cli", "bound", str(spec), "--json",
                         "--max-spec-bytes", str(size)], args.repeat)
             if cmd.returncode != 0:
                 raise RuntimeError(f"loopproof bound {spec.name} exited {cmd.returncode}")

@@ -37,8 +37,8 @@ def _spec(folder: Path, n: int) -> Path:
 
 
 def _engine_per_attempt(folder: Path, n: int) -> float:
-    from engine.run.runner import Runner
-    from engine.run.spec import load
+    from loopproof.engine.run.runner import Runner
+    from loopproof.engine.run.spec import load
 
     path = _spec(folder, n)
     spec = load(path, path.stat().st_size)  # 10,000 nodes: over the 1 MiB default

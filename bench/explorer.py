@@ -1,4 +1,4 @@
-"""The bound explorer at 4 nodes (`python -m model.explore --max-nodes 4`): wall seconds on this
+"""The bound explorer at 4 nodes (`python -m loopproof.model.explore --max-nodes 4`): wall seconds on this
 machine's cores, beside the figure it must beat by 3x and with the result it must keep.
 
 The baseline is quoted, not re-run (the old explorer, which stepped a `RunState` per successor,
@@ -26,7 +26,7 @@ RESULT = {"graphs": 40, "cases": 605295, "mismatches": 0, "states": 5524799}
 
 def bench_explorer(args: argparse.Namespace) -> dict:
     load = round(os.getloadavg()[0], 2)
-    run = best([sys.executable, "-m", "model.explore", "--max-nodes", str(args.explore_nodes),
+    run = best([sys.executable, "-m", "loopproof.model.explore", "--max-nodes", str(args.explore_nodes),
                 "--json"], 1)
     summary = json.loads(run.stdout)
     same = {k: summary.get(k) for k in RESULT} == RESULT if args.explore_nodes == 4 else None
@@ -51,7 +51,7 @@ def bench_explorer_parallel(args: argparse.Namespace) -> dict:
     load = round(os.getloadavg()[0], 2)
     runs = {}
     for mp in (1, 2):
-        run = best([sys.executable, "-m", "model.explore", "--max-nodes", str(args.explore_nodes),
+        run = best([sys.executable, "-m", "loopproof.model.explore", "--max-nodes", str(args.explore_nodes),
                     "--max-parallel", str(mp), "--json"], 1)
         runs[mp] = (run, json.loads(run.stdout))
     (one, s1), (two, s2) = runs[1], runs[2]

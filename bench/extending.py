@@ -1,5 +1,5 @@
 """The newcomer's path to a new guarantee, step by step, timed: on a copy of the tree, the
-skeleton is written (`python -m proofs new`), its obligations run and fail, the example below is
+skeleton is written (`python -m loopproof.proofs new`), its obligations run and fail, the example below is
 filled in, they run and pass, the written test passes, every obligation runs, and the
 differential test runs. Registered in bench.registry as "extending_path".
 
@@ -50,10 +50,11 @@ def fill_in(text: str) -> str:
     start = text.index('    raise NotImplementedError("write invariant()')
     text = text[:start] + INVARIANT + text[text.index("\n", start):]
     text = text.replace('    name = "TODO: the bug, in a few words"\n', BROKEN)
-    text = text.replace("from proofs.family import shapes\n", "from proofs.family import "
-                        "shapes\nfrom proofs.g1_finishes import structural\n")
-    return text.replace("from proofs.encoding import Params,",
-                        "from proofs.encoding import S_PENDING, Params,")
+    text = text.replace("from loopproof.proofs.family import shapes\n",
+                        "from loopproof.proofs.family import shapes\n"
+                        "from loopproof.proofs.g1_finishes import structural\n")
+    return text.replace("from loopproof.proofs.encoding import Params,",
+                        "from loopproof.proofs.encoding import S_PENDING, Params,")
 
 
 def copy_tree(root: Path) -> None:
@@ -61,6 +62,9 @@ def copy_tree(root: Path) -> None:
     (root / "tests").mkdir(parents=True)
     for part in ("model", "proofs"):
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    # the copy's own `loopproof` (links to its model/ and proofs/), found before the installed one
+    shutil.copytree(REPO / "loopproof", root / "loopproof", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "engine"))
     for name in ("conftest.py", "leftover_processes.py", "test_encoding.py", "encoding_steps.py"):
         shutil.copy(REPO / "tests" / name, root / "tests" / name)
     shutil.copy(REPO / "pyproject.toml", root)
@@ -81,15 +85,15 @@ def _timed(root: Path, argv: list[str], want: int) -> dict[str, float]:
 
 
 STEPS: tuple[tuple[str, str, list[str], int], ...] = (
-    ("scaffold", "write the skeleton", ["-m", "proofs", "new", "node_cap", "--guarantee", "G3"],
+    ("scaffold", "write the skeleton", ["-m", "loopproof.proofs", "new", "node_cap", "--guarantee", "G3"],
      0),
     ("fresh", "its two obligations, still unwritten (they fail)",
-     ["-m", "proofs", "--only", *NEW], 1),
+     ["-m", "loopproof.proofs", "--only", *NEW], 1),
     ("filled", "its two obligations, filled in (proved, refuted)",
-     ["-m", "proofs", "--only", *NEW], 0),
+     ["-m", "loopproof.proofs", "--only", *NEW], 0),
     ("test", "the test it wrote", ["-m", "pytest", "-q", "-p", "no:cacheprovider",
                                    "tests/test_g3_node_cap.py"], 0),
-    ("proofs", "every obligation (`python -m proofs`)", ["-m", "proofs"], 0),
+    ("proofs", "every obligation (`python -m loopproof.proofs`)", ["-m", "loopproof.proofs"], 0),
     ("differential", "the differential test of the encodings (a new rule's check)",
      ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_encoding.py"], 0),
 )

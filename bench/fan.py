@@ -49,8 +49,8 @@ def fan_graph(folder: Path, nodes: int, sleep_s: float) -> Path:
 
 def checked(ledger: Path) -> dict[str, Any]:
     """The whole chain verified, and G3 at every prefix of the model's fold of the ledger."""
-    from engine.record.ledger import verify
-    from engine.record.timeline import build
+    from loopproof.engine.record.ledger import verify
+    from loopproof.engine.record.timeline import build
 
     check = verify(ledger)
     timeline = build(ledger)
@@ -65,8 +65,8 @@ def checked(ledger: Path) -> dict[str, Any]:
 
 def run_fan(folder: Path, jobs: int, nodes: int, sleep_s: float) -> dict[str, Any]:
     """One run of the fan at `jobs`, in this process: wall clock, engine CPU, the checks."""
-    from engine.run.runner import Runner
-    from engine.run.spec import load
+    from loopproof.engine.run.runner import Runner
+    from loopproof.engine.run.spec import load
 
     spec = load(fan_graph(folder, nodes, sleep_s))
     ledger = folder / f"fan-jobs{jobs}.jsonl"

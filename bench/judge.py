@@ -75,9 +75,9 @@ def _write(folder: Path, seed: int) -> Path:
 
 
 def bench_judge(args: argparse.Namespace) -> dict:
-    from engine.run.confine import RunSandbox
-    from engine.run.spec import load
-    from engine.system.sandbox import backend
+    from loopproof.engine.run.confine import RunSandbox
+    from loopproof.engine.run.spec import load
+    from loopproof.engine.system.sandbox import backend
 
     why = backend("bwrap").problem()
     if why is not None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.child import best
 from bench.registry import register
 from bench.targets import figure
-from engine.record.ledger import Ledger, verify
+from loopproof.engine.record.ledger import Ledger, verify
 
 PEER_APPENDS_PER_S = 160.0       # Bounded Loops paper, at 10,000 records, append re-reads the file
 PEER_VERIFIED_PER_S = 140_000.0  # Bounded Loops paper
@@ -97,7 +97,7 @@ def bench_ledger(args: argparse.Namespace) -> dict:
                 raise RuntimeError(f"benchmark ledger reopened with {len(reopened)} records")
             reopened.close()
         # the command itself, in a child process: wall time on every core and its peak memory
-        cli = best([sys.executable, "-m", "engine.cli", "verify", str(group_path), "--json"],
+        cli = best([sys.executable, "-m", "loopproof.engine.cli", "verify", str(group_path), "--json"],
                    args.repeat)
         if json.loads(cli.stdout)["status"] != "verified":
             raise RuntimeError("benchmark ledger did not verify from the command line")

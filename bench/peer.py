@@ -30,7 +30,7 @@ QUOTED = {"append_s_at_1M_records": 4.2, "attempt_overhead_ratio": 51.0,
 
 
 def _ours(folder: Path, records: int) -> dict[str, float]:
-    from engine.record.ledger import Ledger, verify
+    from loopproof.engine.record.ledger import Ledger, verify
 
     path = folder / "ours.jsonl"
     path.unlink(missing_ok=True)

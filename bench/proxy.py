@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.registry import register
-from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
-from engine.run.proxy import bridge
-from engine.run.proxy.access import model_access
-from engine.run.proxy.config import parse
-from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.gate import CallableGate
+from loopproof.engine.run.proxy import bridge
+from loopproof.engine.run.proxy.access import model_access
+from loopproof.engine.run.proxy.config import parse
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.worker import CallableWorker
 
 CALLS = 100
 THREADS = 8

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from bench.registry import register
 from bench.targets import figure
-from engine.record.ledger import Ledger
-from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.record_types import RUN_FORMAT, RUN_RECORDS
 
 TARGET_RATIO = 1.10  # the checked append path against the unchecked one
 GROUP = 1_000

@@ -25,10 +25,20 @@ GROWTH = 1.5  # per-record replay time at --replay-nodes over that at a tenth of
 
 def write_run_ledger(path: Path, nodes: int) -> int:
     """A completed run of a chain of `nodes` one-attempt nodes; returns its record count."""
-    from engine.record.ledger import Ledger
-    from engine.record.replay import RUN_FORMAT, event_record, graph_record
-    from model import Begin, Claim, Finish, LoopGraph, NodeSpec, Reserve, Settle, Verdict, step
-    from model.state import initial_state
+    from loopproof.engine.record.ledger import Ledger
+    from loopproof.engine.record.replay import RUN_FORMAT, event_record, graph_record
+    from loopproof.model import (
+        Begin,
+        Claim,
+        Finish,
+        LoopGraph,
+        NodeSpec,
+        Reserve,
+        Settle,
+        Verdict,
+        step,
+    )
+    from loopproof.model.state import initial_state
 
     graph = LoopGraph.build([NodeSpec(f"n{i}", spend_ceiling=2.0,
                                       needs=(f"n{i - 1}",) if i else ()) for i in range(nodes)],
@@ -53,8 +63,8 @@ def write_run_ledger(path: Path, nodes: int) -> int:
 
 def _replay_time(out: Path, nodes: int, repeat: int) -> tuple[int, float, float]:
     """(records, best replay seconds, best verify seconds) of a `nodes`-chain run's ledger."""
-    from engine.record.ledger import verify
-    from engine.record.replay import open_replayed
+    from loopproof.engine.record.ledger import verify
+    from loopproof.engine.record.replay import open_replayed
 
     with tempfile.TemporaryDirectory(dir=out, prefix="replay-") as tmp:
         path = Path(tmp) / "run.jsonl"

@@ -40,8 +40,8 @@ def _graph(folder: Path, sandbox: str) -> Path:
 
 
 def _run(folder: Path, sandbox: str, i: int) -> float:
-    from engine.run.runner import Runner
-    from engine.run.spec import load
+    from loopproof.engine.run.runner import Runner
+    from loopproof.engine.run.spec import load
 
     spec = load(_graph(folder, sandbox))
     runner = Runner.start(spec, folder / f"{sandbox}-{i}.jsonl")
@@ -56,8 +56,8 @@ def _run(folder: Path, sandbox: str, i: int) -> float:
 
 def _fastest_launch(folder: Path) -> tuple[float, float]:
     """(fastest seconds with the sandbox, fastest without) of `true` in a workspace."""
-    from engine.system.process import run_command, safe_environment
-    from engine.system.sandbox import Confinement, View, backend
+    from loopproof.engine.system.process import run_command, safe_environment
+    from loopproof.engine.system.sandbox import Confinement, View, backend
 
     ws = folder / "launch-ws"
     ws.mkdir()
@@ -72,7 +72,7 @@ def _fastest_launch(folder: Path) -> tuple[float, float]:
 
 
 def bench_sandbox(args: argparse.Namespace) -> dict:
-    from engine.system.sandbox import backend
+    from loopproof.engine.system.sandbox import backend
 
     why = backend("bwrap").problem()
     if why is not None:

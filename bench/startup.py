@@ -19,7 +19,7 @@ TARGET_MS = 200.0
 
 
 def bench_startup(args: argparse.Namespace) -> dict:
-    from engine.record.ledger import Ledger
+    from loopproof.engine.record.ledger import Ledger
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -30,8 +30,8 @@ def bench_startup(args: argparse.Namespace) -> dict:
                 led.append({"type": "tick", "i": i})
         commands = {
             "python": [sys.executable, "-c", "pass"],
-            "help": [sys.executable, "-m", "engine.cli", "--help"],
-            "verify": [sys.executable, "-m", "engine.cli", "verify", str(ledger)],
+            "help": [sys.executable, "-m", "loopproof.engine.cli", "--help"],
+            "verify": [sys.executable, "-m", "loopproof.engine.cli", "verify", str(ledger)],
         }
         best = dict.fromkeys(commands, float("inf"))
         for _ in range(max(5, args.repeat)):

@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 EXIT_OK, EXIT_REJECT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUDGET, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
 
@@ -60,9 +60,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def _module(name: str):
     try:
-        return importlib.import_module(f"engine.commands.{name}")
+        return importlib.import_module(f"loopproof.engine.commands.{name}")
     except ModuleNotFoundError as exc:
-        if exc.name == f"engine.commands.{name}":
+        if exc.name == f"loopproof.engine.commands.{name}":
             return None
         raise
 

@@ -25,14 +25,15 @@ KERNEL = "loopproof"
 
 def install_kernel() -> Path:
     """The project's kernel, in this environment (`<prefix>/share/jupyter/kernels/loopproof`):
-    this interpreter, so `import experiments` works, with frozen modules off (else the debugger
+    this interpreter with the checkout on its path, so `import experiments` works (experiments/
+    is not installed, only `loopproof` is), with frozen modules off (else the debugger
     warns on every start) and the debugger's file check quiet. Idempotent."""
     folder = Path(sys.prefix) / "share" / "jupyter" / "kernels" / KERNEL
     folder.mkdir(parents=True, exist_ok=True)
     spec = {"argv": [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f",
                      "{connection_file}"],
             "display_name": "loopproof (.venv)", "language": "python",
-            "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}, "metadata": {"debugger": True}}
+            "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1", "PYTHONPATH": str(REPO)}, "metadata": {"debugger": True}}
     text = json.dumps(spec, indent=1) + "\n"
     target = folder / "kernel.json"
     if not target.is_file() or target.read_text() != text:

@@ -248,7 +248,7 @@ def steps(scale: str, seed: int) -> list[Step]:
                                ("median-command", (0,)))]
     return [
         # estimates: a fresh clone's run on 2 idle cores (load 1-3), rounded up
-        Step("proofs", (py, "-m", "proofs", "--out", "results/proofs/proofs.json"), 10,
+        Step("proofs", (py, "-m", "loopproof.proofs", "--out", "results/proofs/proofs.json"), 10,
              headline=_proofs),
         Step("bounds (explorer, random graphs)", (py, "-m", "experiments.bounds", *s), 35,
              headline=_keys("explorer_cases", "explorer_mismatches", "worst_equals_w",

@@ -4,10 +4,14 @@ Pure: no I/O, no clock, no randomness. `proofs/` encodes it for Z3; `engine/` as
 happen next and never changes a state any other way.
 """
 
-from model.bounds import attempt_bound, peer_bound, spend_bound
-from model.graph import GraphError, LoopGraph, NodeSpec
-from model.state import Outcome, RunState, Status, initial_state
-from model.transitions import (
+if __name__ != "loopproof.model":  # the checkout's folder imported by its short name: a second copy
+    raise ImportError(f"{__name__}: import loopproof.model (the installed name), not model; "
+                      "fix: `python -m loopproof.model...` or `from loopproof.model import ...`")
+
+from loopproof.model.bounds import attempt_bound, peer_bound, spend_bound
+from loopproof.model.graph import GraphError, LoopGraph, NodeSpec
+from loopproof.model.state import Outcome, RunState, Status, initial_state
+from loopproof.model.transitions import (
     Abandon,
     Begin,
     Cancel,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from model.graph import LoopGraph
+from loopproof.model.graph import LoopGraph
 
 # The one name of the bounds, with the gloss every output uses (CLI, run reports, docs).
 GLOSS = ("W: the most attempts any run of this graph can take; W_c: the most it can spend "

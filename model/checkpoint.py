@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from model.rules import Item, admitted, pinned
+from loopproof.model.rules import Item, admitted, pinned
 
 
 @dataclass(frozen=True)

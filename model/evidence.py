@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from model.rules import Item, pinned
+from loopproof.model.rules import Item, pinned
 
 STALE_POLICIES = ("refresh", "keep", "escalate")
 

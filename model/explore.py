@@ -1,7 +1,7 @@
 """The bound explorer: on every small graph, the true worst case of attempts equals W.
 
-    python -m model.explore --max-nodes 4 --json
-    python -m model.explore --max-nodes 4 --max-parallel 2   # every interleaving of 2 attempts
+    python -m loopproof.model.explore --max-nodes 4 --json
+    python -m loopproof.model.explore --max-nodes 4 --max-parallel 2   # every interleaving of 2 attempts
 
 Enumerates every DAG with 1..max-nodes nodes (one per isomorphism class), every repair relation
 (every subset of the allowed pairs (d, u), u = d or u an ancestor of d), a_v in {1, 2} and K in
@@ -51,12 +51,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from model.bounds import attempt_bound
-from model.executor import local
-from model.graph import LoopGraph, NodeSpec
-from model.search_space import AbstractSpace, AbstractWorstCase, Deadlocked
-from model.state import RunState, Status, initial_state
-from model.transitions import Begin, Event, step, successors
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.executor import local
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.search_space import AbstractSpace, AbstractWorstCase, Deadlocked
+from loopproof.model.state import RunState, Status, initial_state
+from loopproof.model.transitions import Begin, Event, step, successors
 
 ATTEMPT_CHOICES: tuple[int, ...] = (1, 2)
 K_CHOICES: tuple[int, ...] = (0, 1, 2)
@@ -390,7 +390,7 @@ def explore(max_nodes: int, workers: int = 2, mapper: Mapper | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model.explore", description=__doc__.split(
+    parser = argparse.ArgumentParser(prog="python -m loopproof.model.explore", description=__doc__.split(
         "\n")[0])
     parser.add_argument("--max-nodes", type=int, default=4, choices=range(1, 5),
                         help="largest graph to enumerate, 1..4 (default 4; 3 takes about a "

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from model.transitions import Disabled
+from loopproof.model.transitions import Disabled
 
 S = TypeVar("S")
 VERDICTS = ("pass", "fail", "error")  # "error" is no verdict, and never counts as a pass

@@ -22,9 +22,9 @@ nodes, so the key (statuses and counters) already tells the interleavings apart.
 
 from __future__ import annotations
 
-from model.graph import LoopGraph
-from model.state import Outcome, RunState, Status
-from model.transitions import (
+from loopproof.model.graph import LoopGraph
+from loopproof.model.state import Outcome, RunState, Status
+from loopproof.model.transitions import (
     EPS,
     Begin,
     Cancel,

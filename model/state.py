@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from model.graph import LoopGraph
-from model.persistent import replaced
+from loopproof.model.graph import LoopGraph
+from loopproof.model.persistent import replaced
 
 
 class Status(StrEnum):

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from model.graph import LoopGraph
-from model.persistent import added, replaced_many
-from model.state import Outcome, RunState, Status, changed, with_node
+from loopproof.model.graph import LoopGraph
+from loopproof.model.persistent import added, replaced_many
+from loopproof.model.state import Outcome, RunState, Status, changed, with_node
 
 EPS = 1e-9  # tolerance for float spend comparisons (units are seconds or currency)
 

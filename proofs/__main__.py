@@ -1,9 +1,9 @@
-"""`python -m proofs`: discharge every obligation, print a table (or `--json`), exit 0 iff every
+"""`python -m loopproof.proofs`: discharge every obligation, print a table (or `--json`), exit 0 iff every
 result equals its expectation. `--out PATH` also writes the JSON array to PATH. A bounded search
 that finds no counterexample is reported "not refuted within depth d", never "proved";
 `--max-depth N` lets every bounded search go on to depth N (it stops at the shortest run).
 `--keep DIR` keeps a full run's report in DIR/<digest of the sources>.json (proofs/kept.py).
-`python -m proofs new NAME --guarantee Gk` writes the skeleton of a new guarantee."""
+`python -m loopproof.proofs new NAME --guarantee Gk` writes the skeleton of a new guarantee."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from proofs import checks, family, kept
-from proofs.discharge import discharge_all
-from proofs.obligations import Result, select
+from loopproof.proofs import checks, family, kept
+from loopproof.proofs.discharge import discharge_all
+from loopproof.proofs.obligations import Result, select
 
 
 def table(results: list[Result]) -> str:
@@ -56,9 +56,9 @@ def report(results: list[Result], elapsed: float | None = None, jobs: int = 1) -
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["new"]:  # the skeleton of a new guarantee (proofs/scaffold.py)
-        from proofs import scaffold
+        from loopproof.proofs import scaffold
         return scaffold.main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m proofs", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m loopproof.proofs", description=__doc__)
     ap.add_argument("--json", action="store_true", help="print a JSON array, one per obligation")
     ap.add_argument("--out", type=Path, help="also write the JSON array to this file")
     ap.add_argument("--keep", type=Path, metavar="DIR",
@@ -76,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                          "of cores; the results are the same whatever N is)")
     args = ap.parse_args(argv)
     if args.max_depth < 0:
-        print(f"python -m proofs: --max-depth {args.max_depth} is negative; fix: give a depth "
+        print(f"python -m loopproof.proofs: --max-depth {args.max_depth} is negative; fix: give a depth "
               ">= 0 (the number of steps of the longest run to search)", file=sys.stderr)
         return 2
     family.MAX_NODES = args.max_nodes
     checks.DEPTH_LIMIT = args.max_depth
     obligations = select(args.only)
     if not obligations:
-        print(f"python -m proofs: --only {' '.join(args.only)} matches no obligation; "
+        print(f"python -m loopproof.proofs: --only {' '.join(args.only)} matches no obligation; "
               "fix: use an id prefix or a guarantee such as G2", file=sys.stderr)
         return 2
     start = time.perf_counter()

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import z3
 
-from model.bounds import attempt_bound
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_inductive, first
-from proofs.encoding import (
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import Found, bmc, check_inductive, first
+from loopproof.proofs.encoding import (
     S_DONE,
     S_EXHAUSTED,
     S_PENDING,
@@ -31,8 +31,8 @@ from proofs.encoding import (
     Semantics,
     State,
 )
-from proofs.family import shapes
-from proofs.g1_finishes import ControlRuns
+from loopproof.proofs.family import shapes
+from loopproof.proofs.g1_finishes import ControlRuns
 
 
 def cancelled_now(enc: RunEncoding, s: State, v: str) -> z3.BoolRef:

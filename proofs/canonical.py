@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import z3
 
-from proofs.solver import witness
+from loopproof.proofs.solver import witness
 
 _FRESH = itertools.count()
 DENOMINATORS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

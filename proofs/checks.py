@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import z3
 
-from proofs.canonical import Canonical
-from proofs.solver import witness
-from proofs.trace import Step, Trace
+from loopproof.proofs.canonical import Canonical
+from loopproof.proofs.solver import witness
+from loopproof.proofs.trace import Step, Trace
 
 
 class System(Protocol):
@@ -33,7 +33,7 @@ class System(Protocol):
 
 Invariant = Callable[[Any], z3.BoolRef]
 
-DEPTH_LIMIT = 0  # bounded searches go at least this deep (`python -m proofs --max-depth N`)
+DEPTH_LIMIT = 0  # bounded searches go at least this deep (`python -m loopproof.proofs --max-depth N`)
 
 
 # Every NotRefuted made in this process, in order: discharge() looks here so that a check which
@@ -62,7 +62,7 @@ class NotRefuted:
         return (f"no run of at most {self.depth} steps from Init breaks {self.what}; a bounded "
                 "search proves nothing. If a bad run exists, it is longer: raise the depth to "
                 "the length of the shortest bad run, or let the search go deeper with "
-                "`python -m proofs --only ID --max-depth N` (it stops at the shortest one)")
+                "`python -m loopproof.proofs --only ID --max-depth N` (it stops at the shortest one)")
 
 
 Found = Trace | NotRefuted | None  # what a check returns: refuted, not refuted, proved

@@ -40,8 +40,8 @@ from typing import Any
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import (
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import (
     Found,
     bmc,
     check_enabled,
@@ -52,7 +52,7 @@ from proofs.checks import (
 )
 
 __all__ = ["check_inductive"]  # (tests reach it through this module)
-from proofs.encoding import (
+from loopproof.proofs.encoding import (
     EPS,
     METERED,
     O_RUNNING,
@@ -68,10 +68,10 @@ from proofs.encoding import (
     real,
     value,
 )
-from proofs.family import shapes
-from proofs.g1_finishes import C, P, closed_form, mu, per_repair, remaining
-from proofs.g2_no_drift import no_drift
-from proofs.unbounded import UnboundedRuns, UState
+from loopproof.proofs.family import shapes
+from loopproof.proofs.g1_finishes import C, P, closed_form, mu, per_repair, remaining
+from loopproof.proofs.g2_no_drift import no_drift
+from loopproof.proofs.unbounded import UnboundedRuns, UState
 
 MAX_PARALLEL = z3.Int("max_parallel")
 

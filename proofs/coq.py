@@ -1,7 +1,7 @@
 """The Coq development of proofs/coq/: build it once per source hash, read `Print Assumptions`,
 and drive its extracted step function.
 
-Why a build cache: `python -m proofs` (the `prover: coq` obligations) and the differential test
+Why a build cache: `python -m loopproof.proofs` (the `prover: coq` obligations) and the differential test
 (tests/test_coq_model.py) both need the compiled development and the extracted executable;
 compiling once per hash of the sources (and of the coqc and ocamlopt versions) into
 `build/coq/<hash>/` makes every later use cost a directory check. A lock keeps concurrent
@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,9 +26,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCE_DIR = ROOT / "proofs" / "coq"
-CACHE = ROOT / "build" / "coq"
+SOURCE_DIR = Path(__file__).resolve().parent / "coq"  # package data in an installed wheel
+
+
+def _cache() -> Path:
+    """build/coq/ of the checkout; from an installed wheel, the user's cache (site-packages may
+    be read-only); LOOPPROOF_CACHE overrides both."""
+    if os.environ.get("LOOPPROOF_CACHE"):
+        return Path(os.environ["LOOPPROOF_CACHE"]) / "coq"
+    root = SOURCE_DIR.parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "loopproof").is_dir():
+        return root / "build" / "coq"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loopproof" / "coq"
+
+
+CACHE = _cache()
 VERNAC = ("Loopproof.v", "Bound.v", "Ceiling.v", "Tight.v", "Broken.v", "Extract.v")  # dependency order
 DRIVER = "driver.ml"
 THEOREMS = ("loopproof_W_bound", "loopproof_structural", "loopproof_G3", "loopproof_G3_ceiling",

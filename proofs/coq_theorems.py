@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proofs import coq
-from proofs.solver import Unknown
-from proofs.trace import Step, Trace
+from loopproof.proofs import coq
+from loopproof.proofs.solver import Unknown
+from loopproof.proofs.trace import Step, Trace
 
 
 class NotChecked(Unknown):

@@ -12,7 +12,7 @@ import multiprocessing
 import multiprocessing.connection
 from typing import Any
 
-from proofs.obligations import FAMILY, Obligation, Result, discharge
+from loopproof.proofs.obligations import FAMILY, Obligation, Result, discharge
 
 _PENDING: list[Obligation] = []  # what the forked processes of `discharge_all` discharge
 
@@ -22,7 +22,7 @@ def discharge_all(obligations: list[Obligation], jobs: int = 1) -> list[Result]:
 
     Why processes: the obligations are independent and Z3 is single-threaded, so `jobs` forked
     processes share them out (the per-shape families, the slowest, first), which halves
-    `python -m proofs` on two cores. Each obligation gets a process of its own, forked before
+    `python -m loopproof.proofs` on two cores. Each obligation gets a process of its own, forked before
     any Z3 term exists, so the model Z3 picks for a counterexample does not depend on which
     obligations ran before it in the same context: the same counterexamples whatever `jobs` is
     and whatever order the processes finish in. A counterexample comes back as data (its

@@ -24,10 +24,10 @@ from typing import Any, cast
 
 import z3
 
-from model import transitions as mt
-from model.graph import LoopGraph
-from model.state import Outcome, RunState, Status
-from proofs.trace import number
+from loopproof.model import transitions as mt
+from loopproof.model.graph import LoopGraph
+from loopproof.model.state import Outcome, RunState, Status
+from loopproof.proofs.trace import number
 
 StatusSort, (S_PENDING, S_RUNNING, S_DONE, S_EXHAUSTED) = z3.EnumSort(
     "Status", ["PENDING", "RUNNING", "DONE", "EXHAUSTED"])

@@ -11,11 +11,11 @@ from typing import Any
 
 import networkx as nx
 
-from model.graph import LoopGraph, NodeSpec
+from loopproof.model.graph import LoopGraph, NodeSpec
 
 NAMES = ("a", "b", "c", "d", "e")
 DEFAULT_MAX_NODES = 3
-MAX_NODES = DEFAULT_MAX_NODES  # `python -m proofs --max-nodes N` raises it (4: 31 DAGs, about 4x the time)
+MAX_NODES = DEFAULT_MAX_NODES  # `python -m loopproof.proofs --max-nodes N` raises it (4: 31 DAGs, about 4x the time)
 
 
 def describe() -> str:

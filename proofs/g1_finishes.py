@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import z3
 
-from model.bounds import attempt_bound, rerun_set
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import (
+from loopproof.model.bounds import attempt_bound, rerun_set
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import (
     Found,
     NotRefuted,
     bmc,
@@ -46,7 +46,7 @@ from proofs.checks import (
     find_lasso,
     first,
 )
-from proofs.encoding import (
+from loopproof.proofs.encoding import (
     EPS,
     O_RUNNING,
     S_DONE,
@@ -59,9 +59,9 @@ from proofs.encoding import (
     Semantics,
     State,
 )
-from proofs.family import shapes
-from proofs.g3_no_overspend import spend_invariant
-from proofs.trace import Trace
+from loopproof.proofs.family import shapes
+from loopproof.proofs.g3_no_overspend import spend_invariant
+from loopproof.proofs.trace import Trace
 
 # ---- the invariant ------------------------------------------------------------------------------
 

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_enabled, check_inductive, check_init_satisfiable, first
-from proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
-from proofs.family import shapes
-from proofs.unbounded import UnboundedRuns, UState
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import (
+    Found,
+    bmc,
+    check_enabled,
+    check_inductive,
+    check_init_satisfiable,
+    first,
+)
+from loopproof.proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
+from loopproof.proofs.family import shapes
+from loopproof.proofs.unbounded import UnboundedRuns, UState
 
 
 def no_drift(s: UState) -> z3.BoolRef:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_inductive, first
-from proofs.encoding import (
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import Found, bmc, check_inductive, first
+from loopproof.proofs.encoding import (
     S_DONE,
     S_EXHAUSTED,
     S_PENDING,
@@ -20,7 +20,7 @@ from proofs.encoding import (
     Semantics,
     State,
 )
-from proofs.family import shapes
+from loopproof.proofs.family import shapes
 
 
 def needs_done(enc: RunEncoding, s: State) -> z3.BoolRef:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_inductive, first
-from proofs.encoding import EPS, S_RUNNING, Params, RunEncoding, Semantics, State
-from proofs.family import shapes
-from proofs.g1_finishes import structural
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import Found, bmc, check_inductive, first
+from loopproof.proofs.encoding import EPS, S_RUNNING, Params, RunEncoding, Semantics, State
+from loopproof.proofs.family import shapes
+from loopproof.proofs.g1_finishes import structural
 
 
 def within_ceiling(enc: RunEncoding, s: State) -> z3.BoolRef:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_inductive, first
-from proofs.encoding import EPS, Params, RunEncoding, Semantics, State
-from proofs.family import shapes
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import Found, bmc, check_inductive, first
+from loopproof.proofs.encoding import EPS, Params, RunEncoding, Semantics, State
+from loopproof.proofs.family import shapes
 
 
 def within_budget(enc: RunEncoding, s: State) -> z3.BoolRef:

@@ -22,10 +22,17 @@ from typing import Any
 
 import z3
 
-from model import evidence as me
-from model.rules import Item as MItem
-from proofs.checks import Found, bmc, check_enabled, check_inductive, check_init_satisfiable, first
-from proofs.records import (
+from loopproof.model import evidence as me
+from loopproof.model.rules import Item as MItem
+from loopproof.proofs.checks import (
+    Found,
+    bmc,
+    check_enabled,
+    check_inductive,
+    check_init_satisfiable,
+    first,
+)
+from loopproof.proofs.records import (
     Check,
     Item,
     Names,
@@ -36,7 +43,7 @@ from proofs.records import (
     item_suite,
     item_tree,
 )
-from proofs.records import Hash as H
+from loopproof.proofs.records import Hash as H
 
 INT, BOOL = z3.IntSort(), z3.BoolSort()
 LOG = z3.ArraySort(INT, H)

@@ -24,9 +24,9 @@ from typing import Any
 
 import z3
 
-from model import checkpoint as mc
-from model.rules import Item as MItem
-from proofs.checks import (
+from loopproof.model import checkpoint as mc
+from loopproof.model.rules import Item as MItem
+from loopproof.proofs.checks import (
     Found,
     bmc,
     check_enabled,
@@ -35,7 +35,7 @@ from proofs.checks import (
     check_unchanged,
     first,
 )
-from proofs.records import (
+from loopproof.proofs.records import (
     V_FAIL,
     V_PASS,
     Check,
@@ -49,7 +49,7 @@ from proofs.records import (
     item_tree,
     item_verdict,
 )
-from proofs.records import Hash as H
+from loopproof.proofs.records import Hash as H
 
 INT, BOOL = z3.IntSort(), z3.BoolSort()
 LOG = z3.ArraySort(INT, H)

@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import z3
 
-from proofs.records import Hash
-from proofs.solver import witness
-from proofs.trace import Step, Trace
+from loopproof.proofs.records import Hash
+from loopproof.proofs.solver import witness
+from loopproof.proofs.trace import Step, Trace
 
 Body = z3.DeclareSort("Body")
 DIGEST = z3.Function("digest", Body, Hash)

@@ -23,13 +23,13 @@ from typing import TypeAlias
 
 import z3
 
-from model import budget as mb
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_implies, first
-from proofs.encoding import EPS, Params, RunEncoding, State, real
-from proofs.family import shapes
-from proofs.g1_finishes import attempt_invariant, closed_form
-from proofs.g3_no_overspend import spend_invariant
+from loopproof.model import budget as mb
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import Found, bmc, check_implies, first
+from loopproof.proofs.encoding import EPS, Params, RunEncoding, State, real
+from loopproof.proofs.family import shapes
+from loopproof.proofs.g1_finishes import attempt_invariant, closed_form
+from loopproof.proofs.g3_no_overspend import spend_invariant
 
 Num: TypeAlias = z3.ArithRef | int | float
 

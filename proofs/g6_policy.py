@@ -27,8 +27,8 @@ from typing import Any
 
 import z3
 
-from model import policy as mp
-from proofs.checks import (
+from loopproof.model import policy as mp
+from loopproof.proofs.checks import (
     Found,
     bmc,
     check_enabled,
@@ -36,8 +36,8 @@ from proofs.checks import (
     check_init_satisfiable,
     check_unchanged,
 )
-from proofs.records import Hash as H
-from proofs.records import Names, RecordSystem, REv
+from loopproof.proofs.records import Hash as H
+from loopproof.proofs.records import Names, RecordSystem, REv
 
 INT, BOOL = z3.IntSort(), z3.BoolSort()
 LOG = z3.ArraySort(INT, H)

@@ -1,8 +1,8 @@
 """A full run's report, kept under the digest of everything its results depend on.
 
-Why: make check discharges every obligation in its `python -m proofs` step, and the tests then
+Why: make check discharges every obligation in its `python -m loopproof.proofs` step, and the tests then
 ask, per obligation, whether it gave its expected result and whether its counterexamples are the
-same in another order. `python -m proofs --keep build/proofs` writes the run's JSON report to
+same in another order. `python -m loopproof.proofs --keep build/proofs` writes the run's JSON report to
 `build/proofs/<digest>.json`; the tests read it there instead of discharging all 68 again. The
 digest covers every file of model/ and proofs/ (the Coq sources included), the Z3, Python, coqc
 and ocamlopt versions: change any of them and the kept report is not found, so the tests run the
@@ -28,7 +28,7 @@ SOURCES = ("model", "proofs")
 
 def digest() -> str:
     """The hash of what a full run's results depend on."""
-    from proofs import coq
+    from loopproof.proofs import coq
 
     h = hashlib.sha256()
     h.update(f"z3 {z3.get_version_string()}\0python {sys.version}\0".encode())

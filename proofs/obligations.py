@@ -4,8 +4,8 @@ An obligation's `check` returns None (no counterexample: "proved"), a `Trace` ("
 `NotRefuted` (a bounded search found no counterexample: "not refuted within depth d", which is
 never "proved"). For a sanity obligation, "proved" means every satisfiability question was
 answered sat. A broken variant expects "refuted"; if Z3 ever proves it, or a bounded search
-does not refute it, the proof machinery did not show it can fail and `python -m proofs` exits
-non-zero. `unknown`, "not refuted" and "unwritten" (a skeleton of `python -m proofs new` whose
+does not refute it, the proof machinery did not show it can fail and `python -m loopproof.proofs` exits
+non-zero. `unknown`, "not refuted" and "unwritten" (a skeleton of `python -m loopproof.proofs new` whose
 placeholders are still there) never match an expectation.
 """
 
@@ -16,21 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proofs import cancel, checks, family, g2_order, sanity
-from proofs import concurrent as par
-from proofs import coq_theorems as coq
-from proofs import g1_finishes as g1
-from proofs import g2_no_drift as g2
-from proofs import g3_attempt_ceiling as g3c
-from proofs import g3_no_overspend as g3
-from proofs import g4_evidence as g4
-from proofs import g5_checkpoint as g5
-from proofs import g5_receipts as g5r
-from proofs import g6_budgets as g6b
-from proofs import g6_policy as g6
-from proofs.checks import Found, NotRefuted
-from proofs.solver import Unknown
-from proofs.trace import Trace
+from loopproof.proofs import cancel, checks, family, g2_order, sanity
+from loopproof.proofs import concurrent as par
+from loopproof.proofs import coq_theorems as coq
+from loopproof.proofs import g1_finishes as g1
+from loopproof.proofs import g2_no_drift as g2
+from loopproof.proofs import g3_attempt_ceiling as g3c
+from loopproof.proofs import g3_no_overspend as g3
+from loopproof.proofs import g4_evidence as g4
+from loopproof.proofs import g5_checkpoint as g5
+from loopproof.proofs import g5_receipts as g5r
+from loopproof.proofs import g6_budgets as g6b
+from loopproof.proofs import g6_policy as g6
+from loopproof.proofs.checks import Found, NotRefuted
+from loopproof.proofs.solver import Unknown
+from loopproof.proofs.trace import Trace
 
 Expect = Literal["proved", "refuted"]  # nothing may expect "not refuted": it proves nothing
 
@@ -323,7 +323,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
                "broken: the attempt cap is compared with the attempts the nodes declare (sum "
                "of a_v), not W -- an admitted self-repairing node makes 2 attempts under a cap "
                "of 1", g6b.run_cap_ignores_repairs),
-    # ---- new obligations (`python -m proofs new`) are added above this line
+    # ---- new obligations (`python -m loopproof.proofs new`) are added above this line
 )
 
 
@@ -377,7 +377,7 @@ def discharge(ob: Obligation) -> Result:
             cex, result, error = found, ("proved" if found is None else "refuted"), ""
     except Unknown as e:
         cex, result, error = None, "unknown", str(e)
-    except NotImplementedError as e:  # a skeleton of `python -m proofs new`, not filled in
+    except NotImplementedError as e:  # a skeleton of `python -m loopproof.proofs new`, not filled in
         cex, result, error = None, "unwritten", str(e)
     return Result(ob, result, round(time.perf_counter() - start, 3), cex, error, depth, hint)
 

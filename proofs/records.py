@@ -12,8 +12,8 @@ from typing import Any
 
 import z3
 
-from proofs.encoding import value
-from proofs.trace import number
+from loopproof.proofs.encoding import value
+from loopproof.proofs.trace import number
 
 Hash = z3.DeclareSort("Hash")
 Check = z3.DeclareSort("Check")

@@ -11,10 +11,10 @@ from typing import Any
 
 import z3
 
-from model.state import RunState, initial_state
-from model.transitions import Disabled, Event, step
-from proofs.encoding import Params, RunEncoding
-from proofs.trace import Trace
+from loopproof.model.state import RunState, initial_state
+from loopproof.model.transitions import Disabled, Event, step
+from loopproof.proofs.encoding import Params, RunEncoding
+from loopproof.proofs.trace import Trace
 
 
 @dataclass

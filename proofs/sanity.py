@@ -4,11 +4,11 @@ Without these, a proof over a contradictory invariant or a dead transition would
 
 from __future__ import annotations
 
-from proofs.checks import Found, check_enabled, check_init_satisfiable, first
-from proofs.encoding import Params, RunEncoding
-from proofs.family import shapes
-from proofs.g1_finishes import attempt_invariant, ops_encoding, ops_invariant
-from proofs.g3_no_overspend import spend_invariant
+from loopproof.proofs.checks import Found, check_enabled, check_init_satisfiable, first
+from loopproof.proofs.encoding import Params, RunEncoding
+from loopproof.proofs.family import shapes
+from loopproof.proofs.g1_finishes import attempt_invariant, ops_encoding, ops_invariant
+from loopproof.proofs.g3_no_overspend import spend_invariant
 
 
 def check_g1_sanity() -> Found:

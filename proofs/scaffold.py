@@ -1,9 +1,9 @@
-"""`python -m proofs new NAME --guarantee Gk`: the skeleton of a new guarantee.
+"""`python -m loopproof.proofs new NAME --guarantee Gk`: the skeleton of a new guarantee.
 
 Writes proofs/<gk>_<name>.py (an invariant, its proof over the family, a broken variant and the
 bounded search that must refute it), registers both obligations in proofs/obligations.py, and
 writes tests/test_<gk>_<name>.py. Every placeholder raises `NotImplementedError`, which
-`python -m proofs` reports as "unwritten" (never "proved"), so the new obligations and the new
+`python -m loopproof.proofs` reports as "unwritten" (never "proved"), so the new obligations and the new
 test fail until they are filled in. Nothing is written if any target exists or an argument is
 bad (exit 2, one line).
 """
@@ -16,22 +16,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MARK = "    # ---- new obligations (`python -m proofs new`) are added above this line"
+MARK = "    # ---- new obligations (`python -m loopproof.proofs new`) are added above this line"
 
 MODULE = '''"""{G}, {title}: TODO one sentence -- what no run may ever do, and why it matters.
 
 Broken variant: TODO the one rule it breaks, and what a run from Init then does.
-(Skeleton written by `python -m proofs new`; docs/extending.md says what to fill in.)
+(Skeleton written by `python -m loopproof.proofs new`; docs/extending.md says what to fill in.)
 """
 
 from __future__ import annotations
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from proofs.checks import Found, bmc, check_inductive, first
-from proofs.encoding import Params, RunEncoding, Semantics, State
-from proofs.family import shapes
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.proofs.checks import Found, bmc, check_inductive, first
+from loopproof.proofs.encoding import Params, RunEncoding, Semantics, State
+from loopproof.proofs.family import shapes
 
 
 def invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
@@ -76,13 +76,13 @@ ENTRIES = '''    Obligation("{G}-{slug}", "{G}", "proved",
 '''
 
 TEST = '''"""{G}, {title}: proved, and its broken variant refuted by a run the real model does not make
-(written by `python -m proofs new`; it fails until proofs/{module}.py is filled in)."""
+(written by `python -m loopproof.proofs new`; it fails until proofs/{module}.py is filled in)."""
 
 from __future__ import annotations
 
-from proofs import {module}
-from proofs.obligations import OBLIGATIONS, discharge
-from proofs.replay import real_run
+from loopproof.proofs import {module}
+from loopproof.proofs.obligations import OBLIGATIONS, discharge
+from loopproof.proofs.replay import real_run
 
 BY_ID = {{ob.id: ob for ob in OBLIGATIONS}}
 
@@ -110,14 +110,14 @@ def register(source: str, module: str, entries: str) -> str:
     """obligations.py with `module` imported and `entries` added above the marker."""
     if MARK not in source:
         raise ValueError("the marker line of proofs/obligations.py is missing")
-    m = re.search(r"^from proofs import (\([^)]*\)|[^\n]*)$", source, re.M)
+    m = re.search(r"^from loopproof.proofs import (\([^)]*\)|[^\n]*)$", source, re.M)
     if m is None or " as " in m.group(1):
-        raise ValueError("proofs/obligations.py has no plain `from proofs import` line")
+        raise ValueError("proofs/obligations.py has no plain `from loopproof.proofs import` line")
     names = sorted({x.strip() for x in m.group(1).strip("()").split(",") if x.strip()}
                    | {module})
-    line = f"from proofs import {', '.join(names)}"
+    line = f"from loopproof.proofs import {', '.join(names)}"
     if len(line) > 100:
-        line = "from proofs import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+        line = "from loopproof.proofs import (\n" + "".join(f"    {n},\n" for n in names) + ")"
     source = source[:m.start()] + line + source[m.end():]
     return source.replace(MARK, entries + MARK, 1)
 
@@ -157,11 +157,11 @@ def new(name: str, guarantee: str, root: Path = ROOT) -> list[Path]:
 
 class BadArgument(Exception):
     def __init__(self, field: str, problem: str, fix: str) -> None:
-        super().__init__(f"python -m proofs new: {field}: {problem}; fix: {fix}")
+        super().__init__(f"python -m loopproof.proofs new: {field}: {problem}; fix: {fix}")
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m proofs new", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m loopproof.proofs new", description=__doc__.split("\n")[0])
     ap.add_argument("name", metavar="NAME", help="the guarantee's name, e.g. node_cap")
     ap.add_argument("--guarantee", required=True, metavar="Gk",
                     help="the guarantee id of docs/design.md it belongs to, e.g. G3")
@@ -176,7 +176,7 @@ def main(argv: list[str]) -> int:
         print(f"wrote {p.relative_to(args.root)}")
     module = written[0].stem
     print(f"next: fill in invariant() and Broken in proofs/{module}.py, then "
-          f"`python -m proofs --only {args.guarantee}-{args.name.replace('_', '-')} "
+          f"`python -m loopproof.proofs --only {args.guarantee}-{args.name.replace('_', '-')} "
           f"{args.guarantee}-broken-{args.name.replace('_', '-')}` and "
           f"`pytest tests/test_{module}.py` (both fail until then)")
     return 0

@@ -1,4 +1,4 @@
-"""Counterexamples as readable traces of states: what `python -m proofs` prints and `--json` holds.
+"""Counterexamples as readable traces of states: what `python -m loopproof.proofs` prints and `--json` holds.
 
 A trace is a list of steps; each step names the event that led to it (None for the first state)
 and the state as plain data. Run traces keep the concrete `RunState`s and model events too, so that

@@ -27,11 +27,11 @@ from typing import Any
 
 import z3
 
-from model import transitions as mt
-from model.graph import LoopGraph
-from model.state import RunState
-from proofs.canonical import Canonical
-from proofs.encoding import (
+from loopproof.model import transitions as mt
+from loopproof.model.graph import LoopGraph
+from loopproof.model.state import RunState
+from loopproof.proofs.canonical import Canonical
+from loopproof.proofs.encoding import (
     EPS,
     METERED,
     O_BUDGET,
@@ -51,7 +51,7 @@ from proofs.encoding import (
     released,
     value,
 )
-from proofs.trace import number
+from loopproof.proofs.trace import number
 
 Node = z3.DeclareSort("Node")
 _FRESH = itertools.count()

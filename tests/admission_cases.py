@@ -16,14 +16,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from model import checkpoint as mc
-from model import evidence as me
-from model import policy as mp
-from model.rules import Item, enabled, step
-from proofs import g4_evidence as g4
-from proofs import g5_checkpoint as g5
-from proofs import g6_policy as g6
-from proofs.records import Names
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
+from loopproof.model import policy as mp
+from loopproof.model.rules import Item, enabled, step
+from loopproof.proofs import g4_evidence as g4
+from loopproof.proofs import g5_checkpoint as g5
+from loopproof.proofs import g6_policy as g6
+from loopproof.proofs.records import Names
 
 TREES = ("t0", "t1", "t2")
 SUITES = ("s0", "s1", "s2")

@@ -13,10 +13,10 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from model.bounds import attempt_bound
-from model.graph import LoopGraph, NodeSpec
-from model.state import RunState, initial_state
-from model.transitions import (
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import RunState, initial_state
+from loopproof.model.transitions import (
     Abandon,
     Begin,
     Cancel,

@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 import z3
 from hypothesis import strategies as st
 
-from model.graph import LoopGraph, NodeSpec
-from model.state import Outcome, RunState, Status, initial_state
-from model.transitions import (
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import Outcome, RunState, Status, initial_state
+from loopproof.model.transitions import (
     EVENT_TYPES,
     Abandon,
     Begin,
@@ -43,7 +43,7 @@ from model.transitions import (
     enabled,
     step,
 )
-from proofs.encoding import (
+from loopproof.proofs.encoding import (
     KINDS,
     Ev,
     OutcomeSort,

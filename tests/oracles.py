@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.record.committed import mark_path
-from engine.record.ledger import canonical, record_hash
-from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
-from engine.run.worker import CallableWorker
+from loopproof.engine.record.committed import mark_path
+from loopproof.engine.record.ledger import canonical, record_hash
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.gate import CallableGate
+from loopproof.engine.run.worker import CallableWorker
 
 EPS = 1e-9  # model/transitions.py's tolerance for float spend comparisons
 

@@ -1,4 +1,4 @@
-"""The report of a full `python -m proofs` run on today's sources, for the tests that read it.
+"""The report of a full `python -m loopproof.proofs` run on today's sources, for the tests that read it.
 
 make check's proofs step keeps it (`--keep build/proofs`, proofs/kept.py); a pytest run without
 that step, or after any change to model/ or proofs/, finds no report under the new digest and
@@ -13,8 +13,8 @@ import subprocess
 import sys
 from typing import Any
 
+from loopproof.proofs import kept
 from notebooks import REPO
-from proofs import kept
 
 DIRECTORY = REPO / "build" / "proofs"
 
@@ -27,9 +27,9 @@ def full_report() -> dict[str, dict[str, Any]]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         rows = kept.load(DIRECTORY)
         if rows is None:
-            done = subprocess.run([sys.executable, "-m", "proofs", "--json", "--keep",
+            done = subprocess.run([sys.executable, "-m", "loopproof.proofs", "--json", "--keep",
                                    str(DIRECTORY)], cwd=REPO, capture_output=True, text=True,
                                   timeout=900)
             rows = kept.load(DIRECTORY)
-            assert rows is not None, f"python -m proofs kept no report: {done.stderr[-2000:]}"
+            assert rows is not None, f"python -m loopproof.proofs kept no report: {done.stderr[-2000:]}"
     return {row["id"]: row for row in rows}

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
-from engine.run.proxy import bridge
-from engine.run.proxy.config import LlmConfig, parse
-from engine.run.proxy.server import Proxy
-from engine.run.proxy.store import BodyStore, calls_root
-from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.gate import CallableGate
+from loopproof.engine.run.proxy import bridge
+from loopproof.engine.run.proxy.config import LlmConfig, parse
+from loopproof.engine.run.proxy.server import Proxy
+from loopproof.engine.run.proxy.store import BodyStore, calls_root
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.worker import CallableWorker
 
 KIND = "test_proxy_py"
 UPSTREAM_KEY = "sk-upstream-4f9c2e7b1d-NEVER-IN-THE-WORKER"

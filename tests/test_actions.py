@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.admission.actions import (
+from loopproof.engine.admission.actions import (
     Escalate,
     Keep,
     Patch,

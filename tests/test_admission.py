@@ -12,7 +12,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.admission.broker import (
+from loopproof.engine.admission.broker import (
     AdmissionBroker,
     Disposition,
     GuardPolicy,
@@ -20,14 +20,14 @@ from engine.admission.broker import (
     run_revisions,
     verify_receipt,
 )
-from engine.admission.evidence import CallableCheck, CheckResult, Evidence
-from engine.run.spec import load as load_spec
-from engine.system.errors import BadInput
-from engine.system.trees import tree_hash
-from model import checkpoint as mc
-from model import evidence as me
-from model import rules
-from model.rules import Item
+from loopproof.engine.admission.evidence import CallableCheck, CheckResult, Evidence
+from loopproof.engine.run.spec import load as load_spec
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.trees import tree_hash
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
+from loopproof.model import rules
+from loopproof.model.rules import Item
 
 GOOD, BAD = "k = 4\n", "k = 12\n"
 
@@ -332,8 +332,8 @@ TestBrokerMachine.settings = settings(max_examples=25, stateful_step_count=10)
 def test_receipt_command_verifies_and_detects_tampering(tmp_path: Path, capsys) -> None:
     import argparse
 
-    from engine.commands import receipt as cmd
-    from engine.record.ledger import Ledger
+    from loopproof.engine.commands import receipt as cmd
+    from loopproof.engine.record.ledger import Ledger
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -19,8 +19,8 @@ import z3
 from admission_cases import MODELS, Case, cases
 from hypothesis import HealthCheck, event, given, settings
 
-from model.rules import enabled, step
-from proofs.records import Names, REv
+from loopproof.model.rules import enabled, step
+from loopproof.proofs.records import Names, REv
 
 EXAMPLES = 60
 MIN_ENABLED = 0.2   # of each kind's cases, at least this share has an enabled instance ...

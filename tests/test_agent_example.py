@@ -34,7 +34,7 @@ def test_the_agent_calls_until_the_budget_refuses_it(tmp_path: Path):
         text = text.replace("127.0.0.1:18089", f"127.0.0.1:{server.server_address[1]}")
         (folder / "graph.toml").write_text(text)
         ledger = tmp_path / "agent.jsonl"
-        proc = subprocess.run([sys.executable, "-m", "engine.cli", "run",
+        proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run",
                                str(folder / "graph.toml"), "--ledger", str(ledger), "--json"],
                               env={"PATH": os.environ["PATH"], "AGENT_UPSTREAM_KEY": "sk-local"},
                               capture_output=True, text=True, timeout=180)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from audit_helpers import SOUND, make_loop
 
-from engine.audit.catalogue import load_catalogue
-from engine.cli import main
+from loopproof.engine.audit.catalogue import load_catalogue
+from loopproof.engine.cli import main
 
 CATALOG = Path(__file__).resolve().parent.parent / "examples" / "catalog"
 

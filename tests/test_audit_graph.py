@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.audit import differential
-from engine.audit.catalogue import Command, Loop
-from engine.audit.judge import ACCEPT, ERROR, REJECT
-from engine.audit.mutants import Mutant
-from engine.commands import audit as audit_command
-from engine.system.sandbox import DEFAULT, backend
+from loopproof.engine import cli
+from loopproof.engine.audit import differential
+from loopproof.engine.audit.catalogue import Command, Loop
+from loopproof.engine.audit.judge import ACCEPT, ERROR, REJECT
+from loopproof.engine.audit.mutants import Mutant
+from loopproof.engine.commands import audit as audit_command
+from loopproof.engine.system.sandbox import DEFAULT, backend
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -11,9 +11,9 @@ import textwrap
 import pytest
 from audit_helpers import SOUND, make_loop
 
-from engine.audit.catalogue import load_catalogue
-from engine.audit.instrument import audit
-from engine.audit.report import wilson_interval, wilson_upper
+from loopproof.engine.audit.catalogue import load_catalogue
+from loopproof.engine.audit.instrument import audit
+from loopproof.engine.audit.report import wilson_interval, wilson_upper
 
 
 def run(tmp_path, tiers=(1,), differential=True):
@@ -182,7 +182,7 @@ def test_the_closed_form_wilson_bounds_are_statsmodels_figures():
 def test_gate_runs_handed_to_an_executor_give_the_same_audit(tmp_path):
     """A Judge with a mapper (how a Dask cluster runs the gates) judges what the thread pool
     judges; every unit is run once, in a scratch folder of its own."""
-    from engine.audit.judge import Judge
+    from loopproof.engine.audit.judge import Judge
 
     make_loop(tmp_path, "sound", SOUND)
     units: list[object] = []

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.audit.operators import ALL, TIERS, kind_of
-from engine.audit.operators import selfattest as sa
-from engine.audit.operators.tier1 import shape_only
+from loopproof.engine.audit.operators import ALL, TIERS, kind_of
+from loopproof.engine.audit.operators import selfattest as sa
+from loopproof.engine.audit.operators.tier1 import shape_only
 
 EXAMPLES = [(op, ex) for op in ALL for ex in op.examples]
 

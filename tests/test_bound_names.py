@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine import cli
-from model.bounds import GLOSS
+from loopproof.engine import cli
+from loopproof.model.bounds import GLOSS
 
 REPAIR = Path(__file__).resolve().parent.parent / "examples" / "repair" / "graph.toml"
 
@@ -37,7 +37,7 @@ def test_w_and_w_c_everywhere(tmp_path: Path, capsys) -> None:
 
 
 def test_a_ledger_written_with_the_old_names_still_reads(tmp_path: Path, capsys) -> None:
-    from engine.record.replay import run_bounds
+    from loopproof.engine.record.replay import run_bounds
     old = {"attempt_bound": 8, "bounds": {"attempts": 8, "spend": 24.0, "budget": 30.0,
                                           "fits": True}}
     assert run_bounds(old) == {"W": 8, "W_c": 24.0}

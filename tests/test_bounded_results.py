@@ -10,14 +10,14 @@ import json
 import pytest
 import z3
 
-from proofs import __main__ as cli
-from proofs import checks, g2_order, obligations
-from proofs import g1_finishes as g1
-from proofs import g2_no_drift as g2
-from proofs.checks import NotRefuted, bmc, find_lasso, first
-from proofs.encoding import Params, RunEncoding
-from proofs.obligations import Obligation, discharge
-from proofs.trace import Trace
+from loopproof.proofs import __main__ as cli
+from loopproof.proofs import checks, g2_order, obligations
+from loopproof.proofs import g1_finishes as g1
+from loopproof.proofs import g2_no_drift as g2
+from loopproof.proofs.checks import NotRefuted, bmc, find_lasso, first
+from loopproof.proofs.encoding import Params, RunEncoding
+from loopproof.proofs.obligations import Obligation, discharge
+from loopproof.proofs.trace import Trace
 
 SHALLOW = Obligation("G2-broken-begin-ignores-needs", "G2", "refuted",
                      "broken: Begin does not check needs (searched one step too shallow)",

@@ -23,8 +23,8 @@ from experiments.bounds.study import (
     random_graph,
 )
 from experiments.bounds.study import run as run_experiment
-from model import bounds
-from model.bounds import (
+from loopproof.model import bounds
+from loopproof.model.bounds import (
     attempt_bound,
     bounds_by_definition,
     peer_bound,
@@ -35,10 +35,10 @@ from model.bounds import (
     symbolic_values,
     worst_repair_pair,
 )
-from model.explore import true_worst_case
-from model.graph import LoopGraph, NodeSpec
-from model.state import Outcome, RunState, Status, initial_state
-from model.transitions import Begin, Event, Finish, Repair, Verdict, control_events, step
+from loopproof.model.explore import true_worst_case
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import Outcome, RunState, Status, initial_state
+from loopproof.model.transitions import Begin, Event, Finish, Repair, Verdict, control_events, step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -268,8 +268,8 @@ def test_the_one_pass_bounds_equal_the_closed_form_over_sets(monkeypatch, sparse
 def test_the_spend_bound_is_exact_whatever_the_order_of_the_sets() -> None:
     """W_c is the exact sum rounded once: summing floats in set-iteration order (which changes
     with the string hash seed) gave a last digit that changed from one process to the next."""
-    code = ("from model.bounds import spend_bound\n"
-            "from model.graph import LoopGraph, NodeSpec\n"
+    code = ("from loopproof.model.bounds import spend_bound\n"
+            "from loopproof.model.graph import LoopGraph, NodeSpec\n"
             "names = [f'n{i}' for i in range(40)]\n"
             "nodes = [NodeSpec('r', spend_ceiling=0.1)] + [\n"
             "    NodeSpec(x, spend_ceiling=0.1 * (i % 7 + 1), needs=('r',)) for i, x in enumerate(names)]\n"

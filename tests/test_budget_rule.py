@@ -15,12 +15,12 @@ import z3
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from engine.policy.pin import Policy
-from model import budget as mb
-from model.bounds import attempt_bound
-from model.transitions import step
-from proofs import g6_budgets as g6b
-from proofs.obligations import OBLIGATIONS, discharge
+from loopproof.engine.policy.pin import Policy
+from loopproof.model import budget as mb
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.transitions import step
+from loopproof.proofs import g6_budgets as g6b
+from loopproof.proofs.obligations import OBLIGATIONS, discharge
 
 SPENDS = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 60.0, 60.25])
 COUNTS = st.integers(0, 4)

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from oracles import records
 
-from engine import cli
-from engine.record.ledger import Ledger
-from engine.record.replay import replay
-from engine.run.runner import Runner, default_stop_file
-from engine.run.spec import load
-from model import Cancel, Status, attempt_bound
+from loopproof.engine import cli
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run.runner import Runner, default_stop_file
+from loopproof.engine.run.spec import load
+from loopproof.model import Cancel, Status, attempt_bound
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -200,8 +200,8 @@ def test_a_crashed_run_with_an_attempt_open_cancels_after_the_attempt_is_given_b
     spec.write_text(GRAPH)
     ledger = tmp_path / "L.jsonl"
     child = subprocess.run(
-        [sys.executable, "-c", "import sys\nfrom engine.run.runner import Runner\n"
-         "from engine.run.spec import load\nr = Runner.start(load(sys.argv[1]), sys.argv[2])\n"
+        [sys.executable, "-c", "import sys\nfrom loopproof.engine.run.runner import Runner\n"
+         "from loopproof.engine.run.spec import load\nr = Runner.start(load(sys.argv[1]), sys.argv[2])\n"
          "sys.exit(r.run())", str(spec), str(ledger)],
         env=dict(os.environ, LOOPPROOF_CRASH_AT="runner.before_verdict:2"), cwd=REPO,
         capture_output=True, text=True, timeout=120)

@@ -4,7 +4,7 @@ each field of a spec, a typo in an option. Each is one line naming the file, the
 fix, exit 2 (a ledger whose first line is complete but fails its check: exit 5, corrupt), no
 traceback, and nothing written or changed (`resume` once cut a binary "ledger" without a newline
 to 0 bytes, `verify` called an empty file "verified, 0 records", a date in a spec named no
-field, and `python -m engine.record.signing keygen` into a missing folder was a traceback)."""
+field, and `python -m loopproof.engine.record.signing keygen` into a missing folder was a traceback)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.record.signing import main as signing_main
-from engine.run.spec import COMMAND_FIELDS, GRAPH_FIELDS, NODE_FIELDS
+from loopproof.engine.cli import main
+from loopproof.engine.record.signing import main as signing_main
+from loopproof.engine.run.spec import COMMAND_FIELDS, GRAPH_FIELDS, NODE_FIELDS
 
 REPO = Path(__file__).resolve().parent.parent
 PIPELINE = REPO / "examples" / "pipeline"

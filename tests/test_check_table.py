@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.run import values
-from engine.system.errors import BadInput
+from loopproof.engine.run import values
+from loopproof.engine.system.errors import BadInput
 
 
 def outcome(table: object) -> str:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import Evidence
-from engine.system.trees import tree_hash
+from loopproof.engine.admission.checkpoint import CheckpointError, CheckpointStore
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.system.trees import tree_hash
 
 SUITES = {"visible": "S", "challenge": "C"}
 

@@ -15,9 +15,9 @@ import random
 
 import z3
 
-from model.graph import LoopGraph, NodeSpec
-from model.state import RunState, initial_state
-from model.transitions import (
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import RunState, initial_state
+from loopproof.model.transitions import (
     Abandon,
     Begin,
     Event,
@@ -27,10 +27,10 @@ from model.transitions import (
     control_events,
     step,
 )
-from proofs import concurrent as par
-from proofs.encoding import Ev, Params, Semantics, real
-from proofs.replay import real_run
-from proofs.trace import Trace
+from loopproof.proofs import concurrent as par
+from loopproof.proofs.encoding import Ev, Params, Semantics, real
+from loopproof.proofs.replay import real_run
+from loopproof.proofs.trace import Trace
 
 GRAPHS = (
     par.FORK,

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import transitions
-from model.explore import allowed_pairs, build_graph, dags, true_worst_case
-from model.graph import LoopGraph
-from proofs import coq
+from loopproof.model import transitions
+from loopproof.model.explore import allowed_pairs, build_graph, dags, true_worst_case
+from loopproof.model.graph import LoopGraph
+from loopproof.proofs import coq
 from tests import coq_cases
 from tests.coq_cases import Case, cases_text, first_difference, python_run, random_case
 from tests.test_bounds import graphs, maximising_run

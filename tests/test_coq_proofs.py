@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from proofs import coq
-from proofs.obligations import OBLIGATIONS, discharge
+from loopproof.proofs import coq
+from loopproof.proofs.obligations import OBLIGATIONS, discharge
 
 BY_ID = {ob.id: ob for ob in OBLIGATIONS}
 COQ = [ob for ob in OBLIGATIONS if ob.prover == "coq"]

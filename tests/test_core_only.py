@@ -3,7 +3,7 @@
 
 Two checks. Statically, every third-party module that model/, proofs/ and engine/ import is a
 core dependency declared by name (so its lower bound is pinned). At run time, `loopproof run`,
-`verify`, `audit` and `python -m proofs` run in a child whose imports of every installed
+`verify`, `audit` and `python -m loopproof.proofs` run in a child whose imports of every installed
 distribution outside the core's requirement closure fail (a sitecustomize on PYTHONPATH puts a
 blocking finder first on sys.meta_path): a lazy import of scipy or the experiments package
 inside a command fails the command here. Cheaper than a fresh core-only venv (a pip install of
@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
 CORE_PACKAGES = ("model", "proofs", "engine")
-OWN = {"model", "proofs", "engine", "experiments", "bench", "paper", "tests"}
+OWN = {"loopproof", "experiments", "bench", "paper", "tests"}
 # Program text the engine hands to the judged interpreter (`python -I -c TEXT`): it runs with the
 # gate's `python`, never in the engine's process, so its imports (pytest) are that interpreter's.
 CHILD_PROGRAM_SUFFIX = "_harness.py"
@@ -138,7 +138,7 @@ def test_the_engine_commands_and_the_proofs_run_with_only_the_core(tmp_path: Pat
     (site / "sitecustomize.py").write_text(
         SITECUSTOMIZE.format(blocked=sorted(blocked_modules())))
     env = {**os.environ, "PYTHONPATH": str(site)}
-    cli = [sys.executable, "-c", "import sys; from engine.cli import main; sys.exit(main())"]
+    cli = [sys.executable, "-c", "import sys; from loopproof.engine.cli import main; sys.exit(main())"]
 
     def ok(*argv: str) -> str:
         proc = subprocess.run(list(argv), cwd=REPO, env=env, capture_output=True, text=True,
@@ -163,4 +163,4 @@ def test_the_engine_commands_and_the_proofs_run_with_only_the_core(tmp_path: Pat
     assert gate["status"] == "audited" and gate["oracle"] == "differential"
     assert {"1", "2"} <= set(gate["tiers"]) and gate["tiers"]["2"]["mutants"] == 1
     assert {e["family"] for e in audit["exploits"]} == {"exit-early"}
-    assert "G6-" in ok(sys.executable, "-m", "proofs", "--only", "G6")  # the cheapest guarantee
+    assert "G6-" in ok(sys.executable, "-m", "loopproof.proofs", "--only", "G6")  # the cheapest guarantee

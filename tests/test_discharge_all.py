@@ -2,7 +2,7 @@
 killer, SystemExit) is `unknown`, a failure, and the others still get their results.
 
 multiprocessing.Pool lost such a task and waited for it for ever (a fresh clone's `make check`
-hung in `python -m proofs` at load 15); these cases hang on that code and pass here."""
+hung in `python -m loopproof.proofs` at load 15); these cases hang on that code and pass here."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import os
 import signal
 import sys
 
-from proofs.discharge import discharge_all
-from proofs.obligations import Obligation
-from proofs.solver import Unknown
+from loopproof.proofs.discharge import discharge_all
+from loopproof.proofs.obligations import Obligation
+from loopproof.proofs.solver import Unknown
 
 
 def _proved() -> None:

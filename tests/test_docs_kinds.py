@@ -5,8 +5,8 @@ factory and the fields it names are the ones `kind = "revision"` runs with (it o
 import re
 from pathlib import Path
 
-from engine.admission import revision
-from engine.run.kinds import KINDS
+from loopproof.engine.admission import revision
+from loopproof.engine.run.kinds import KINDS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "engine.md"
 

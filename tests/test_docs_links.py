@@ -188,7 +188,7 @@ def section(text: str, heading: str) -> str:
 def map_problems(text: str) -> list[str]:
     """Pages of docs/ the README's documentation list does not link, and `loopproof` subcommands
     its five-minute tour does not run, as `README.md: what; fix: ...` lines."""
-    from engine.cli import COMMANDS
+    from loopproof.engine.cli import COMMANDS
 
     listed = set(LINK.findall(section(text, "Documentation")))
     tour = section(text, "A five-minute tour")

@@ -41,9 +41,9 @@ from encoding_steps import (
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from model.graph import LoopGraph, NodeSpec
-from model.state import RunState, Status, initial_state
-from model.transitions import (
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import RunState, Status, initial_state
+from loopproof.model.transitions import (
     Begin,
     Event,
     Repair,
@@ -53,8 +53,8 @@ from model.transitions import (
     enabled,
     step,
 )
-from proofs.encoding import EPS, KINDS, S_RUNNING, Params, RunEncoding, Semantics
-from proofs.unbounded import INT, UnboundedRuns, UState
+from loopproof.proofs.encoding import EPS, KINDS, S_RUNNING, Params, RunEncoding, Semantics
+from loopproof.proofs.unbounded import INT, UnboundedRuns, UState
 
 EXAMPLES = 40        # cases per kind (derandomized: the planted faults need a fixed sample)
 MIN_ENABLED = 0.4    # of each kind's cases, at least this share has an enabled step ...

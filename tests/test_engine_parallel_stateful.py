@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from oracles import CallableKind, assert_g3, records, spend_at_every_prefix
 
-from engine.record.replay import replay
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner, default_stop_file
-from model import (
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner, default_stop_file
+from loopproof.model import (
     Abandon,
     Begin,
     Cancel,

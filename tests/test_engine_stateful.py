@@ -34,12 +34,18 @@ from hypothesis.stateful import (
 )
 from oracles import CallableKind, assert_g3, records
 
-from engine import cli
-from engine.record.ledger import Ledger
-from engine.record.replay import replay
-from engine.run import spec as spec_mod
-from engine.run.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, PinChanged, Runner, default_stop_file
-from model import (
+from loopproof.engine import cli
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import (
+    EXIT_PIN_CHANGED,
+    EXIT_STOPPED,
+    PinChanged,
+    Runner,
+    default_stop_file,
+)
+from loopproof.model import (
     Abandon,
     Begin,
     Cancel,

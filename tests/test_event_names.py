@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, records
 
-from engine.record.replay import event_of, event_record
-from engine.run.runner import Runner
-from model import transitions as mt
-from model.graph import LoopGraph, NodeSpec
-from model.state import initial_state
-from model.transitions import Begin, Settle
-from proofs.encoding import KINDS, Ev
+from loopproof.engine.record.replay import event_of, event_record
+from loopproof.engine.run.runner import Runner
+from loopproof.model import transitions as mt
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import initial_state
+from loopproof.model.transitions import Begin, Settle
+from loopproof.proofs.encoding import KINDS, Ev
 
 KIND = CallableKind("test_event_names_py")
 
@@ -71,7 +71,7 @@ def test_renaming_the_classes_changes_no_declared_record_type(renamed) -> None:
     """The registry names events, not classes: its table and its fingerprint stay the same."""
     from test_record_registry import FINGERPRINTS
 
-    from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
+    from loopproof.engine.record.record_types import RUN_FORMAT, RUN_RECORDS
     assert RUN_RECORDS.fingerprint() == FINGERPRINTS[RUN_FORMAT]
     for cls, name in mt.EVENT_NAMES.items():
         rec = event_record(cls(**ARGS[name]))  # a spend event names its node, as the engine's

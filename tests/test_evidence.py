@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.admission.evidence import (
+from loopproof.engine.admission.evidence import (
     CallableCheck,
     CheckResult,
     CommandCheck,
@@ -20,7 +20,7 @@ from engine.admission.evidence import (
     stale_reason,
     suite_hash,
 )
-from engine.system.trees import UnsafeTree, tree_hash
+from loopproof.engine.system.trees import UnsafeTree, tree_hash
 
 
 def _tree(root: Path) -> Path:

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.policy import evolution
-from engine.policy.catalog import Catalog, Feature, Knob
-from engine.policy.evolution import evolve, replay_config
-from engine.system.errors import BadInput
+from loopproof.engine.policy import evolution
+from loopproof.engine.policy.catalog import Catalog, Feature, Knob
+from loopproof.engine.policy.evolution import evolve, replay_config
+from loopproof.engine.system.errors import BadInput
 
 
 def catalog(per_round: int = 2, per_idle: int = 1) -> Catalog:
@@ -297,7 +297,7 @@ def test_any_planner_stays_inside_the_catalogue(stages: list) -> None:
 
 
 def test_records_go_through_the_hash_chained_ledger(tmp_path: Path) -> None:
-    from engine.record.ledger import Ledger, verify
+    from loopproof.engine.record.ledger import Ledger, verify
 
     path = tmp_path / "ledger.jsonl"
     cat = catalog()
@@ -315,7 +315,7 @@ def test_records_go_through_the_hash_chained_ledger(tmp_path: Path) -> None:
 
 
 def test_every_pinned_policy_field_is_refused() -> None:
-    from engine.policy.pin import FIELDS
+    from loopproof.engine.policy.pin import FIELDS
 
     for f in FIELDS:
         table, name = f.name.split(".")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from serial_shape import shape_digest
 
-from engine import cli
+from loopproof.engine import cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 # each example's ledger shape as the serial engine wrote it (tests/serial_shape.py)

@@ -61,7 +61,7 @@ def test_a_worker_that_dies_fails_the_map_instead_of_hanging_it() -> None:
     import subprocess
     import sys
     program = ("import sys; from concurrent.futures.process import BrokenProcessPool\n"
-               "from model.executor import Processes\n"
+               "from loopproof.model.executor import Processes\n"
                "from tests.test_executor import _dies_on_two\n"
                "try:\n    Processes(2).map(_dies_on_two, [0, 1, 2, 3])\n"
                "except BrokenProcessPool as exc:\n    print('broken:', exc); sys.exit(0)\n"
@@ -72,7 +72,7 @@ def test_a_worker_that_dies_fails_the_map_instead_of_hanging_it() -> None:
 
 
 def test_every_model_executor_gives_the_results_in_the_units_order() -> None:
-    from model.executor import Processes, Serial, Threads, local
+    from loopproof.model.executor import Processes, Serial, Threads, local
 
     units = [0, 1, 2, 3]
     want = [0, 1, 4, 9]

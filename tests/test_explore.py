@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import model.explore as explore_module
-from model.bounds import attempt_bound
-from model.explore import (
+import loopproof.model.explore as explore_module
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.explore import (
     Deadlock,
     WorstCase,
     allowed_pairs,
@@ -25,9 +25,16 @@ from model.explore import (
     relations,
     true_worst_case,
 )
-from model.graph import LoopGraph, NodeSpec
-from model.state import Status, initial_state
-from model.transitions import Begin, Cancel, Verdict, all_control_candidates, enabled, step
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import Status, initial_state
+from loopproof.model.transitions import (
+    Begin,
+    Cancel,
+    Verdict,
+    all_control_candidates,
+    enabled,
+    step,
+)
 
 
 def test_one_dag_per_isomorphism_class() -> None:
@@ -116,7 +123,7 @@ def test_interleavings_of_two_attempts_up_to_three_nodes_find_no_mismatch() -> N
 
 
 def test_the_command_prints_the_summary_as_json() -> None:
-    done = subprocess.run([sys.executable, "-m", "model.explore", "--max-nodes", "2", "--json"],
+    done = subprocess.run([sys.executable, "-m", "loopproof.model.explore", "--max-nodes", "2", "--json"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

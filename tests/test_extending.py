@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from model.state import initial_state
-from model.transitions import Begin, Disabled, Reserve, step
-from proofs import g3_attempt_ceiling as g3c
-from proofs.checks import NotRefuted
-from proofs.obligations import OBLIGATIONS, discharge
-from proofs.trace import Trace
+from loopproof.model.state import initial_state
+from loopproof.model.transitions import Begin, Disabled, Reserve, step
+from loopproof.proofs import g3_attempt_ceiling as g3c
+from loopproof.proofs.checks import NotRefuted
+from loopproof.proofs.obligations import OBLIGATIONS, discharge
+from loopproof.proofs.trace import Trace
 
 BY_ID = {ob.id: ob for ob in OBLIGATIONS}
 
@@ -52,9 +52,9 @@ def test_the_broken_variant_needs_two_steps():
 
 def test_the_ceiling_alone_is_not_inductive_without_the_structural_facts():
     """What the docs say: without G1's structural facts a Repair breaks it (a CTI)."""
-    from proofs.checks import check_inductive, first
-    from proofs.encoding import Params, RunEncoding
-    from proofs.family import shapes
+    from loopproof.proofs.checks import check_inductive, first
+    from loopproof.proofs.encoding import Params, RunEncoding
+    from loopproof.proofs.family import shapes
 
     def one(graph):
         enc = RunEncoding(graph, Params.symbolic(graph))
@@ -136,10 +136,10 @@ def test_the_docs_broken_repair_is_refuted_only_deep_enough():
     too shallow it is `not refuted within depth d`; deep enough Z3 prints the run."""
     import z3
 
-    from model.graph import LoopGraph, NodeSpec
-    from proofs import encoding
-    from proofs.checks import bmc
-    from proofs.encoding import Params, RunEncoding
+    from loopproof.model.graph import LoopGraph, NodeSpec
+    from loopproof.proofs import encoding
+    from loopproof.proofs.checks import bmc
+    from loopproof.proofs.encoding import Params, RunEncoding
 
     doc = (REPO / "docs" / "extending.md").read_text()
     [block] = [b for b in python_blocks(section(doc, "## The encoding's API"))
@@ -161,9 +161,17 @@ def test_every_name_the_api_page_uses_is_in_the_tree():
     """A helper renamed or removed in the tree must not live on in docs/extending.md: every
     `enc.X`, `enc.params.X`, `enc.graph.X`, `s.X(...)`, `Params.X` and every check or helper the
     page names resolves, on a real encoding and state."""
-    from model.graph import LoopGraph, NodeSpec
-    from proofs import checks, encoding, family, g1_finishes, g2_order, g3_no_overspend, solver
-    from proofs.encoding import Params, RunEncoding, Semantics
+    from loopproof.model.graph import LoopGraph, NodeSpec
+    from loopproof.proofs import (
+        checks,
+        encoding,
+        family,
+        g1_finishes,
+        g2_order,
+        g3_no_overspend,
+        solver,
+    )
+    from loopproof.proofs.encoding import Params, RunEncoding, Semantics
 
     doc = section((REPO / "docs" / "extending.md").read_text(), "## The encoding's API")
     code = " ".join(re.findall(r"`([^`]+)`", doc))

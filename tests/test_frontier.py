@@ -6,10 +6,19 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.run import schedule
-from engine.run.schedule import Frontier, next_node
-from model import Begin, LoopGraph, NodeSpec, Refuse, Verdict, control_events, enabled, step
-from model.state import initial_state
+from loopproof.engine.run import schedule
+from loopproof.engine.run.schedule import Frontier, next_node
+from loopproof.model import (
+    Begin,
+    LoopGraph,
+    NodeSpec,
+    Refuse,
+    Verdict,
+    control_events,
+    enabled,
+    step,
+)
+from loopproof.model.state import initial_state
 from tests.test_bounds import graphs
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.run.gate import ACCEPT, ERROR, REJECT, CallableGate, CommandGate
-from engine.system.trees import tree_digest
+from loopproof.engine import cli
+from loopproof.engine.run.gate import ACCEPT, ERROR, REJECT, CallableGate, CommandGate
+from loopproof.engine.system.trees import tree_digest
 
 
 @pytest.fixture

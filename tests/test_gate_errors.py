@@ -11,9 +11,9 @@ from pathlib import Path
 
 from oracles import records
 
-from engine import cli
-from engine.run.gate import CallableGate, judge_snapshot, snapshot_changes
-from engine.system.trees import copy_tree, make_read_only
+from loopproof.engine import cli
+from loopproof.engine.run.gate import CallableGate, judge_snapshot, snapshot_changes
+from loopproof.engine.system.trees import copy_tree, make_read_only
 
 
 def run(tmp_path: Path, gate: list[str], *, extra: str = "", graph: str = "",

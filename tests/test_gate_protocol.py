@@ -9,11 +9,11 @@ from typing import Any
 
 from oracles import records
 
-from engine.run import spec as spec_mod
-from engine.run.gate import ACCEPT, CallableGate, Gate, GateResult, judge_snapshot
-from engine.run.runner import Runner
-from engine.run.worker import CallableWorker
-from engine.system.sandbox import Confinement
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.gate import ACCEPT, CallableGate, Gate, GateResult, judge_snapshot
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.worker import CallableWorker
+from loopproof.engine.system.sandbox import Confinement
 
 KIND = "test_gate_protocol_py"
 
@@ -84,7 +84,7 @@ def test_the_protocol_gives_every_gate_its_defaults() -> None:
 
 def test_the_worker_protocol_says_which_workers_model_calls_go_through_the_proxy() -> None:
     """attempt.py asks `behind_proxy`, never a worker's class."""
-    from engine.run.worker import CommandWorker, Worker
+    from loopproof.engine.run.worker import CommandWorker, Worker
 
     def wrap(argv: tuple[str, ...]) -> tuple[str, ...]:
         return ("bridge", *argv)

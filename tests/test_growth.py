@@ -121,7 +121,7 @@ def test_a_stop_request_is_honoured_at_the_boundary_and_resume_continues(tmp_pat
 def test_resume_refuses_a_ledger_of_another_catalogue(tmp_path) -> None:
     """A whole, correctly chained ledger written under another catalogue (its digest differs):
     resume must refuse it rather than replay features whose effects it does not know."""
-    from engine.record.ledger import CHAIN_FIELDS, Ledger
+    from loopproof.engine.record.ledger import CHAIN_FIELDS, Ledger
     folder = tmp_path / "run"
     prepare(folder, 20.0)
     GrowthLoop.start(folder, seed=0).ledger.close()  # record 0 only

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from oracles import records
 
-from engine.run.runner import EXIT_PIN_CHANGED, Runner, accepted_root, workspace_root
-from engine.run.spec import load
-from engine.system import limits
+from loopproof.engine.run.runner import EXIT_PIN_CHANGED, Runner, accepted_root, workspace_root
+from loopproof.engine.run.spec import load
+from loopproof.engine.system import limits
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,7 +80,7 @@ def test_successor_gets_the_accepted_tree_not_the_live_workspace(
 
 
 def crash_child(argv: list[str], crash_at: str) -> subprocess.CompletedProcess:
-    child = ("import sys\nfrom engine.run.runner import Runner\nfrom engine.run.spec import load\n"
+    child = ("import sys\nfrom loopproof.engine.run.runner import Runner\nfrom loopproof.engine.run.spec import load\n"
              "r = Runner.start(load(sys.argv[1]), sys.argv[2])\nsys.exit(r.run())\n")
     env = dict(os.environ, LOOPPROOF_CRASH_AT=crash_at)
     return subprocess.run([sys.executable, "-c", child, *argv], env=env, cwd=REPO,

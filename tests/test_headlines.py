@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from audit_helpers import SOUND, make_loop
 
-from engine.admission.binding import Binding
-from engine.record.ledger import Ledger, Verification
 from experiments.crash import cases as crash_cases
 from experiments.crash import study as crash
 from experiments.integrity import rewrites, tamper, torn
 from experiments.integrity import study as integrity
 from experiments.mutants import study as mutants
 from experiments.transition import study as transition
+from loopproof.engine.admission.binding import Binding
+from loopproof.engine.record.ledger import Ledger, Verification
 
 # ---- crash ------------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ spend_ceiling = 1
 def run(tmp: Path, sandbox: str) -> tuple[int, dict]:
     spec = tmp / "graph.toml"
     spec.write_text(GRAPH.format(sandbox=f'sandbox = "{sandbox}"'))
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec), "--ledger",
+    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
                            str(tmp / "l.jsonl"), "--json"], capture_output=True, text=True,
                           timeout=120, env={"PATH": os.environ["PATH"]})
     return proc.returncode, json.loads(proc.stdout or "{}")

@@ -9,8 +9,6 @@ import random
 
 import pytest
 
-from engine.policy.pin import PolicyPin
-from engine.record.ledger import Ledger, Verification
 from experiments.integrity import records, rewrites, tamper, torn
 from experiments.integrity.study import (
     LEDGER_TAMPERS,
@@ -20,6 +18,8 @@ from experiments.integrity.study import (
     run_experiment,
     run_trial,
 )
+from loopproof.engine.policy.pin import PolicyPin
+from loopproof.engine.record.ledger import Ledger, Verification
 
 
 def test_smoke_run_detects_everything(tmp_path):

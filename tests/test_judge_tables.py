@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.run.confine import RunSandbox
-from engine.run.judge import CallsGate, ProgramGate, PytestGate
-from engine.run.spec import load
-from engine.system.sandbox import backend
+from loopproof.engine.cli import main
+from loopproof.engine.run.confine import RunSandbox
+from loopproof.engine.run.judge import CallsGate, ProgramGate, PytestGate
+from loopproof.engine.run.spec import load
+from loopproof.engine.system.sandbox import backend
 from tests.test_careless_cli import refused
 
 PY = sys.executable

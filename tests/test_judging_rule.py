@@ -17,13 +17,13 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from engine.run.judge import calls_harness as harness
-from engine.run.judge import decide as decide_mod
-from engine.run.judge import wire
-from engine.run.judge.decide import decide
-from engine.run.judge.wire import NotStrict, read_stream, strict_json
-from model import judging as mj
-from model.judging import NoResult, Returned, Tolerance, rule_on_cases, same_value
+from loopproof.engine.run.judge import calls_harness as harness
+from loopproof.engine.run.judge import decide as decide_mod
+from loopproof.engine.run.judge import wire
+from loopproof.engine.run.judge.decide import decide
+from loopproof.engine.run.judge.wire import NotStrict, read_stream, strict_json
+from loopproof.model import judging as mj
+from loopproof.model.judging import NoResult, Returned, Tolerance, rule_on_cases, same_value
 
 MISSING, RAISED = object(), object()
 

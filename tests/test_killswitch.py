@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, records
 
-from engine import cli
-from engine.run import spec as spec_mod
-from engine.run.runner import EXIT_STOPPED, Runner, default_stop_file
+from loopproof.engine import cli
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import EXIT_STOPPED, Runner, default_stop_file
 
 REPO = Path(__file__).resolve().parent.parent
 KIND = CallableKind("test_killswitch_py")
@@ -126,8 +126,8 @@ spend_ceiling = 5.0
 
 CHILD = """
 import sys
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 runner = Runner.start(load(sys.argv[1]), sys.argv[2])
 code = runner.run()
 runner.close()

@@ -1,4 +1,4 @@
-"""engine.record.ledger and `loopproof verify`: the chain, every damage it must catch, torn tails,
+"""loopproof.engine.record.ledger and `loopproof verify`: the chain, every damage it must catch, torn tails,
 group commit, crashpoints, and the CLI's statuses and exit codes."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.cli import main as cli_main
-from engine.record import ledger as ledger_mod
-from engine.record.committed import Mark
-from engine.record.ledger import GENESIS, Ledger, canonical, record_hash, verify
-from engine.record.owned import LedgerLost
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.cli import main as cli_main
+from loopproof.engine.record import ledger as ledger_mod
+from loopproof.engine.record.committed import Mark
+from loopproof.engine.record.ledger import GENESIS, Ledger, canonical, record_hash, verify
+from loopproof.engine.record.owned import LedgerLost
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -454,7 +454,7 @@ def lines_of(data: bytes) -> list[bytes]:
 
 CHILD = """
 import sys
-from engine.record.ledger import Ledger
+from loopproof.engine.record.ledger import Ledger
 led = Ledger.create(sys.argv[1], {"type": "run_start"})
 for i in range(1, 6):
     led.append({"type": "tick", "i": i, "pad": "x" * 50})

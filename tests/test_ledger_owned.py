@@ -11,16 +11,16 @@ import os
 import pytest
 from oracles import rechain
 
-from engine.record.ledger import Ledger
-from engine.record.owned import LedgerLost
-from engine.record.signing import (
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.owned import LedgerLost
+from loopproof.engine.record.signing import (
     check_extends_signed,
     generate_keypair,
     sidecar_path,
     sign_head,
     sign_written,
 )
-from engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.errors import LedgerCorrupt
 
 
 def make(path, n=4):

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.record import ledger as ledger_mod
-from engine.record.ledger import Ledger, canonical, record_hash, verify
-from engine.record.replay import open_replayed, replay
-from engine.system import faults
-from engine.system.errors import LedgerCorrupt
+from loopproof.engine.record import ledger as ledger_mod
+from loopproof.engine.record.ledger import Ledger, canonical, record_hash, verify
+from loopproof.engine.record.replay import open_replayed, replay
+from loopproof.engine.system import faults
+from loopproof.engine.system.errors import LedgerCorrupt
 from tests.test_ledger import DAMAGE, lines, make, write
 
 # keys chosen to fall on both sides of "hash" and next to it in sort order
@@ -150,8 +150,8 @@ def test_a_fold_sees_only_the_verified_prefix(tmp_path):
 
 
 def _run_ledger(tmp_path: Path) -> Path:
-    from engine.run.runner import Runner
-    from engine.run.spec import load
+    from loopproof.engine.run.runner import Runner
+    from loopproof.engine.run.spec import load
 
     spec = tmp_path / "graph.toml"
     spec.write_text('[graph]\nspend_budget = 100.0\nrepair_budget = 1\n'

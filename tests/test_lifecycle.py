@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission.lifecycle import (
+from loopproof.engine.admission.lifecycle import (
     FINAL,
     TRANSITIONS,
     BrokerStatus,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, assert_g3, records
 
-from engine.run import spec as spec_mod
-from engine.run.meter import BudgetOverrun
-from engine.run.runner import Runner
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.meter import BudgetOverrun
+from loopproof.engine.run.runner import Runner
 
 KIND = CallableKind("test_meter_py")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from oracles import CallableKind, assert_g3, records
 
-from engine.record.replay import replay
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
 
 KIND = CallableKind("test_meter_holds_py")
 

@@ -46,7 +46,7 @@ def run_example(tmp: Path, *, ceiling: float | None = None) -> tuple[int, list[d
         if ceiling is not None:
             text = text.replace("spend_ceiling = 1.0", f"spend_ceiling = {ceiling}")
         (folder / "graph.toml").write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "engine.cli", "run",
+        proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run",
                                str(folder / "graph.toml"), "--ledger", str(tmp / "l.jsonl"),
                                "--json"], capture_output=True, text=True, timeout=240,
                               env={"PATH": os.environ["PATH"]})

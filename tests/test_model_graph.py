@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from model.graph import GraphError, LoopGraph, NodeSpec
+from loopproof.model.graph import GraphError, LoopGraph, NodeSpec
 
 
 def build(*nodes: NodeSpec, k: int = 0, b: float = math.inf) -> LoopGraph:

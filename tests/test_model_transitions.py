@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.graph import LoopGraph, NodeSpec
-from model.state import Outcome, RunState, Status, initial_state
-from model.transitions import (
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import Outcome, RunState, Status, initial_state
+from loopproof.model.transitions import (
     Abandon,
     Begin,
     Cancel,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, assert_g3, records
 
-from engine.run.runner import Runner
+from loopproof.engine.run.runner import Runner
 
 KIND = CallableKind("test_oracles_py")
 

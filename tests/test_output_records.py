@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import cli
-from engine.system.process import HEAD_BYTES, TAIL_BYTES, _decode, run_command
+from loopproof.engine import cli
+from loopproof.engine.system.process import HEAD_BYTES, TAIL_BYTES, _decode, run_command
 
 ECHO = [sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"]
 # 5 MB: well past the 1 MiB kept in memory; multi-byte characters at both cuts

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, records
 
-from engine.run.meter import BudgetOverrun
-from engine.run.runner import Runner
+from loopproof.engine.run.meter import BudgetOverrun
+from loopproof.engine.run.runner import Runner
 
 KIND = CallableKind("test_overspend_claim_py")
 

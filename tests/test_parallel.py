@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, assert_g3, records, spend_at_every_prefix
 
-from engine import cli
-from engine.record.replay import replay
-from engine.record.timeline import build
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
+from loopproof.engine import cli
+from loopproof.engine.record.replay import replay
+from loopproof.engine.record.timeline import build
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
 
 KIND = CallableKind("test_parallel_py")
 REPO = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_independent_attempts_run_at_once_and_each_record_names_its_attempt(
         assert a.end_seq == verdicts[a.node]
     assert timeline.unfinished() is None
     assert max(len(a.beside) for a in timeline.attempts) == 3  # began beside three in flight
-    from engine.commands.show import text
+    from loopproof.engine.commands.show import text
     assert "began beside" in text(timeline)
 
 
@@ -200,7 +200,7 @@ def test_the_g3_oracle_fails_a_second_attempt_over_its_ceiling() -> None:
 
 CHILD = """
 import sys
-from engine.cli import main
+from loopproof.engine.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 # Each worker marks its start in a folder outside the workspaces, then waits while the file
@@ -342,7 +342,7 @@ def test_the_progress_display_shows_every_attempt_in_flight(tmp_path: Path) -> N
 
     from rich.console import Console
 
-    from engine.run.progress import LiveProgress
+    from loopproof.engine.run.progress import LiveProgress
 
     seen: list[str] = []
     barrier = threading.Barrier(3, timeout=20)

@@ -16,10 +16,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from model.bounds import attempt_bound
-from model.graph import GraphError, LoopGraph, NodeSpec
-from model.state import Outcome, RunState, Status, initial_state
-from model.transitions import (
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.graph import GraphError, LoopGraph, NodeSpec
+from loopproof.model.state import Outcome, RunState, Status, initial_state
+from loopproof.model.transitions import (
     EPS,
     Abandon,
     Begin,

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import model.persistent as persistent
-from model.graph import LoopGraph, NodeSpec
-from model.persistent import Bag, Row, added, replaced, replaced_many
-from model.state import RunState, initial_state
-from model.transitions import Begin, Cancel, Verdict, control_events, step
+import loopproof.model.persistent as persistent
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.persistent import Bag, Row, added, replaced, replaced_many
+from loopproof.model.state import RunState, initial_state
+from loopproof.model.transitions import Begin, Cancel, Verdict, control_events, step
 
 
 @pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 1024, 1025, 40_000])
@@ -132,7 +132,7 @@ def test_a_long_ledger_replays_to_the_same_state(monkeypatch, tmp_path) -> None:
     """Replay of a 300-node run's ledger: the same state and summary with and without the
     persistent forms."""
     from bench.replay import write_run_ledger
-    from engine.record.replay import open_replayed
+    from loopproof.engine.record.replay import open_replayed
 
     path = tmp_path / "run.jsonl"
     write_run_ledger(path, 300)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.run import integrity as integrity_mod
-from engine.run.integrity import Integrity, PinChanged
-from engine.system.trees import file_digest
+from loopproof.engine.run import integrity as integrity_mod
+from loopproof.engine.run.integrity import Integrity, PinChanged
+from loopproof.engine.system.trees import file_digest
 
 
 class Notes:

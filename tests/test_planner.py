@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from oracles import records
 
-from engine.run.runner import Runner
-from engine.run.spec import load
-from engine.system.errors import BadInput
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
+from loopproof.engine.system.errors import BadInput
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_rejections_are_recorded_and_change_nothing_an_accepted_change_applies(
                      if r["type"] in ("begin", "verdict", "finish")]
 
 
-CHILD = ("import sys\nfrom engine.run.runner import Runner\nfrom engine.run.spec import load\n"
+CHILD = ("import sys\nfrom loopproof.engine.run.runner import Runner\nfrom loopproof.engine.run.spec import load\n"
          "r = Runner.start(load(sys.argv[1]), sys.argv[2])\nsys.exit(r.run())\n")
 
 

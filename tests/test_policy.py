@@ -1,12 +1,12 @@
-"""engine.policy.pin: every bad policy is refused with file/field/fix; the pin catches every change
+"""loopproof.engine.policy.pin: every bad policy is refused with file/field/fix; the pin catches every change
 and names the field; resume compares against the digests recorded at start."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.policy.pin import FIELDS, PolicyChanged, PolicyPin, load_policy
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.policy.pin import FIELDS, PolicyChanged, PolicyPin, load_policy
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 GOOD = """\
 # the human policy

@@ -34,8 +34,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from engine.policy.pin import PolicyChanged, PolicyPin
-from model import policy as mp
+from loopproof.engine.policy.pin import PolicyChanged, PolicyPin
+from loopproof.model import policy as mp
 
 GOOD = """\
 [policy]

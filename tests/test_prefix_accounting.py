@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import CallableKind, assert_g3, records
 
-from engine.cli import main as cli_main
-from engine.record.replay import replay
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.cli import main as cli_main
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 KIND = CallableKind("test_prefix_py")
 EPS = 1e-9

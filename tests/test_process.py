@@ -1,4 +1,4 @@
-"""engine.system.process: process-group kill, environment filtering, ceilings, output capture."""
+"""loopproof.engine.system.process: process-group kill, environment filtering, ceilings, output capture."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.system.process import ProcessError, run_command, safe_environment
+from loopproof.engine.system.process import ProcessError, run_command, safe_environment
 
 PY = sys.executable
 

@@ -10,26 +10,32 @@ import math
 import pytest
 import z3
 
-from model import checkpoint as mc
-from model import evidence as me
-from model import policy as mp
-from model import rules
-from model.bounds import attempt_bound
-from model.graph import LoopGraph, NodeSpec
-from model.state import RunState, Status, initial_state
-from model.transitions import Claim, Disabled, Repair, Reserve, Settle, step
-from proofs import __main__ as cli
-from proofs import g1_finishes as g1
-from proofs import g2_no_drift as g2
-from proofs import g2_order, obligations
-from proofs import g3_no_overspend as g3
-from proofs import g5_checkpoint as g5
-from proofs import g6_policy as g6
-from proofs.checks import NotRefuted, bmc, check_inductive, check_transitions, check_unchanged
-from proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
-from proofs.family import dags, shapes
-from proofs.obligations import OBLIGATIONS, Obligation, discharge
-from proofs.trace import Trace
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
+from loopproof.model import policy as mp
+from loopproof.model import rules
+from loopproof.model.bounds import attempt_bound
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.state import RunState, Status, initial_state
+from loopproof.model.transitions import Claim, Disabled, Repair, Reserve, Settle, step
+from loopproof.proofs import __main__ as cli
+from loopproof.proofs import g1_finishes as g1
+from loopproof.proofs import g2_no_drift as g2
+from loopproof.proofs import g2_order, obligations
+from loopproof.proofs import g3_no_overspend as g3
+from loopproof.proofs import g5_checkpoint as g5
+from loopproof.proofs import g6_policy as g6
+from loopproof.proofs.checks import (
+    NotRefuted,
+    bmc,
+    check_inductive,
+    check_transitions,
+    check_unchanged,
+)
+from loopproof.proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
+from loopproof.proofs.family import dags, shapes
+from loopproof.proofs.obligations import OBLIGATIONS, Obligation, discharge
+from loopproof.proofs.trace import Trace
 from tests.proofs_report import full_report
 
 BY_ID = {ob.id: ob for ob in OBLIGATIONS}
@@ -67,7 +73,7 @@ def test_obligation_gives_its_expected_result(ob: Obligation):
 def test_a_proof_that_rests_on_a_bounded_search_that_found_nothing_is_not_proved():
     """A check that ran a bounded search, got no run back and still said "proved" (a
     NotRefuted dropped on the floor) is reported "not refuted within depth d", not proved."""
-    from proofs.checks import NotRefuted as Made
+    from loopproof.proofs.checks import NotRefuted as Made
 
     def drops_it():
         Made(3, "something")  # the search's answer, ignored
@@ -199,7 +205,7 @@ def test_begin_ignoring_needs_starts_too_early_and_the_real_model_refuses():
 
 
 def test_bound_attained_finds_w_and_nothing_beyond_it():
-    from proofs.checks import bmc
+    from loopproof.proofs.checks import bmc
 
     assert discharge(BY_ID["G1-bound-attained"]).result == "proved"
     g = g1.TIGHT_GRAPH
@@ -214,7 +220,7 @@ def test_bound_attained_finds_w_and_nothing_beyond_it():
 
 # the record systems of G4-G6 (G6's budget rule is about runs: tests/test_budget_rule.py replays
 # its counterexample through model.step)
-RECORD_RULES = ("proofs.g4_evidence", "proofs.g5_checkpoint", "proofs.g6_policy")
+RECORD_RULES = ("loopproof.proofs.g4_evidence", "loopproof.proofs.g5_checkpoint", "loopproof.proofs.g6_policy")
 ADMISSION = [ob.id for ob in OBLIGATIONS if ob.broken and ob.guarantee in ("G4", "G5", "G6")
              and ob.check.__module__ in RECORD_RULES]
 INVARIANT = {"G4": me.bound_history, "G5": mc.gated, "G6": mp.pinned_stages}
@@ -274,7 +280,7 @@ def _replay_on_the_engine(tr: Trace, folder):
     """Replay a G6 trace on real files with engine.policy.pin: Pin pins (PolicyPin.load), Edit
     writes the named policy, and each Stage is the engine's pin.check(). Returns, per stage,
     whether the policy on disk then had the pinned digest and whether the engine refused."""
-    from engine.policy.pin import PolicyChanged, PolicyPin, load_policy
+    from loopproof.engine.policy.pin import PolicyChanged, PolicyPin, load_policy
 
     path, text = _policy_files(folder)
     path.write_text(text(tr.steps[0].state["current"]))
@@ -314,8 +320,8 @@ def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refu
 
 
 def test_worker_writing_the_policy_breaks_the_frame_and_the_engine_refuses_that_setup(tmp_path):
-    from engine.policy.pin import PolicyPin
-    from engine.system.errors import BadInput
+    from loopproof.engine.policy.pin import PolicyPin
+    from loopproof.engine.system.errors import BadInput
 
     tr = cex("G6-broken-worker-writes-policy")
     assert tr.kind == "cti" and tr.steps[-1].event.startswith("WorkerWrite(")
@@ -434,7 +440,7 @@ def test_a_claim_that_marks_done_is_caught_on_every_family_shape():
 
 def test_settle_with_a_tolerance_lets_spend_creep_past_the_budget():
     """The model once allowed Settle(amount <= reserved + EPS); the G3 proof caught it."""
-    from proofs.encoding import Semantics
+    from loopproof.proofs.encoding import Semantics
 
     class Tolerant(Semantics):
         def guard_settle(self, enc, s, ev):
@@ -500,7 +506,7 @@ def test_cli_exits_nonzero_when_an_expectation_fails(monkeypatch, capsys):
 
 def test_cli_treats_unknown_as_failure(monkeypatch, capsys):
     def undecided():
-        from proofs.solver import Unknown
+        from loopproof.proofs.solver import Unknown
         raise Unknown("a query", "timeout")
 
     monkeypatch.setattr(obligations, "OBLIGATIONS",
@@ -510,7 +516,7 @@ def test_cli_treats_unknown_as_failure(monkeypatch, capsys):
 
 
 def test_cli_max_nodes_changes_the_family(monkeypatch, capsys):
-    from proofs import family
+    from loopproof.proofs import family
 
     monkeypatch.setattr(family, "MAX_NODES", family.MAX_NODES)  # restored after the test
     assert cli.main(["--json", "--only", "G2-needs", "--max-nodes", "2"]) == 0
@@ -527,7 +533,7 @@ def test_cli_rejects_an_unknown_selection(capsys):
 def test_z3_really_times_out_into_unknown():
     """A query Z3 cannot decide (Fermat, n = 3) is `unknown` within a small budget, and
     `witness` -- what every check asks through -- raises instead of answering."""
-    from proofs.solver import Answer, Unknown, ask, witness
+    from loopproof.proofs.solver import Answer, Unknown, ask, witness
 
     x, y, z = z3.Ints("x y z")
     fermat = [x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z]
@@ -612,7 +618,7 @@ def test_cli_gives_the_same_results_whatever_the_jobs(capsys):
 
 def test_an_unknown_in_a_forked_process_is_still_a_failure(monkeypatch, capsys):
     def undecided():
-        from proofs.solver import Unknown
+        from loopproof.proofs.solver import Unknown
         raise Unknown("a query", "timeout")
 
     monkeypatch.setattr(obligations, "OBLIGATIONS", (
@@ -629,7 +635,7 @@ def test_an_unknown_in_a_forked_process_is_still_a_failure(monkeypatch, capsys):
 def test_a_kept_report_that_is_not_a_report_is_not_found(tmp_path, damage):
     """A zero-filled, cut or foreign file under today's digest: the tests then run the proofs
     again (tests/proofs_report.py), never read it as results."""
-    from proofs import kept
+    from loopproof.proofs import kept
 
     kept.keep(tmp_path, [{"id": "G6-x", "result": "proved"}])
     assert kept.load(tmp_path) == [{"id": "G6-x", "result": "proved"}]

@@ -1,12 +1,12 @@
 """Counterexamples do not depend on what else ran: each broken variant's trace is the same in a
-full run of `python -m proofs` (where each obligation is discharged alone, in a process of its
+full run of `python -m loopproof.proofs` (where each obligation is discharged alone, in a process of its
 own forked before any Z3 term: tests/test_discharge_all.py; the report make check's proofs step
 kept, tests/proofs_report.py) and here, in this test process after whatever it ran before, one
 after another in reverse order."""
 
 from __future__ import annotations
 
-from proofs.obligations import OBLIGATIONS, discharge
+from loopproof.proofs.obligations import OBLIGATIONS, discharge
 from tests.proofs_report import full_report
 
 

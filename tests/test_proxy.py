@@ -16,9 +16,9 @@ import pytest
 from fake_openai import QuietServer, Reply, fake_openai
 from proxy_helpers import UPSTREAM_KEY, run_calls
 
-from engine.run.proxy import pricing
-from engine.run.proxy.config import parse
 from experiments.crash.observables import prefix_excess
+from loopproof.engine.run.proxy import pricing
+from loopproof.engine.run.proxy.config import parse
 
 
 def _cfg(**more):

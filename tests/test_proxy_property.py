@@ -19,8 +19,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from proxy_helpers import run_calls
 
-from engine.run.runner import Runner
 from experiments.crash.observables import prefix_excess
+from loopproof.engine.run.runner import Runner
 
 EPS = 1e-9
 

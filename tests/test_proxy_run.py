@@ -16,8 +16,8 @@ from pathlib import Path
 from fake_openai import Reply, fake_openai
 from oracles import records
 
-from engine.run.proxy.access import socket_prefix
 from experiments.crash.observables import prefix_excess
+from loopproof.engine.run.proxy.access import socket_prefix
 
 KEY = "sk-live-7d1e0c9a55b2-upstream-secret"
 AGENT = """
@@ -104,7 +104,7 @@ on_refusal = "{on_refusal}"
 
 def loopproof(*args: str, **kw) -> subprocess.Popen:
     env = {"PATH": os.environ["PATH"], "UPSTREAM_KEY": KEY}
-    return subprocess.Popen([sys.executable, "-m", "engine.cli", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 

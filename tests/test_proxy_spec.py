@@ -31,7 +31,7 @@ def test_a_bad_llm_table_is_one_line_exit_2_nothing_written(tmp_path: Path, case
     spec.write_text('[graph]\nspend_budget = 1\n[node.a]\nworker = ["true"]\ngate = ["true"]\n'
                     f"spend_ceiling = 1\n[node.a.llm]\n{body}")
     env = {"PATH": os.environ["PATH"], "LP_TEST_KEY": "sk-test"}
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec), "--ledger",
+    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
                            str(tmp_path / "l.jsonl")], env=env, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2

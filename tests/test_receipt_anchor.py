@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission.broker import verify_receipt
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
-from engine.system.canonical import digest
+from loopproof.engine.admission.broker import verify_receipt
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.system.canonical import digest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "regress-restore"
@@ -40,7 +40,7 @@ def done_run(tmp_path_factory) -> tuple[Path, Path, dict]:
 
 
 def receipt_cli(receipt: Path, ledger: Path, store: Path) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", "receipt", str(receipt),
+    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "receipt", str(receipt),
                            "--ledger", str(ledger), "--store", str(store), "--json"],
                           cwd=REPO, capture_output=True, timeout=60)
     return proc.returncode, json.loads(proc.stdout)

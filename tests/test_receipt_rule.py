@@ -16,14 +16,14 @@ import z3
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from engine.admission.proposals import store_proposal, stored_proposals
-from engine.admission.receipt import verify_receipt
-from engine.system.canonical import digest
-from engine.system.errors import LedgerCorrupt
-from engine.system.guards import switched_off
-from model import receipts as mr
-from proofs import g5_receipts as g5r
-from proofs.obligations import OBLIGATIONS, discharge
+from loopproof.engine.admission.proposals import store_proposal, stored_proposals
+from loopproof.engine.admission.receipt import verify_receipt
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.guards import switched_off
+from loopproof.model import receipts as mr
+from loopproof.proofs import g5_receipts as g5r
+from loopproof.proofs.obligations import OBLIGATIONS, discharge
 
 DIGESTS = st.sampled_from(["h0", "h1", "h2"])
 

@@ -10,13 +10,18 @@ from pathlib import Path
 import pytest
 from oracles import CallableKind, records, rewrite
 
-from engine import cli
-from engine.record import record_types
-from engine.record.record_types import GUARD_FORMAT, GUARD_RECORDS, RUN_FORMAT, RUN_RECORDS
-from engine.record.registry import RecordInvalid
-from engine.record.replay import RECORD_OF_EVENT
-from engine.run.runner import Runner
-from model import transitions as mt
+from loopproof.engine import cli
+from loopproof.engine.record import record_types
+from loopproof.engine.record.record_types import (
+    GUARD_FORMAT,
+    GUARD_RECORDS,
+    RUN_FORMAT,
+    RUN_RECORDS,
+)
+from loopproof.engine.record.registry import RecordInvalid
+from loopproof.engine.record.replay import RECORD_OF_EVENT
+from loopproof.engine.run.runner import Runner
+from loopproof.model import transitions as mt
 
 KIND = CallableKind("test_record_registry_py")
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +76,7 @@ def test_an_event_records_arguments_are_declared_with_their_types(cls) -> None:
 def test_docs_engine_md_holds_the_generated_table() -> None:
     text = (REPO / "docs/engine.md").read_text(encoding="utf-8")
     table = record_types.doc_table()
-    assert table in text, "docs/engine.md: run `python -m engine.record.record_types --write`"
+    assert table in text, "docs/engine.md: run `python -m loopproof.engine.record.record_types --write`"
     assert text.count(record_types.BEGIN) == 1
 
 
@@ -111,7 +116,7 @@ def test_an_open_type_takes_its_writers_fields_and_still_types_the_declared_ones
 
 def test_a_record_is_checked_before_it_is_written(tmp_path: Path, monkeypatch) -> None:
     """An undeclared field is the writer's bug: refused before a byte reaches the ledger."""
-    from engine.run import journal as journal_mod
+    from loopproof.engine.run import journal as journal_mod
 
     def worker(ctx):
         return "ok"
@@ -159,7 +164,7 @@ def test_a_bad_record_is_bad_input() -> None:
 
 def test_the_broker_checks_its_guard_records(tmp_path: Path) -> None:
     """A guard ledger record the table does not declare is refused before it is appended."""
-    from engine.admission.conformance.lab import Lab
+    from loopproof.engine.admission.conformance.lab import Lab
 
     lab = Lab(tmp_path)
     broker = lab.broker()
@@ -173,7 +178,7 @@ def test_the_broker_checks_its_guard_records(tmp_path: Path) -> None:
 
 def test_loopproof_receipt_reads_a_guard_ledger_against_the_guard_table(tmp_path: Path,
                                                                           capsys) -> None:
-    from engine.admission.conformance.lab import Lab
+    from loopproof.engine.admission.conformance.lab import Lab
 
     lab = Lab(tmp_path)
     broker = lab.broker()

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from oracles import assert_g3, records
 
-from engine import cli
-from engine.run.meter import METER_SITES
-from engine.run.runner import CRASH_SITES
+from loopproof.engine import cli
+from loopproof.engine.run.meter import METER_SITES
+from loopproof.engine.run.runner import CRASH_SITES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,8 +46,8 @@ CASES = [f"{site}:{n}" for site in INSIDE for n in ((1, 2) if site in METER_SITE
 
 CHILD = """
 import sys
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 runner = Runner.start(load(sys.argv[1]), sys.argv[2])
 code = runner.run()
 runner.close()
@@ -86,8 +86,8 @@ def uncrashed(tmp_path_factory) -> dict:
     (d / "graph.toml").write_text(ONE_NODE)
     code = cli.main(["run", str(d / "graph.toml"), "--ledger", str(d / "L.jsonl"), "--json"])
     assert code == 0
-    from engine.record.ledger import Ledger
-    from engine.record.replay import replay
+    from loopproof.engine.record.ledger import Ledger
+    from loopproof.engine.record.replay import replay
     report = replay(Ledger.open(d / "L.jsonl")).summary()
     assert report["outcome"] == "DONE" and report["repeated_executions"] == 0
     return report

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from oracles import records
 
-from engine.record.committed import read_floor
-from engine.system.canonical import canonical
+from loopproof.engine.record.committed import read_floor
+from loopproof.engine.system.canonical import canonical
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "pipeline"

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.record.committed import Floor, Mark, mark_path, read_floor
-from engine.record.ledger import Ledger, _scan, classify, verify
-from engine.record.owned import LedgerLost
-from engine.record.signing import generate_keypair, sign_head
-from engine.system.errors import LedgerCorrupt
+from loopproof.engine.record.committed import Floor, Mark, mark_path, read_floor
+from loopproof.engine.record.ledger import Ledger, _scan, classify, verify
+from loopproof.engine.record.owned import LedgerLost
+from loopproof.engine.record.signing import generate_keypair, sign_head
+from loopproof.engine.system.errors import LedgerCorrupt
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ledgers" / "pipeline-done.jsonl"
 BYTES = (0x00, 0x0A, 0x20, 0x7B)
@@ -247,7 +247,7 @@ def test_verify_on_the_file_follows_the_same_rule(ledgers, tmp_path):
 ])
 def test_every_decode_problem_is_not_a_record(tmp_path, line, capsys):
     """Broken with a message, exit 5 from `loopproof verify`, never a traceback."""
-    from engine.cli import main as cli_main
+    from loopproof.engine.cli import main as cli_main
 
     path = tmp_path / "l.jsonl"
     run_shaped(path, 3)
@@ -275,7 +275,7 @@ def test_every_decode_problem_is_not_a_record(tmp_path, line, capsys):
     (b'{"a":' + b"[" * 1001, False), (b'{"a":' + b"[" * 999, True),
 ])
 def test_what_counts_as_a_record_cut_short(tail, torn):
-    from engine.record.tail import is_cut_short
+    from loopproof.engine.record.tail import is_cut_short
 
     assert is_cut_short(tail) is torn
 
@@ -299,7 +299,7 @@ def test_a_long_unterminated_tail_is_read_in_linear_time(tmp_path):
 def test_the_ledger_is_looked_up_once(tmp_path, monkeypatch):
     """A ledger swapped in at the path between the scan and the cut is never cut or appended
     to: the scan, the cut and the appends go through the one descriptor opened first."""
-    import engine.record.ledger as ledger_mod
+    import loopproof.engine.record.ledger as ledger_mod
 
     path, other = tmp_path / "l.jsonl", tmp_path / "other.jsonl"
     run_shaped(path, 3)

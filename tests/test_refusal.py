@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from fake_openai import Reply, fake_openai
 
-from engine.record.registry import RecordInvalid
-from engine.record.replay import replay
-from engine.system.errors import LedgerCorrupt
 from experiments.crash.observables import prefix_excess
+from loopproof.engine.record.registry import RecordInvalid
+from loopproof.engine.record.replay import replay
+from loopproof.engine.system.errors import LedgerCorrupt
 
 RETRIER = """
 import json, time, urllib.request, urllib.error, os
@@ -65,7 +65,7 @@ max_tokens = 16
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "loopproof.engine.cli", *args], capture_output=True,
                           text=True, timeout=120, env={"PATH": os.environ["PATH"]})
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from oracles import records
 
-from engine import cli
-from engine.run.runner import Runner
+from loopproof.engine import cli
+from loopproof.engine.run.runner import Runner
 
 POLICY = """
 [policy]

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.run import spec as spec_mod
-from engine.system import limits
-from engine.system.limits import Hold, ResourceLimits, holders
-from engine.system.process import run_command
-from engine.system.sandbox import Confinement, View, backend
+from loopproof.engine import cli
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.system import limits
+from loopproof.engine.system.limits import Hold, ResourceLimits, holders
+from loopproof.engine.system.process import run_command
+from loopproof.engine.system.sandbox import Confinement, View, backend
 
 NODE = '[node.a]\nworker = ["/bin/true"]\ngate = ["/bin/true"]\nspend_ceiling = 1.0\n'
 

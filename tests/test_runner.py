@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from oracles import assert_g3, records
 
-from engine import cli
-from engine.record.ledger import Ledger
-from engine.record.replay import replay
-from engine.run.runner import CRASH_SITES, Runner
-from engine.run.spec import load
-from model import attempt_bound
+from loopproof.engine import cli
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run.runner import CRASH_SITES, Runner
+from loopproof.engine.run.spec import load
+from loopproof.model import attempt_bound
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -146,7 +146,7 @@ def test_record_the_model_refuses_is_corrupt(tmp_path: Path) -> None:
     runner.run()
     runner.ledger.append({"type": "verdict", "node": "a", "passed": True})
     runner.close()
-    from engine.system.errors import LedgerCorrupt
+    from loopproof.engine.system.errors import LedgerCorrupt
     with pytest.raises(LedgerCorrupt, match="the model refuses verdict"):
         replay(Ledger.open(ledger))
 
@@ -162,8 +162,8 @@ CASES = [f"{site}:{1 if site == 'runner.repair' else 2}" for site in CRASH_SITES
 # The child runs the engine without the CLI's parser (which imports every subcommand).
 CHILD = """
 import sys
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 if sys.argv[1] == "run":
     runner = Runner.start(load(sys.argv[2]), sys.argv[4])
     code = runner.run()
@@ -282,7 +282,7 @@ def test_graph_asking_more_than_the_policy_is_refused(tmp_path: Path, capsys) ->
 def test_progress_only_on_a_terminal_and_never_with_json(tmp_path: Path) -> None:
     import io
 
-    from engine.run import progress
+    from loopproof.engine.run import progress
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.run.runner import Runner
-from engine.run.spec import Spec, load
-from engine.system import programs, sandbox
-from engine.system.process import ProcessError, run_command, safe_environment
-from engine.system.sandbox import Confinement, View
-from engine.system.sandbox.bwrap import Bwrap, bwrap_argv, mount_plan
+from loopproof.engine import cli
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import Spec, load
+from loopproof.engine.system import programs, sandbox
+from loopproof.engine.system.process import ProcessError, run_command, safe_environment
+from loopproof.engine.system.sandbox import Confinement, View
+from loopproof.engine.system.sandbox.bwrap import Bwrap, bwrap_argv, mount_plan
 
 
 def graph(tmp_path: Path, nodes: str, extra: str = "") -> Path:
@@ -377,7 +377,7 @@ def test_the_mount_plan_resolves_a_path_through_a_link_once_and_as_it_is_now(
     """Each path is resolved once per plan (a resolve costs a stat per component, twice per
     readable path before) but never across plans: a link changed between two launches is
     followed where it points now. The depth order is the one `Path.parts` gives."""
-    from engine.system.sandbox import bwrap
+    from loopproof.engine.system.sandbox import bwrap
 
     tmp = tmp_path.resolve()
     (tmp / "a" / "deep" / "er").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""`python -m proofs new NAME --guarantee Gk`: the skeleton fails until it is filled in, and
+"""`python -m loopproof.proofs new NAME --guarantee Gk`: the skeleton fails until it is filled in, and
 passes once it is -- run on a copy of the tree, as a newcomer would run it on theirs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.extending import BEGIN, END, STEPS, copy_tree, fill_in
-from proofs import scaffold
+from loopproof.proofs import scaffold
 
 REPO = Path(__file__).resolve().parent.parent
 RUFF = Path(sys.executable).parent / "ruff"
@@ -23,14 +23,14 @@ def py(root: Path, *argv: str) -> subprocess.CompletedProcess:
 
 
 def results(root: Path) -> dict[str, str]:
-    done = py(root, "-m", "proofs", "--json", "--only", "G3-node-cap", "G3-broken-node-cap")
+    done = py(root, "-m", "loopproof.proofs", "--json", "--only", "G3-node-cap", "G3-broken-node-cap")
     return {r["id"]: r["result"] for r in json.loads(done.stdout)} | {"exit": done.returncode}
 
 
 def test_the_fresh_scaffold_fails_and_filling_it_in_passes(tmp_path):
     root = tmp_path / "repo"
     copy_tree(root)
-    made = py(root, "-m", "proofs", "new", "node_cap", "--guarantee", "G3")
+    made = py(root, "-m", "loopproof.proofs", "new", "node_cap", "--guarantee", "G3")
     assert made.returncode == 0, made.stderr
     module, test = root / "proofs" / "g3_node_cap.py", root / "tests" / "test_g3_node_cap.py"
     assert module.is_file() and test.is_file()

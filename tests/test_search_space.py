@@ -14,8 +14,8 @@ from collections import deque
 
 import pytest
 
-import model.search_space as space_module
-from model.explore import (
+import loopproof.model.search_space as space_module
+from loopproof.model.explore import (
     K_CHOICES,
     NAMES,
     Task,
@@ -28,10 +28,10 @@ from model.explore import (
     run_task,
     true_worst_case,
 )
-from model.graph import LoopGraph, NodeSpec
-from model.search_space import AbstractSpace, AbstractWorstCase
-from model.state import changed, initial_state
-from model.transitions import Repair, Verdict, successors
+from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.search_space import AbstractSpace, AbstractWorstCase
+from loopproof.model.state import changed, initial_state
+from loopproof.model.transitions import Repair, Verdict, successors
 
 
 def first_difference(graph: LoopGraph, space: AbstractSpace) -> str | None:
@@ -149,7 +149,7 @@ def test_the_abstract_search_keeps_the_model_search_counts() -> None:
 
 def _task_cases(n: int, edges, att) -> list[tuple[LoopGraph, AbstractSpace]]:
     """The cases `run_task` checks for one DAG and a_v, in its order."""
-    from model.explore import _least_in_orbit, automorphisms
+    from loopproof.model.explore import _least_in_orbit, automorphisms
 
     autos = [q for q in automorphisms(n, edges) if q != tuple(range(n))]
     universe = tuple((NAMES[d], NAMES[u]) for d, u in allowed_pairs(n, edges))

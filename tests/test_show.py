@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine import cli
-from engine.run.runner import Runner
-from engine.run.spec import load
-from engine.run.worker import CallableWorker
+from loopproof.engine import cli
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
+from loopproof.engine.run.worker import CallableWorker
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -159,8 +159,8 @@ def test_a_pin_change_inside_an_attempt_is_named(tmp_path: Path, capsys) -> None
 
 CHILD = """
 import sys
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 runner = Runner.start(load(sys.argv[1]), sys.argv[2])
 sys.exit(runner.run())
 """
@@ -214,7 +214,7 @@ def test_a_broken_ledger_shows_its_verified_prefix_and_exits_5(tmp_path: Path, c
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     assert cli.main(["show", str(tmp_path / "nope.jsonl")]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
-    from engine.record.ledger import Ledger
+    from loopproof.engine.record.ledger import Ledger
     guard = tmp_path / "guard.jsonl"
     Ledger.create(guard, {"type": "guard"}).close()
     assert cli.main(["show", str(guard)]) == 2

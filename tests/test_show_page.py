@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
+from loopproof.engine import cli
 
 # the gate prints markup that would fetch and run things if it were not escaped
 HOSTILE = ("</pre></td></tr></table><script>document.title='pwned'</script>"
@@ -113,7 +113,7 @@ def test_the_page_is_self_contained_and_escapes_what_workers_and_gates_wrote(run
 def test_the_screenshot_shows_the_attempts_in_their_colours(run_page) -> None:
     import matplotlib.image
 
-    from engine.commands._page import COLOURS
+    from loopproof.engine.commands._page import COLOURS
 
     page, _, tmp = run_page
     shot = tmp / "shot.png"

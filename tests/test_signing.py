@@ -1,4 +1,4 @@
-"""engine.record.signing: a signed head catches the full-rewrite and truncation attacks the chain alone
+"""loopproof.engine.record.signing: a signed head catches the full-rewrite and truncation attacks the chain alone
 cannot; keys and signature files are checked as bad input."""
 
 from __future__ import annotations
@@ -9,19 +9,19 @@ import stat
 import pytest
 from oracles import rewrite
 
-from engine.policy.pin import load_policy, sign_with_policy
-from engine.record.committed import mark_path
-from engine.record.ledger import Ledger, verify
-from engine.record.signing import (
+from loopproof.engine.policy.pin import load_policy, sign_with_policy
+from loopproof.engine.record.committed import mark_path
+from loopproof.engine.record.ledger import Ledger, verify
+from loopproof.engine.record.signing import (
     generate_keypair,
     sidecar_path,
     sign_head,
     verify_signed,
 )
-from engine.record.signing import (
+from loopproof.engine.record.signing import (
     main as signing_main,
 )
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def cli_main(argv):
     codes for bad input are tested in test_ledger.py)."""
     import argparse
 
-    from engine.commands import verify as command
+    from loopproof.engine.commands import verify as command
 
     parser = argparse.ArgumentParser()
     command.add_arguments(parser)

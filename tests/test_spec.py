@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.run import spec as spec_mod
-from engine.system import programs
+from loopproof.engine import cli
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.system import programs
 
 OK_NODE = """
 [node.{name}]
@@ -157,8 +157,8 @@ def test_gate_argv_files_are_pinned(tmp_path: Path) -> None:
 
 def test_registered_kind_is_used(tmp_path: Path) -> None:
     """Another module adds a kind without editing spec.py; its own fields are allowed."""
-    from engine.run.gate import CallableGate
-    from engine.run.worker import CallableWorker
+    from loopproof.engine.run.gate import CallableGate
+    from loopproof.engine.run.worker import CallableWorker
 
     seen = {}
 
@@ -189,7 +189,7 @@ def test_cli_bad_spec_has_no_traceback_end_to_end(tmp_path: Path) -> None:
     spec = tmp_path / "graph.toml"
     spec.write_text(textwrap.dedent(graph(node("a", needs='["a"]'))))
     ledger = tmp_path / "run.jsonl"
-    res = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec), "--ledger",
+    res = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
                           str(ledger)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.run import spec as spec_mod
-from engine.run.values import MAX_SPEC_BYTES
+from loopproof.engine import cli
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.values import MAX_SPEC_BYTES
 
 HEAD = "[graph]\nspend_budget = 1e9\n"
 
@@ -63,7 +63,7 @@ def test_the_command_line_raises_the_limit_for_a_generated_graph(tmp_path: Path)
     """In its own process, as the benchmark runs it: the same file, asked for, is bounded."""
     spec = tmp_path / "graph.toml"
     spec.write_text(chain(15_000))
-    base = [sys.executable, "-m", "engine.cli", "bound", str(spec), "--json"]
+    base = [sys.executable, "-m", "loopproof.engine.cli", "bound", str(spec), "--json"]
     refused = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and refused.stdout == ""
     assert len(refused.stderr.strip().splitlines()) == 1

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.system import toml_reader
+from loopproof.engine.system import toml_reader
 
 
 def shape(x: Any) -> Any:

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from fake_openai import Reply, fake_openai
 
-from engine.system.errors import BadInput
 from experiments.transition import llm_run, llm_server, replies, study
 from experiments.transition.coders import Request
+from loopproof.engine.system.errors import BadInput
 
 STORED = Path(__file__).resolve().parent.parent / "experiments" / "transition" / "replies"
 
@@ -256,9 +256,9 @@ def test_the_real_models_stored_replies_replay_to_the_stored_rows(tmp_path):
 
 def test_the_client_reserves_before_each_call_through_the_proxy():
     """The llm coder is the plain openai client: a reservation that does not fit sends nothing."""
-    from engine.run.meter import BudgetOverrun
     from experiments.transition.coders import OpenAICoder, model_meter
     from experiments.transition.tasks import select_tasks
+    from loopproof.engine.run.meter import BudgetOverrun
 
     task = select_tasks(1)[0]
     with fake_openai(['{"action": "keep"}']) as upstream:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission.broker import AdmissionBroker, Disposition, GuardPolicy
 from experiments.transition import arms
 from experiments.transition.coders import SOLUTION, Request, SearchCoder, patched_source
 from experiments.transition.conditions import trace
 from experiments.transition.tasks import build_task, code_hash, correct, run_cases
+from loopproof.engine.admission.broker import AdmissionBroker, Disposition, GuardPolicy
 
 SEED = 1
 

@@ -8,13 +8,13 @@ import json
 import pytest
 from fake_openai import fake_openai
 
-from engine.admission.actions import Escalate, Keep, Patch
-from engine.admission.evidence import Evidence
-from engine.run.meter import BudgetOverrun
 from experiments.transition import chat
 from experiments.transition.coders import SOLUTION, OpenAICoder, Request, model_meter
 from experiments.transition.edits import normalize
 from experiments.transition.tasks import Case, Suite, Task
+from loopproof.engine.admission.actions import Escalate, Keep, Patch
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.run.meter import BudgetOverrun
 
 SRC = "def inc(x):\n    return x + 2\n"
 FIXED = "def inc(x):\n    return x + 1\n"

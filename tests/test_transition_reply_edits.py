@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.admission.actions import Keep, Patch
 from experiments.transition.coders import SOLUTION, OpenAICoder
 from experiments.transition.edits import normalize
+from loopproof.engine.admission.actions import Keep, Patch
 
 FILE = ("from typing import List\n\n\ndef _twice(x):\n    return 2 * x\n\n\n"
         "def inc(xs: List[int]) -> List[int]:\n    '''Each x plus one.'''\n"

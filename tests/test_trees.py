@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.system.trees import (
+from loopproof.engine.system.trees import (
     UnsafeTree,
     copy_tree,
     make_read_only,
@@ -110,7 +110,7 @@ def test_a_folder_made_between_the_look_and_the_mkdir_is_used_not_an_error(tmp_p
     finds nothing, and the other's mkdir lands before its own (seen in make check: the parallel
     stateful test failed with FileExistsError). Played here without threads: the look itself
     makes the folder, as the other thread would have, then reports it missing."""
-    from engine.system import trees
+    from loopproof.engine.system import trees
 
     target = tmp_path / "accepted"
     real = os.lstat
@@ -128,7 +128,7 @@ def test_a_folder_made_between_the_look_and_the_mkdir_is_used_not_an_error(tmp_p
 
 
 def test_a_symlink_in_place_of_the_folder_is_replaced_not_followed(tmp_path):
-    from engine.system import trees
+    from loopproof.engine.system import trees
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

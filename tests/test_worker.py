@@ -9,9 +9,9 @@ from pathlib import Path
 
 from oracles import CallableKind, records
 
-from engine import cli
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
+from loopproof.engine import cli
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
 
 KIND = CallableKind("test_worker_py")
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
-from engine.system.errors import BadInput
-from engine.system.process import ProcessError, run_command
-from engine.system.sandbox import Confinement, View
-from engine.system.sandbox.bwrap import Bwrap
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.process import ProcessError, run_command
+from loopproof.engine.system.sandbox import Confinement, View
+from loopproof.engine.system.sandbox.bwrap import Bwrap
 
 SHOW_ENV = ("import json, os; json.dump({k: os.environ.get(k) for k in "
             "['MSWEA_CONFIGURED', 'LITELLM_LOCAL_MODEL_COST_MAP', 'SHARED']}, "
@@ -30,7 +30,7 @@ GATE_ENV = ("import os, sys; sys.exit(1 if os.environ.get('MSWEA_CONFIGURED') or
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "loopproof.engine.cli", *args], capture_output=True,
                           text=True, timeout=120,
                           env=env if env is not None else {"PATH": os.environ["PATH"]})
 

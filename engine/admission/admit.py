@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.admission.actions import (
+from loopproof.engine.admission.actions import (
     Escalate,
     Keep,
     Patch,
@@ -23,16 +23,16 @@ from engine.admission.actions import (
     parse_reply,
     patch_violations,
 )
-from engine.admission.binding import Binding
-from engine.admission.checkpoint import CheckpointError
-from engine.admission.evidence import Evidence
-from engine.admission.guard import Decision, Disposition
-from engine.admission.lifecycle import BrokerStatus
-from engine.admission.proposals import store_proposal
-from engine.system.guards import refuse
-from engine.system.trees import copy_tree, remove_tree, tree_hash
-from model import checkpoint as mc
-from model import evidence as me
+from loopproof.engine.admission.binding import Binding
+from loopproof.engine.admission.checkpoint import CheckpointError
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.admission.guard import Decision, Disposition
+from loopproof.engine.admission.lifecycle import BrokerStatus
+from loopproof.engine.admission.proposals import store_proposal
+from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.trees import copy_tree, remove_tree, tree_hash
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
 
 
 class Admission(Binding):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.admission.evidence import Check, Evidence, run_check, suite_hash
-from engine.admission.lifecycle import BrokerStatus
-from engine.admission.state import BrokerState
-from engine.system.guards import refuse
-from model import checkpoint as mc
-from model import evidence as me
-from model import policy as mp
+from loopproof.engine.admission.evidence import Check, Evidence, run_check, suite_hash
+from loopproof.engine.admission.lifecycle import BrokerStatus
+from loopproof.engine.admission.state import BrokerState
+from loopproof.engine.system.guards import refuse
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
+from loopproof.model import policy as mp
 
 
 class Binding(BrokerState):

@@ -19,8 +19,8 @@ A worker's self-report (the reply's `note`, files it writes) is recorded and nev
 
 Example (the guarded arm of an experiment, no runner needed)::
 
-    from engine.admission.broker import AdmissionBroker, GuardPolicy
-    from engine.admission.evidence import CommandCheck
+    from loopproof.engine.admission.broker import AdmissionBroker, GuardPolicy
+    from loopproof.engine.admission.evidence import CommandCheck
 
     visible = CommandCheck("visible", ("python3", "/abs/tests/visible.py"))
     challenge = CommandCheck("challenge", ("python3", "/abs/tests/challenge.py"))
@@ -54,8 +54,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from engine.admission.evidence import Evidence, suite_hash
-from engine.admission.guard import (
+from loopproof.engine.admission.evidence import Evidence, suite_hash
+from loopproof.engine.admission.guard import (
     Completion,
     Decision,
     Disposition,
@@ -64,19 +64,19 @@ from engine.admission.guard import (
     MemoryLog,
     file_policy,
 )
-from engine.admission.lifecycle import BrokerStatus, moved
-from engine.admission.proposals import stored_proposals
-from engine.admission.receipt import (
+from loopproof.engine.admission.lifecycle import BrokerStatus, moved
+from loopproof.engine.admission.proposals import stored_proposals
+from loopproof.engine.admission.receipt import (
     RECEIPT_VERSION,
     load_receipt,
     verify_receipt,
     verify_receipt_in_run,
 )
-from engine.admission.recertify import Recertification
-from engine.system.errors import BadInput
-from engine.system.guards import refuse
-from model import checkpoint as mc
-from model import evidence as me
+from loopproof.engine.admission.recertify import Recertification
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.guards import refuse
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
 
 __all__ = [  # the broker's public names (most defined in the modules named above)
     "RECEIPT_VERSION", "AdmissionBroker", "Completion", "Decision", "EventLog", "GuardPolicy",

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.admission.evidence import Evidence
-from engine.system.canonical import canonical
-from engine.system.guards import refuse
-from engine.system.trees import (
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.system.canonical import canonical
+from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.trees import (
     clear_dir,
     copy_tree,
     make_writable,
@@ -29,7 +29,7 @@ from engine.system.trees import (
     remove_tree,
     tree_hash,
 )
-from model.rules import Item, admitted
+from loopproof.model.rules import Item, admitted
 
 
 class CheckpointError(Exception):

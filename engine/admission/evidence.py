@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from engine.system.canonical import digest
-from engine.system.guards import refuse
-from engine.system.process import ProcessError, gate_environment, run_command
-from engine.system.sandbox import UNSANDBOXED, Confinement
-from engine.system.secrets import redact_text, secret_values
-from engine.system.trees import (
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.process import ProcessError, gate_environment, run_command
+from loopproof.engine.system.sandbox import UNSANDBOXED, Confinement
+from loopproof.engine.system.secrets import redact_text, secret_values
+from loopproof.engine.system.trees import (
     copy_tree,
     file_sha256,
     inside,

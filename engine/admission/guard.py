@@ -13,9 +13,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from engine.admission.evidence import Evidence
-from engine.system.canonical import canonical
-from engine.system.trees import file_sha256
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.system.canonical import canonical
+from loopproof.engine.system.trees import file_sha256
 
 
 @dataclass(frozen=True)

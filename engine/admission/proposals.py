@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import canonical
-from engine.system.canonical import digest
-from engine.system.errors import LedgerCorrupt
-from engine.system.guards import refuse
-from model import receipts as mr
+from loopproof.engine.record.ledger import canonical
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.guards import refuse
+from loopproof.model import receipts as mr
 
 
 def store_proposal(proposals_dir: Path, record: Mapping[str, Any]) -> str:

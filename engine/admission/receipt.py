@@ -14,14 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import Evidence
-from engine.admission.state import BrokerState
-from engine.record.ledger import verify as verify_chain
-from engine.system.canonical import digest
-from engine.system.errors import BadInput
-from engine.system.guards import refuse
-from model import receipts as mr
+from loopproof.engine.admission.checkpoint import CheckpointError, CheckpointStore
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.admission.state import BrokerState
+from loopproof.engine.record.ledger import verify as verify_chain
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.guards import refuse
+from loopproof.model import receipts as mr
 
 RECEIPT_VERSION = 1
 

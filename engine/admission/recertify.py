@@ -10,14 +10,14 @@ model/checkpoint.py, asked through the guard "recertify.admitted"), writes the r
 
 from __future__ import annotations
 
-from engine.admission.admit import Admission
-from engine.admission.checkpoint import CheckpointError
-from engine.admission.guard import Completion
-from engine.admission.lifecycle import BrokerStatus, moved
-from engine.admission.receipt import build_receipt
-from engine.record.ledger import canonical
-from engine.system.guards import refuse
-from model import checkpoint as mc
+from loopproof.engine.admission.admit import Admission
+from loopproof.engine.admission.checkpoint import CheckpointError
+from loopproof.engine.admission.guard import Completion
+from loopproof.engine.admission.lifecycle import BrokerStatus, moved
+from loopproof.engine.admission.receipt import build_receipt
+from loopproof.engine.record.ledger import canonical
+from loopproof.engine.system.guards import refuse
+from loopproof.model import checkpoint as mc
 
 
 class Recertification(Admission):

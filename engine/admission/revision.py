@@ -37,19 +37,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.admission.broker import AdmissionBroker, Completion, GuardPolicy, verify_receipt
-from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import CommandCheck, run_check
-from engine.record.ledger import Ledger, canonical
-from engine.record.record_types import GUARD_RECORDS
-from engine.run.gate import ACCEPT, ERROR, REJECT, Gate, GateResult
-from engine.run.kinds import NodeTable, register_kind
-from engine.run.meter import BudgetOverrun
-from engine.run.worker import AttemptContext
-from engine.system.canonical import digest
-from engine.system.process import ProcessError, safe_environment
-from engine.system.sandbox import Confinement
-from engine.system.trees import UnsafeTree, tree_digest, tree_hash
+from loopproof.engine.admission.broker import (
+    AdmissionBroker,
+    Completion,
+    GuardPolicy,
+    verify_receipt,
+)
+from loopproof.engine.admission.checkpoint import CheckpointError, CheckpointStore
+from loopproof.engine.admission.evidence import CommandCheck, run_check
+from loopproof.engine.record.ledger import Ledger, canonical
+from loopproof.engine.record.record_types import GUARD_RECORDS
+from loopproof.engine.run.gate import ACCEPT, ERROR, REJECT, Gate, GateResult
+from loopproof.engine.run.kinds import NodeTable, register_kind
+from loopproof.engine.run.meter import BudgetOverrun
+from loopproof.engine.run.worker import AttemptContext
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.process import ProcessError, safe_environment
+from loopproof.engine.system.sandbox import Confinement
+from loopproof.engine.system.trees import UnsafeTree, tree_digest, tree_hash
 
 REVISION_FIELDS: dict[str, str] = {
     "worker": "argv; reads the evidence JSON named by LOOPPROOF_EVIDENCE, prints a typed action",

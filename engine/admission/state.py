@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.evidence import Check, Evidence
-from engine.admission.guard import (
+from loopproof.engine.admission.checkpoint import CheckpointError, CheckpointStore
+from loopproof.engine.admission.evidence import Check, Evidence
+from loopproof.engine.admission.guard import (
     Completion,
     Decision,
     Disposition,
@@ -24,14 +24,14 @@ from engine.admission.guard import (
     GuardPolicy,
     MemoryLog,
 )
-from engine.admission.lifecycle import FINAL, BrokerStatus, moved
-from engine.record.record_types import GUARD_RECORDS
-from engine.system.errors import BadInput
-from engine.system.guards import refuse
-from engine.system.trees import UnsafeTree, tree_hash
-from model import checkpoint as mc
-from model import evidence as me
-from model.rules import Item
+from loopproof.engine.admission.lifecycle import FINAL, BrokerStatus, moved
+from loopproof.engine.record.record_types import GUARD_RECORDS
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.trees import UnsafeTree, tree_hash
+from loopproof.model import checkpoint as mc
+from loopproof.model import evidence as me
+from loopproof.model.rules import Item
 
 
 class BrokerState:

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 GATE_DIR = "gate"
 REPAIRED_DIR = "gate.repaired"

@@ -24,13 +24,13 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine.audit.catalogue import Loop
-from engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
-from engine.audit.mutants import Files, Mutant, apply
-from engine.audit.operators import kind_of
-from engine.system.process import ProcessError, gate_environment, run_command
-from engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
-from engine.system.trees import remove_tree
+from loopproof.engine.audit.catalogue import Loop
+from loopproof.engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
+from loopproof.engine.audit.mutants import Files, Mutant, apply
+from loopproof.engine.audit.operators import kind_of
+from loopproof.engine.system.process import ProcessError, gate_environment, run_command
+from loopproof.engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
+from loopproof.engine.system.trees import remove_tree
 
 CHILD = Path(__file__).with_name("difference.py")
 MAX_EXAMPLES = 200

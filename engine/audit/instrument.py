@@ -13,12 +13,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.audit import differential as differential_mod
-from engine.audit import report
-from engine.audit.catalogue import Loop
-from engine.audit.judge import ACCEPT, GateReply, Job, Judge
-from engine.audit.mutants import Files, Mutant, apply, corpus, read_reference, selfattest_probes
-from engine.audit.operators import kind_of
+from loopproof.engine.audit import differential as differential_mod
+from loopproof.engine.audit import report
+from loopproof.engine.audit.catalogue import Loop
+from loopproof.engine.audit.judge import ACCEPT, GateReply, Job, Judge
+from loopproof.engine.audit.mutants import (
+    Files,
+    Mutant,
+    apply,
+    corpus,
+    read_reference,
+    selfattest_probes,
+)
+from loopproof.engine.audit.operators import kind_of
 
 Progress = Callable[[str, int], Callable[[], None]]
 

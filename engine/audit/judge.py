@@ -21,11 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.audit.catalogue import Command, Loop
-from engine.system.errors import BadInput
-from engine.system.process import ProcessError, gate_environment, run_command
-from engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
-from engine.system.trees import remove_tree
+from loopproof.engine.audit.catalogue import Command, Loop
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.process import ProcessError, gate_environment, run_command
+from loopproof.engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
+from loopproof.engine.system.trees import remove_tree
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 

@@ -13,9 +13,9 @@ import json
 import random
 from dataclasses import dataclass
 
-from engine.audit.catalogue import Loop, workspace_files
-from engine.audit.operators import DELETED, TIERS, kind_of
-from engine.audit.operators import selfattest as sa
+from loopproof.engine.audit.catalogue import Loop, workspace_files
+from loopproof.engine.audit.operators import DELETED, TIERS, kind_of
+from loopproof.engine.audit.operators import selfattest as sa
 
 Files = dict[str, bytes]
 

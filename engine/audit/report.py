@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
-from engine.audit.mutants import Mutant
+from loopproof.engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
+from loopproof.engine.audit.mutants import Mutant
 
 DIGITS = 4
 Z95 = 1.9599639845400545  # the normal quantile at 0.975 (scipy.stats.norm.isf(0.025))

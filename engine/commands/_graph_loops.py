@@ -19,20 +19,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.audit.catalogue import Command, Loop, workspace_files
-from engine.audit.exploits.run import Target
-from engine.record.replay import replay
-from engine.record.timeline import read_records
-from engine.run.attempt import judge_within
-from engine.run.confine import RunSandbox
-from engine.run.gate import CommandGate
-from engine.run.handoff import INPUTS, accepted_root
-from engine.run.runner import default_stop_file
-from engine.run.spec import NodeConfig, Spec, load
-from engine.run.values import MAX_SPEC_BYTES
-from engine.system.errors import BadInput
-from engine.system.sandbox import Confinement, Sandbox
-from engine.system.trees import file_digest, tree_digest
+from loopproof.engine.audit.catalogue import Command, Loop, workspace_files
+from loopproof.engine.audit.exploits.run import Target
+from loopproof.engine.record.replay import replay
+from loopproof.engine.record.timeline import read_records
+from loopproof.engine.run.attempt import judge_within
+from loopproof.engine.run.confine import RunSandbox
+from loopproof.engine.run.gate import CommandGate
+from loopproof.engine.run.handoff import INPUTS, accepted_root
+from loopproof.engine.run.runner import default_stop_file
+from loopproof.engine.run.spec import NodeConfig, Spec, load
+from loopproof.engine.run.values import MAX_SPEC_BYTES
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.sandbox import Confinement, Sandbox
+from loopproof.engine.system.trees import file_digest, tree_digest
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import json
 import math
 from typing import Any
 
-from engine.record.timeline import Attempt, Timeline, num, worker_end
-from engine.record.timeline_words import (
+from loopproof.engine.record.timeline import Attempt, Timeline, num, worker_end
+from loopproof.engine.record.timeline_words import (
     excerpt,
     gate_line,
     gate_notes,
@@ -24,7 +24,7 @@ from engine.record.timeline_words import (
     outcome_words,
     stream_text,
 )
-from model.bounds import GLOSS
+from loopproof.model.bounds import GLOSS
 
 WIDTH, LEFT, RIGHT = 960, 64, 16  # px; the two charts share the x axis (ledger record)
 CURVE_H, ROW_H, TOP, BOTTOM = 260, 26, 16, 40

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from engine.run import progress as progress_mod
-from engine.run.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, Runner
+from loopproof.engine.run import progress as progress_mod
+from loopproof.engine.run.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, Runner
 
 
 @contextlib.contextmanager

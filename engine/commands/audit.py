@@ -20,14 +20,14 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from engine.audit import exploits
-from engine.audit.catalogue import GATE_DIR, load_catalogue
-from engine.audit.exploits.run import accepted_families, probe
-from engine.audit.instrument import audit
-from engine.audit.judge import Judge
-from engine.run.values import add_size_argument
-from engine.system.errors import BadInput
-from engine.system.sandbox import BACKENDS, DEFAULT
+from loopproof.engine.audit import exploits
+from loopproof.engine.audit.catalogue import GATE_DIR, load_catalogue
+from loopproof.engine.audit.exploits.run import accepted_families, probe
+from loopproof.engine.audit.instrument import audit
+from loopproof.engine.audit.judge import Judge
+from loopproof.engine.run.values import add_size_argument
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.sandbox import BACKENDS, DEFAULT
 
 DEFAULT_TIER2_CAP = 15
 
@@ -150,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
         if args.ledger is None:
             raise BadInput(str(args.catalog), "--ledger", "a graph is audited against a run",
                            "give --ledger L: the run whose accepted trees are the references")
-        from engine.commands._graph_loops import accepted_references, mutant_loops
+        from loopproof.engine.commands._graph_loops import accepted_references, mutant_loops
         spec, refs, skips = accepted_references(args.catalog, args.ledger, args.max_spec_bytes)
         loops, mutant_skips = mutant_loops(spec, refs, skips)
         if args.no_mutants:
@@ -179,7 +179,7 @@ def main(args: argparse.Namespace) -> int:
                        cap={2: args.max_tier2 or None}, progress=progress, judge=judge,
                        differential=not args.no_differential).as_json()
         if refs is not None:
-            from engine.commands._graph_loops import exploit_targets
+            from loopproof.engine.commands._graph_loops import exploit_targets
             targets = exploit_targets(spec, refs, args.ledger, judge.sandbox)
             entries, not_probed = probe(targets, chosen, args.jobs, progress)
             result["exploits"] = entries

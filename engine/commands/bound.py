@@ -11,11 +11,11 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.run import spec as spec_mod
-from engine.run.spec_checks import refuse_unfit_model_calls
-from engine.run.values import add_size_argument
-from engine.system import collector
-from model.bounds import GLOSS
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.spec_checks import refuse_unfit_model_calls
+from loopproof.engine.run.values import add_size_argument
+from loopproof.engine.system import collector
+from loopproof.model.bounds import GLOSS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,9 +14,9 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.run.operator import request_cancel
-from engine.run.runner import Runner
-from engine.system.errors import BadInput
+from loopproof.engine.run.operator import request_cancel
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.system.errors import BadInput
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from engine.admission.conformance.suite import add_arguments as _add_arguments
-from engine.admission.conformance.suite import run
+from loopproof.engine.admission.conformance.suite import add_arguments as _add_arguments
+from loopproof.engine.admission.conformance.suite import run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,11 +14,11 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.admission.broker import load_receipt, verify_receipt
-from engine.admission.checkpoint import CheckpointStore
-from engine.record.ledger import holds_no_record, verify
-from engine.record.record_types import GUARD_RECORDS, RUN_RECORDS
-from engine.system.errors import BadInput
+from loopproof.engine.admission.broker import load_receipt, verify_receipt
+from loopproof.engine.admission.checkpoint import CheckpointStore
+from loopproof.engine.record.ledger import holds_no_record, verify
+from loopproof.engine.record.record_types import GUARD_RECORDS, RUN_RECORDS
+from loopproof.engine.system.errors import BadInput
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.commands._report import finish, runner_progress, warn_unsandboxed
-from engine.run.runner import Runner
+from loopproof.engine.commands._report import finish, runner_progress, warn_unsandboxed
+from loopproof.engine.run.runner import Runner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

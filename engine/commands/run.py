@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.commands._report import finish, runner_progress, warn_unsandboxed
-from engine.run import spec as spec_mod
-from engine.run.runner import Runner
-from engine.run.values import add_size_argument
+from loopproof.engine.commands._report import finish, runner_progress, warn_unsandboxed
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.values import add_size_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

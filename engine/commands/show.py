@@ -18,8 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.record.timeline import Attempt, Timeline, build, num, worker_end
-from engine.record.timeline_words import (
+from loopproof.engine.record.timeline import Attempt, Timeline, build, num, worker_end
+from loopproof.engine.record.timeline_words import (
     excerpt,
     gate_line,
     gate_notes,
@@ -27,8 +27,8 @@ from engine.record.timeline_words import (
     outcome_words,
     stream_text,
 )
-from engine.system.errors import BadInput
-from model.bounds import GLOSS
+from loopproof.engine.system.errors import BadInput
+from loopproof.model.bounds import GLOSS
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
         raise BadInput(str(args.html), "--html", "is a folder", "give a file name, e.g. run.html")
     t = build(args.ledger)
     if args.html is not None:
-        from engine.commands._page import page
+        from loopproof.engine.commands._page import page
         try:
             args.html.write_text(page(t), encoding="utf-8")
         except OSError as exc:

@@ -12,8 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.record.ledger import Verification, holds_no_record, verify
-from engine.record.timeline import run_status
+from loopproof.engine.record.ledger import Verification, holds_no_record, verify
+from loopproof.engine.record.timeline import run_status
 
 EXIT_OK, EXIT_CORRUPT = 0, 5
 
@@ -29,7 +29,7 @@ def check(ledger: Path, public_key: Path | None = None) -> Verification:
     """The chain check, plus the signature check when a public key is given."""
     if public_key is None:
         return verify(ledger)
-    from engine.record.signing import verify_signed
+    from loopproof.engine.record.signing import verify_signed
 
     return verify_signed(ledger, public_key)
 

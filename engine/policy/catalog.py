@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from engine.policy.pin import FIELDS as POLICY_DECLARATION
-from engine.system.errors import BadInput
+from loopproof.engine.policy.pin import FIELDS as POLICY_DECLARATION
+from loopproof.engine.system.errors import BadInput
 
 Stage = Literal["round", "idle"]
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.policy.catalog import POLICY_FIELDS, Catalog, Feature, Stage
-from engine.system.errors import BadInput
+from loopproof.engine.policy.catalog import POLICY_FIELDS, Catalog, Feature, Stage
+from loopproof.engine.system.errors import BadInput
 
 COMMIT_RECORD: dict[str, str] = {"round": "stage_done", "idle": "idle_finished"}
 
@@ -302,7 +302,9 @@ Planner = Callable[[Mapping[str, Any]], object]
 
 def command_planner(argv: Sequence[str], cwd: Path, timeout_s: float = 30.0) -> Planner:
     """A planner that is a command: the context on stdin as JSON, the reply on stdout."""
-    from engine.system.process import run_command  # imported here: only command planners need it
+    from loopproof.engine.system.process import (
+        run_command,  # imported here: only command planners need it
+    )
 
     def plan(context: Mapping[str, Any]) -> object:
         res = run_command(argv, cwd, timeout_s,

@@ -34,12 +34,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.system.canonical import digest as canonical_digest
-from engine.system.errors import BadInput, LedgerCorrupt
-from engine.system.guards import refuse
-from engine.system.trees import file_sha256
-from model import budget as mb
-from model import policy as mp
+from loopproof.engine.system.canonical import digest as canonical_digest
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.trees import file_sha256
+from loopproof.model import budget as mb
+from loopproof.model import policy as mp
 
 RELEASE_CONDITIONS: dict[str, str] = {
     "all_done": "the run ended DONE (every node has a PASS for its current activation)",
@@ -254,7 +254,7 @@ def parse_policy(raw: bytes, path: Path) -> Policy:
     policy = Policy(path, values)
     if ("signing.private_key" in values) != ("signing.public_key" in values):
         raise BadInput(name, "signing", "names only one of private_key and public_key",
-                       "give both keys (see `python -m engine.record.signing keygen`) or neither")
+                       "give both keys (see `python -m loopproof.engine.record.signing keygen`) or neither")
     if "signed" in values["release.conditions"] and "signing.private_key" not in values:
         raise BadInput(name, "release.conditions", "asks for 'signed' but [signing] names no key",
                        "add [signing] private_key and public_key, or drop 'signed'")
@@ -419,6 +419,6 @@ def _read_or_bad(path: Path) -> bytes:
 def sign_with_policy(ledger: Path | str, policy: Policy) -> dict | None:
     """Sign the ledger's head with the policy's [signing] private key; None when the policy names none."""
     private, _ = policy.key_paths()
-    from engine.record.signing import sign_head
+    from loopproof.engine.record.signing import sign_head
 
     return sign_head(ledger, private) if private is not None else None

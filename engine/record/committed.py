@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.errors import LedgerCorrupt
 
 SUFFIX = ".committed"
 _LINE = b"loopproof-committed v1 bytes %020d records %020d\n"

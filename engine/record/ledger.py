@@ -48,14 +48,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, overload
 
-from engine.record.committed import Floor, Mark, read_floor, remove_stale
-from engine.record.owned import FIX as OWNED_FIX
-from engine.record.owned import LedgerLost, Written, read_all, why_not_owned
-from engine.record.tail import is_cut_short
-from engine.system import collector, faults
-from engine.system.canonical import canonical
-from engine.system.errors import BadInput, LedgerCorrupt
-from model.executor import Processes
+from loopproof.engine.record.committed import Floor, Mark, read_floor, remove_stale
+from loopproof.engine.record.owned import FIX as OWNED_FIX
+from loopproof.engine.record.owned import LedgerLost, Written, read_all, why_not_owned
+from loopproof.engine.record.tail import is_cut_short
+from loopproof.engine.system import collector, faults
+from loopproof.engine.system.canonical import canonical
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.model.executor import Processes
 
 try:  # orjson parses ~2.5x faster; json is the reference and the fallback. orjson reads an
     # integer beyond 64 bits as a float, so `append` refuses such integers (see _check_ints).

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.errors import LedgerCorrupt
 
 FIX = ("fix: keep the ledger's folder out of every worker's reach (the sandbox does), then "
        "restore the ledger from a trusted copy or start the run again")

@@ -6,7 +6,7 @@ of experiments/growth/loop.py) build records as plain dicts, and the readers (re
 `verify`, the timeline page) read them back; both check them against this table
 (engine/record/registry.py), so a field written but not declared, or read with a type no run
 writes, fails at once, naming the type and the field. docs/engine.md's record table is generated
-from it (`python -m engine.record.record_types`; tests/test_record_registry.py fails when they
+from it (`python -m loopproof.engine.record.record_types`; tests/test_record_registry.py fails when they
 differ). An event record's `type` is its model event's name (model.transitions.EVENT_NAMES) in
 lower case; the table names the event, never the class.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.record.registry import RecordType, Registry, field
+from loopproof.engine.record.registry import RecordType, Registry, field
 
 RUN_FORMAT = "loopproof-run/1"
 ENGINE = "engine"  # engine/run/ and engine/policy/
@@ -278,7 +278,7 @@ BEGIN, END = "<!-- records:begin", "<!-- records:end -->"
 def doc_table() -> str:
     """docs/engine.md's record table, as generated from RECORD_TYPES."""
     return (f"{BEGIN} (generated from engine/record/record_types.py by "
-            f"`python -m engine.record.record_types --write`; do not edit) -->\n"
+            f"`python -m loopproof.engine.record.record_types --write`; do not edit) -->\n"
             + RUN_RECORDS.markdown(ENGINE) + END)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 CHAIN_FIELDS = frozenset({"seq", "prev", "hash"})  # the ledger's own (engine/record/ledger.py)

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from engine.record.ledger import Ledger
-from engine.record.record_types import RUN_FORMAT, RUN_RECORDS
-from engine.system.errors import LedgerCorrupt
-from model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
-from model.transitions import EVENT_NAMES, EVENT_OF_NAME, Event
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.record_types import RUN_FORMAT, RUN_RECORDS
+from loopproof.engine.system.errors import LedgerCorrupt
+from loopproof.model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
+from loopproof.model.transitions import EVENT_NAMES, EVENT_OF_NAME, Event
 
 __all__ = ["RUN_FORMAT", "Replayed", "event_record", "open_replayed", "replay"]
 # record type -> model event class, and back: both from the registry's table, which names each

@@ -10,8 +10,8 @@ are unchanged. `loopproof verify LEDGER --public-key PUB` checks chain and signa
 The signature must cover the whole ledger: records after the signed head are reported as broken
 (sign again after appending). A torn tail after the signed head is still a torn tail.
 
-    python -m engine.record.signing keygen --private KEY.pem --public KEY.pub
-    python -m engine.record.signing sign LEDGER --key KEY.pem
+    python -m loopproof.engine.record.signing keygen --private KEY.pem --public KEY.pub
+    python -m loopproof.engine.record.signing sign LEDGER --key KEY.pem
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from engine.record.ledger import (
+from loopproof.engine.record.ledger import (
     Ledger,
     Verification,
     _read,
     _scan,
     read_floor_or_broken,
 )
-from engine.system.canonical import canonical
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.canonical import canonical
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 DOMAIN = b"loopproof-ledger-head-v1\n"
 
@@ -89,17 +89,17 @@ def _load_private(path: Path) -> Ed25519PrivateKey:
         key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
     except FileNotFoundError:
         raise BadInput(str(path), "signing.private_key", "file not found",
-                       "generate one with `python -m engine.record.signing keygen`") from None
+                       "generate one with `python -m loopproof.engine.record.signing keygen`") from None
     except OSError as exc:
         raise BadInput(str(path), "signing.private_key", f"cannot be read ({exc.strerror or exc})",
                        "run as the key's owner; the key must stay out of the workers' reach"
                        ) from None
     except (ValueError, TypeError) as exc:
         raise BadInput(str(path), "signing.private_key", f"is not an unencrypted PEM key ({exc})",
-                       "generate one with `python -m engine.record.signing keygen`") from None
+                       "generate one with `python -m loopproof.engine.record.signing keygen`") from None
     if not isinstance(key, Ed25519PrivateKey):
         raise BadInput(str(path), "signing.private_key", "is not an Ed25519 key",
-                       "generate one with `python -m engine.record.signing keygen`")
+                       "generate one with `python -m loopproof.engine.record.signing keygen`")
     return key
 
 
@@ -108,18 +108,18 @@ def _load_public(path: Path) -> Ed25519PublicKey:
         key = serialization.load_pem_public_key(Path(path).read_bytes())
     except FileNotFoundError:
         raise BadInput(str(path), "--public-key", "file not found",
-                       "give the public key written by `python -m engine.record.signing keygen`"
+                       "give the public key written by `python -m loopproof.engine.record.signing keygen`"
                        ) from None
     except OSError as exc:
         raise BadInput(str(path), "--public-key", f"cannot be read ({exc.strerror or exc})",
                        "give a readable public key file") from None
     except (ValueError, TypeError) as exc:
         raise BadInput(str(path), "--public-key", f"is not a PEM public key ({exc})",
-                       "give the public key written by `python -m engine.record.signing keygen`"
+                       "give the public key written by `python -m loopproof.engine.record.signing keygen`"
                        ) from None
     if not isinstance(key, Ed25519PublicKey):
         raise BadInput(str(path), "--public-key", "is not an Ed25519 key",
-                       "give the public key written by `python -m engine.record.signing keygen`")
+                       "give the public key written by `python -m loopproof.engine.record.signing keygen`")
     return key
 
 
@@ -264,7 +264,7 @@ def verify_signed(ledger: Path | str, public_key: Path | str) -> Verification:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m engine.record.signing", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m loopproof.engine.record.signing", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     k = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     k.add_argument("--private", type=Path, required=True)
@@ -281,10 +281,10 @@ def main(argv: list[str] | None = None) -> int:
             side = sign_head(args.ledger, args.key)
             print(f"signed {args.ledger}: {side['records']} records, head {side['head'][:16]}")
     except BadInput as exc:
-        print(f"engine.record.signing: {exc}", file=sys.stderr)
+        print(f"loopproof.engine.record.signing: {exc}", file=sys.stderr)
         return 2
     except LedgerCorrupt as exc:
-        print(f"engine.record.signing: ledger corrupt: {exc}", file=sys.stderr)
+        print(f"loopproof.engine.record.signing: ledger corrupt: {exc}", file=sys.stderr)
         return 5
     return 0
 

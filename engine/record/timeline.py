@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import Verification, holds_no_record, verify
-from engine.record.replay import RUN_FORMAT, Replayed, replay, run_bounds
-from engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.record.ledger import Verification, holds_no_record, verify
+from loopproof.engine.record.replay import RUN_FORMAT, Replayed, replay, run_bounds
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
 # Run events shown on the timeline between attempts (type -> how it reads).
 RUN_EVENTS = ("repair", "fail", "finish", "refuse", "stopped", "resumed", "pin_changed",

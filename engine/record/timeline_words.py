@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.record.timeline import Attempt, Timeline, num
+from loopproof.engine.record.timeline import Attempt, Timeline, num
 
 EXCERPT_LINES = 3  # lines of the head and of the tail of an output shown in text
 LINE_WIDTH = 150  # characters of one output line shown (its start and its end)

@@ -19,20 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.confine import NodeSandbox, RunSandbox
-from engine.run.gate import ERROR, Gate, GateResult
-from engine.run.handoff import HandOff, digest_or_why, stage_snapshot
-from engine.run.integrity import Integrity, PinChanged
-from engine.run.journal import Journal
-from engine.run.meter import BudgetOverrun, Meter
-from engine.run.planner import RunPlanner
-from engine.run.proxy.access import model_access
-from engine.run.spec import NodeConfig, Spec
-from engine.run.worker import AttemptContext
-from engine.system import faults
-from engine.system.sandbox import Confinement
-from engine.system.trees import remove_tree
-from model import Begin, Claim, Status, Verdict
+from loopproof.engine.run.confine import NodeSandbox, RunSandbox
+from loopproof.engine.run.gate import ERROR, Gate, GateResult
+from loopproof.engine.run.handoff import HandOff, digest_or_why, stage_snapshot
+from loopproof.engine.run.integrity import Integrity, PinChanged
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.meter import BudgetOverrun, Meter
+from loopproof.engine.run.planner import RunPlanner
+from loopproof.engine.run.proxy.access import model_access
+from loopproof.engine.run.spec import NodeConfig, Spec
+from loopproof.engine.run.worker import AttemptContext
+from loopproof.engine.system import faults
+from loopproof.engine.system.sandbox import Confinement
+from loopproof.engine.system.trees import remove_tree
+from loopproof.model import Begin, Claim, Status, Verdict
 
 
 def judge_within(gate: Gate, workspace: Path, limit_s: float,

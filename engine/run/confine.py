@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.run.spec import Spec
-from engine.system.errors import BadInput
-from engine.system.limits import Hold, owner_of
-from engine.system.programs import installed
-from engine.system.sandbox import Confinement, Sandbox, View, backend
+from loopproof.engine.run.spec import Spec
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.limits import Hold, owner_of
+from loopproof.engine.system.programs import installed
+from loopproof.engine.system.sandbox import Confinement, Sandbox, View, backend
 
 if TYPE_CHECKING:  # imported where the policy is read (below), not at import time
-    from engine.policy.pin import PolicyPin
+    from loopproof.engine.policy.pin import PolicyPin
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def policy_secrets(pin: PolicyPin | None) -> list[Path]:
     policy = getattr(pin, "policy", None)
     if policy is None:
         try:
-            from engine.policy.pin import parse_policy
+            from loopproof.engine.policy.pin import parse_policy
             policy = parse_policy(path.read_bytes(), path)
         except Exception:  # a changed or unreadable policy is integrity's to report
             return out

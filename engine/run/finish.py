@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.record.replay import run_bounds
-from engine.run.integrity import Integrity
-from engine.run.journal import Journal
-from engine.system.guards import refuse
-from model import Finish, Outcome
+from loopproof.engine.record.replay import run_bounds
+from loopproof.engine.run.integrity import Integrity
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.system.guards import refuse
+from loopproof.model import Finish, Outcome
 
 EXIT_CODES = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
 EXIT_PIN_CHANGED = 5
@@ -30,7 +30,7 @@ def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
     journal.ledger.verify_owned()  # never a Finish after a chain the engine did not write
     unmet = integrity.release_unmet(approved_by)
     if refuse("policy.release", ", ".join(unmet) or None):
-        from engine.policy.pin import RELEASE_CONDITIONS
+        from loopproof.engine.policy.pin import RELEASE_CONDITIONS
         journal.note({"type": "release_unmet", "unmet": unmet, "settled": journal.state.settled,
                       "why": {c: RELEASE_CONDITIONS[c] for c in unmet}})
         return False

@@ -21,14 +21,14 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from engine.run import schedule
-from engine.run.attempt import Begun, begin_attempt, finish_attempt
-from engine.run.confine import RunSandbox
-from engine.run.handoff import HandOff
-from engine.run.integrity import Integrity
-from engine.run.journal import Journal
-from engine.run.planner import RunPlanner
-from engine.run.spec import Spec
+from loopproof.engine.run import schedule
+from loopproof.engine.run.attempt import Begun, begin_attempt, finish_attempt
+from loopproof.engine.run.confine import RunSandbox
+from loopproof.engine.run.handoff import HandOff
+from loopproof.engine.run.integrity import Integrity
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.planner import RunPlanner
+from loopproof.engine.run.spec import Spec
 
 
 class Flight:

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.system.judged import TreeRefused, copy_judged
-from engine.system.process import ProcessError, gate_environment, run_command
-from engine.system.sandbox import UNSANDBOXED, Confinement
-from engine.system.trees import file_digest, make_read_only, remove_tree, tree_digest
+from loopproof.engine.system.judged import TreeRefused, copy_judged
+from loopproof.engine.system.process import ProcessError, gate_environment, run_command
+from loopproof.engine.system.sandbox import UNSANDBOXED, Confinement
+from loopproof.engine.system.trees import file_digest, make_read_only, remove_tree, tree_digest
 
 ACCEPT, REJECT, ERROR = "accept", "reject", "error"
 VERDICTS = (ACCEPT, REJECT, ERROR)

@@ -20,11 +20,17 @@ import os
 import stat
 from pathlib import Path
 
-from engine.run.integrity import PinChanged
-from engine.run.journal import Journal
-from engine.system.errors import LedgerCorrupt
-from engine.system.judged import Limits, TreeRefused, copy_judged, scan
-from engine.system.trees import ensure_dir, make_read_only, remove_tree, shown, tree_digest
+from loopproof.engine.run.integrity import PinChanged
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.judged import Limits, TreeRefused, copy_judged, scan
+from loopproof.engine.system.trees import (
+    ensure_dir,
+    make_read_only,
+    remove_tree,
+    shown,
+    tree_digest,
+)
 
 INPUTS = "inputs"
 

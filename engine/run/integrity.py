@@ -21,13 +21,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import Ledger
-from engine.run.journal import Journal
-from engine.run.spec import Spec
-from engine.system.errors import BadInput, LedgerCorrupt
-from engine.system.guards import refuse
-from engine.system.trees import file_digest
-from model import policy as mp
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.spec import Spec
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.trees import file_digest
+from loopproof.model import policy as mp
 
 
 class PinChanged(LedgerCorrupt):
@@ -50,7 +50,7 @@ def load_policy(spec: Spec, root: Path) -> Any:
     allows, or a policy that lies inside the workers' folder."""
     if spec.policy is None:
         return None
-    from engine.policy.pin import PolicyPin
+    from loopproof.engine.policy.pin import PolicyPin
 
     pin = PolicyPin.load(spec.policy)
     b = spec.bounds()
@@ -68,7 +68,7 @@ def recorded_policy(recorded: Any, ledger_path: Path) -> Any:
     """The policy pin record 0 names, re-pinned from the record (checked on resume)."""
     if recorded is None:
         return None
-    from engine.policy.pin import PolicyPin
+    from loopproof.engine.policy.pin import PolicyPin
     if not isinstance(recorded, dict) or "path" not in recorded:
         raise LedgerCorrupt(f"{ledger_path}: record 0: malformed policy record; fix: "
                             f"restore the ledger from a trusted copy")
@@ -82,7 +82,7 @@ def signing_keys(pin: Any) -> tuple[Path | None, Path | None]:
         return None, None
     policy = getattr(pin, "policy", None)
     if policy is None:
-        from engine.policy.pin import parse_policy
+        from loopproof.engine.policy.pin import parse_policy
         try:
             policy = parse_policy(pin.path.read_bytes(), pin.path)
         except (OSError, BadInput):
@@ -95,7 +95,7 @@ def sign(ledger: Ledger, pin: Any, path: Path | None = None) -> None:
     (engine.record.signing.sign_written: never a head read back from the path)."""
     private, _ = signing_keys(pin)
     if private is not None:
-        from engine.record.signing import sign_written
+        from loopproof.engine.record.signing import sign_written
         sign_written(ledger, private, path)
 
 
@@ -169,8 +169,8 @@ class Integrity:
             return []
         self.check_pins()
         self.check_policy()
-        from engine.policy.pin import parse_policy
-        from engine.record.signing import _load_private
+        from loopproof.engine.policy.pin import parse_policy
+        from loopproof.engine.record.signing import _load_private
         policy = self.policy.policy or parse_policy(self.policy.path.read_bytes(),
                                                     self.policy.path)
         self.journal.sync()

@@ -22,13 +22,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.record.ledger import Ledger
-from engine.record.record_types import RUN_RECORDS
-from engine.record.replay import Replayed, event_record
-from engine.run.progress import Progress
-from engine.system.secrets import redact, secret_values
-from model import LoopGraph, RunState
-from model.transitions import Event
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.record_types import RUN_RECORDS
+from loopproof.engine.record.replay import Replayed, event_record
+from loopproof.engine.run.progress import Progress
+from loopproof.engine.system.secrets import redact, secret_values
+from loopproof.model import LoopGraph, RunState
+from loopproof.model.transitions import Event
 
 
 class Journal:

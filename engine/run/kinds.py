@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import CommandGate, Gate
-from engine.run.judge.table import gate_from_table
-from engine.run.values import MAX_SECONDS, exists, number_in, short
-from engine.run.worker import CommandWorker, Worker
-from engine.system import programs as programs_mod
-from engine.system.errors import BadInput
+from loopproof.engine.run.gate import CommandGate, Gate
+from loopproof.engine.run.judge.table import gate_from_table
+from loopproof.engine.run.values import MAX_SECONDS, exists, number_in, short
+from loopproof.engine.run.worker import CommandWorker, Worker
+from loopproof.engine.system import programs as programs_mod
+from loopproof.engine.system.errors import BadInput
 
 COMMAND_FIELDS: dict[str, str] = {
     "worker": "argv list; runs with the node's workspace as working directory",
@@ -45,7 +45,7 @@ class Kind:
 
 KINDS: dict[str, Kind] = {}
 # Kinds defined in other engine modules, imported the first time a spec names them.
-KIND_MODULES: dict[str, str] = {"revision": "engine.admission.revision"}
+KIND_MODULES: dict[str, str] = {"revision": "loopproof.engine.admission.revision"}
 
 
 def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:

@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.system import untrusted
-from engine.system.faults import crashpoint
-from engine.system.process import ProcessError, ProcessResult, run_command
-from engine.system.sandbox import Confinement
-from model import LoopGraph, Overrun, Reserve, RunState, Settle, Status, enabled
-from model.transitions import EPS, Event
+from loopproof.engine.system import untrusted
+from loopproof.engine.system.faults import crashpoint
+from loopproof.engine.system.process import ProcessError, ProcessResult, run_command
+from loopproof.engine.system.sandbox import Confinement
+from loopproof.model import LoopGraph, Overrun, Reserve, RunState, Settle, Status, enabled
+from loopproof.model.transitions import EPS, Event
 
 Commit = Callable[[Event, dict[str, Any]], RunState]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.run.journal import Journal
-from engine.system.errors import BadInput
-from model import Abandon, Cancel, Disabled, LoopGraph, RunState, step
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.system.errors import BadInput
+from loopproof.model import Abandon, Cancel, Disabled, LoopGraph, RunState, step
 
 MAX_REASON = 500  # characters of the operator's note kept in the ledger
 

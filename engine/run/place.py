@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 
 def lexists(path: Path, field: str) -> bool:

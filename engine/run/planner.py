@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.policy.catalog import TIMEOUT_KNOB, Catalog, timeout_catalog
-from engine.policy.evolution import command_planner, plan_stage, replay_config
-from engine.run.journal import Journal
-from engine.run.spec import Spec
-from engine.run.worker import CommandWorker
-from engine.system.process import ProcessError
-from engine.system.trees import remove_tree
+from loopproof.engine.policy.catalog import TIMEOUT_KNOB, Catalog, timeout_catalog
+from loopproof.engine.policy.evolution import command_planner, plan_stage, replay_config
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.spec import Spec
+from loopproof.engine.run.worker import CommandWorker
+from loopproof.engine.system.process import ProcessError
+from loopproof.engine.system.trees import remove_tree
 
 
 class _Noter:

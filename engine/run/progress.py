@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from engine.record.replay import Replayed
+from loopproof.engine.record.replay import Replayed
 
 Progress = Callable[[Replayed, dict[str, Any]], None]
 

@@ -14,9 +14,9 @@ import os
 import signal
 from pathlib import Path
 
-from engine.run.journal import Journal
-from engine.run.operator import honour_cancels
-from model import Abandon
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.operator import honour_cancels
+from loopproof.model import Abandon
 
 
 def kill_orphans(root: Path) -> list[int]:

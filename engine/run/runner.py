@@ -1,12 +1,12 @@
 """The runner: one graph against one ledger, from `start` (or `resume`) to its exit code.
 
-Why this shape: the runner is the thin orchestrator of units that can each be read alone.
-
+Why this shape: the runner is the thin orchestrator of units that can each be read alone:
 - engine/run/journal.py: the run's only state, `Replayed` (the fold of the ledger through
   `model.step`), changed only by `commit` (model check, append, fold) and `note`;
 - engine/run/schedule.py: which move comes next, from the model state alone;
 - engine/run/attempt.py: one attempt (Begin, worker, claims, gate, verdict);
-- engine/run/flight.py: several attempts in flight (`max_parallel` > 1), each on its own thread;
+- engine/run/flight.py: several attempts in flight (`max_parallel` > 1, `run --jobs N`), each on
+  a thread of its own; every other decision and a stop wait until nothing is in flight;
 - engine/run/handoff.py: workspaces, judged snapshots, accepted trees handed to successors;
 - engine/run/integrity.py: pins, policy and release conditions;
 - engine/run/planner.py: the optional `[planner]` rounds between attempts;
@@ -16,14 +16,9 @@ Why this shape: the runner is the thin orchestrator of units that can each be re
 - engine/run/confine.py: what each worker and gate command may see in its sandbox.
 
 So the state after a crash is exactly `replay(ledger)`, and `resume` continues from there.
-
-Safe points (where a stop request is honoured) are the moments with no attempt in flight: before
-each scheduling decision. The stop file (or SIGTERM / SIGINT) is checked there and a `stopped`
-record is appended; `resume` continues.
-
-Several attempts in flight (`[graph] max_parallel` > 1, or `run --jobs N`): engine/run/flight.py
-begins what the model admits and runs each attempt on a thread of its own; every other decision
-and a stop wait for a moment with nothing in flight.
+Safe points (where a stop request is honoured) are the moments with no attempt in flight, before
+each scheduling decision: the stop file (or SIGTERM / SIGINT) is checked there and a `stopped`
+record is appended.
 """
 
 from __future__ import annotations
@@ -37,22 +32,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import Ledger
-from engine.record.owned import LedgerLost
-from engine.record.record_types import RUN_RECORDS
-from engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
-from engine.run import finish, schedule
-from engine.run.attempt import judge_within, run_attempt
-from engine.run.confine import (
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.owned import LedgerLost
+from loopproof.engine.record.record_types import RUN_RECORDS
+from loopproof.engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
+from loopproof.engine.run import finish, schedule
+from loopproof.engine.run.attempt import judge_within, run_attempt
+from loopproof.engine.run.confine import (
     RunSandbox,
     policy_secrets,
     refuse_unsafe_writable,
     sandbox_backend,
 )
-from engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
-from engine.run.flight import fly
-from engine.run.handoff import INPUTS, HandOff, accepted_root, stage_snapshot, workspace_root
-from engine.run.integrity import (
+from loopproof.engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
+from loopproof.engine.run.flight import fly
+from loopproof.engine.run.handoff import (
+    INPUTS,
+    HandOff,
+    accepted_root,
+    stage_snapshot,
+    workspace_root,
+)
+from loopproof.engine.run.integrity import (
     Integrity,
     PinChanged,
     load_policy,
@@ -62,18 +63,18 @@ from engine.run.integrity import (
     sign,
     signing_keys,
 )
-from engine.run.journal import Journal
-from engine.run.meter import METER_SITES
-from engine.run.place import creating, folder_of, lexists, lock_ledger
-from engine.run.planner import RunPlanner
-from engine.run.progress import Progress
-from engine.run.recovery import kill_orphans, recover
-from engine.run.spec import Spec, is_price
-from engine.run.spec_checks import refuse_missing_keys, refuse_unfit_model_calls
-from engine.system import faults, limits
-from engine.system.errors import BadInput, LedgerCorrupt
-from engine.system.trees import remove_tree
-from model import RunState
+from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.meter import METER_SITES
+from loopproof.engine.run.place import creating, folder_of, lexists, lock_ledger
+from loopproof.engine.run.planner import RunPlanner
+from loopproof.engine.run.progress import Progress
+from loopproof.engine.run.recovery import kill_orphans, recover
+from loopproof.engine.run.spec import Spec, is_price
+from loopproof.engine.run.spec_checks import refuse_missing_keys, refuse_unfit_model_calls
+from loopproof.engine.system import faults, limits
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.trees import remove_tree
+from loopproof.model import RunState
 
 __all__ = [  # the runner's public names (some defined in the units above)
     "CRASH_SITES", "EXIT_CODES", "EXIT_PIN_CHANGED", "EXIT_STOPPED", "INPUTS", "PinChanged",
@@ -200,7 +201,7 @@ class Runner:
             # the signature first: nothing is appended to (or signed after) a chain that does
             # not extend the last signed head
             policy = recorded_policy(replayed.first.get("policy"), ledger_path)
-            from engine.record.signing import check_extends_signed
+            from loopproof.engine.record.signing import check_extends_signed
             check_extends_signed(ledger_path, len(ledger), signing_keys(policy)[1])
         except BaseException:
             os.close(lock)

@@ -24,7 +24,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from model import (
+from loopproof.model import (
     Abandon,
     Begin,
     Fail,
@@ -38,7 +38,7 @@ from model import (
     Verdict,
     enabled,
 )
-from model.transitions import Event
+from loopproof.model.transitions import Event
 
 Kind = Literal["plan", "repair", "fail", "finish", "refuse", "attempt"]
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import Gate
-from engine.run.kinds import (
+from loopproof.engine.run.gate import Gate
+from loopproof.engine.run.kinds import (
     COMMAND_FIELDS,
     DEFAULT_TIMEOUT_S,
     KIND_MODULES,
@@ -42,8 +42,8 @@ from engine.run.kinds import (
     register_kind,
     resolve_arg,
 )
-from engine.run.proxy.config import LlmConfig
-from engine.run.spec_checks import (
+from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.spec_checks import (
     DEFAULT_RESOURCES,
     LIMIT_FIELDS,
     RESOURCE_FIELDS,
@@ -61,7 +61,7 @@ from engine.run.spec_checks import (
     unknown_keys,
     worker_env,
 )
-from engine.run.values import (
+from loopproof.engine.run.values import (
     MAX_PRICE,
     MAX_SPEC_BYTES,
     MIN_PRICE,
@@ -71,14 +71,14 @@ from engine.run.values import (
     name_problem,
     short,
 )
-from engine.run.worker import Worker
-from engine.system import collector, toml_reader
-from engine.system.errors import BadInput
-from engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
-from engine.system.limits import ResourceLimits, size_text
-from engine.system.sandbox import BACKENDS, DEFAULT
-from model import GraphError, LoopGraph, NodeSpec
-from model.bounds import attempt_bound, spend_bound
+from loopproof.engine.run.worker import Worker
+from loopproof.engine.system import collector, toml_reader
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
+from loopproof.engine.system.limits import ResourceLimits, size_text
+from loopproof.engine.system.sandbox import BACKENDS, DEFAULT
+from loopproof.model import GraphError, LoopGraph, NodeSpec
+from loopproof.model.bounds import attempt_bound, spend_bound
 
 # Names that live in engine.run.kinds and engine.run.spec_checks, importable from here as before.
 __all__ = [

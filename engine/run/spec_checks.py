@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.run.kinds import NodeTable
-from engine.run.proxy import pricing
-from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.config import parse as parse_llm
-from engine.run.values import (
+from loopproof.engine.run.kinds import NodeTable
+from loopproof.engine.run.proxy import pricing
+from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.config import parse as parse_llm
+from loopproof.engine.run.values import (
     MAX_COUNT,
     MAX_PRICE,
     MAX_SPEND,
@@ -28,11 +28,11 @@ from engine.run.values import (
     number_in,
     short,
 )
-from engine.run.worker import CommandWorker, Worker
-from engine.system.errors import BadInput
-from engine.system.judged import Limits
-from engine.system.limits import ResourceLimits
-from engine.system.secrets import secret_name
+from loopproof.engine.run.worker import CommandWorker, Worker
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.judged import Limits
+from loopproof.engine.system.limits import ResourceLimits
+from loopproof.engine.system.secrets import secret_name
 
 _NUMBERS = (int, float)  # for isinstance: a tuple, not `int | float` built anew at every call
 LIMIT_FIELDS: dict[str, tuple[int, int]] = {  # field -> (lowest, highest)

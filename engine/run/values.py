@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 # Ranges: wide enough for any real run, narrow enough that every bound stays a finite float and
 # every count a 64-bit integer in the ledger.

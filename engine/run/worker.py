@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.run.meter import BudgetOverrun, Meter
-from engine.system import untrusted
-from engine.system.errors import LedgerCorrupt
-from engine.system.process import ProcessError, safe_environment
-from engine.system.sandbox import Confinement
+from loopproof.engine.run.meter import BudgetOverrun, Meter
+from loopproof.engine.system import untrusted
+from loopproof.engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.process import ProcessError, safe_environment
+from loopproof.engine.system.sandbox import Confinement
 
 
 @dataclass

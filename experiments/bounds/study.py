@@ -28,10 +28,10 @@ from pathlib import Path
 from experiments import results
 from experiments.executor import Executor, add_arguments, executor_from
 from experiments.results import write_csv, write_json
-from model.bounds import attempt_bound, peer_bound, worst_repair_pair
-from model.executor import local
-from model.explore import explore, true_worst_case
-from model.graph import LoopGraph, NodeSpec
+from loopproof.model.bounds import attempt_bound, peer_bound, worst_repair_pair
+from loopproof.model.executor import local
+from loopproof.model.explore import explore, true_worst_case
+from loopproof.model.graph import LoopGraph, NodeSpec
 
 NAME = "bounds"
 COLUMNS = ("id", "nodes", "edges", "pairs", "K", "sum_attempts", "W", "peer", "worst",

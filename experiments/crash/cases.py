@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.record.replay import replay
-from engine.run.runner import workspace_root
-from engine.system.trees import remove_tree
 from experiments.crash import graph as crashgraph
 from experiments.crash.observables import (
     normalized_trace,
@@ -33,7 +30,10 @@ from experiments.crash.observables import (
     worker_calls,
 )
 from experiments.crash.sites import INSIDE_ATTEMPT, Scale
-from model.transitions import EPS
+from loopproof.engine.record.replay import replay
+from loopproof.engine.run.runner import workspace_root
+from loopproof.engine.system.trees import remove_tree
+from loopproof.model.transitions import EPS
 
 # ---- child processes ------------------------------------------------------------------------
 
@@ -42,7 +42,7 @@ from model.transitions import EPS
 # With "--flying", it also records per site the attempts open in the ledger at each crossing.
 _COUNTING_CHILD = """
 import json, sys, threading
-import engine.system.faults as faults
+import loopproof.engine.system.faults as faults
 counts, flying, lock = {}, {}, threading.Lock()
 watch = sys.argv[2] == "--flying"
 args = sys.argv[3:] if watch else sys.argv[2:]
@@ -71,7 +71,7 @@ def crashpoint(site):
             flying.setdefault(site, []).append(open_attempts())
     _real(site)
 faults.crashpoint = crashpoint
-from engine.cli import main
+from loopproof.engine.cli import main
 try:
     rc = main(args)
 finally:
@@ -91,7 +91,7 @@ def _cli(args: Sequence[str], cwd: Path, crash_at: str | None = None,
         argv = [sys.executable, "-c", _COUNTING_CHILD, str(count_into),
                 *(["--flying"] if flying else []), *args]
     else:
-        argv = [sys.executable, "-m", "engine.cli", *args]
+        argv = [sys.executable, "-m", "loopproof.engine.cli", *args]
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=300)
     return proc.returncode, proc.stderr.decode("utf-8", "replace")
 

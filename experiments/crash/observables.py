@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import Ledger
-from engine.record.replay import Replayed
-from model.transitions import EPS
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.record.replay import Replayed
+from loopproof.model.transitions import EPS
 
 # ---- observables ------------------------------------------------------------------------------
 

@@ -40,6 +40,6 @@ SCALES: dict[str, Scale] = {
 
 def engine_sites() -> tuple[str, ...]:
     """The engine's commit boundaries, read from the modules that own them."""
-    from engine.run import meter, runner
+    from loopproof.engine.run import meter, runner
     sites = LEDGER_SITES + tuple(meter.METER_SITES) + tuple(runner.CRASH_SITES)
     return tuple(dict.fromkeys(s for s in sites if s != "runner.resume"))  # once each, in order

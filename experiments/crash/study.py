@@ -33,13 +33,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from engine.system.trees import remove_tree
 from experiments import results
 from experiments.crash.cases import Baseline, Case, Row, plan, run_baseline, run_case
 from experiments.crash.sites import SCALES, engine_sites
 from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
-from model.executor import Threads
+from loopproof.engine.system.trees import remove_tree
+from loopproof.model.executor import Threads
 
 RESULTS = Path("results") / "crash"
 

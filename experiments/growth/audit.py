@@ -12,9 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.policy.evolution import replay_config
-from engine.system.errors import BadInput
 from experiments.growth import catalogue
+from loopproof.engine.policy.evolution import replay_config
+from loopproof.engine.system.errors import BadInput
 
 TOLERANCE = 1e-9  # GPU-hours: the model's EPS, the paper's tolerance
 Records = Sequence[Mapping[str, Any]]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.policy.evolution import evolve
 from experiments.growth import catalogue, sim
+from loopproof.engine.policy.evolution import evolve
 
 
 def table(rounds: int = 10) -> list[dict[str, Any]]:

@@ -19,8 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.policy.catalog import Catalog, Feature, Knob
 from experiments.growth import sim
+from loopproof.engine.policy.catalog import Catalog, Feature, Knob
 
 AGENTS = ("grasp_specialist", "data_curator")
 PLANNER = "offline-deterministic/1"

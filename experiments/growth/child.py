@@ -23,7 +23,7 @@ COUNT_ENV = "LOOPPROOF_GROWTH_COUNT"
 
 def _count_sites(path: str) -> dict[str, int]:
     """Wrap the crashpoint before the engine modules bind it, counting every call."""
-    import engine.system.faults as faults
+    import loopproof.engine.system.faults as faults
     counts: dict[str, int] = {}
     real = faults.crashpoint
 
@@ -38,10 +38,10 @@ def _count_sites(path: str) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     count_into = os.environ.get(COUNT_ENV)
     counts = _count_sites(count_into) if count_into else None
-    from engine.system.errors import BadInput, LedgerCorrupt
     from experiments.growth.folder import prepare
     from experiments.growth.loop import GrowthLoop
     from experiments.growth.progress import Arm
+    from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 
     p = argparse.ArgumentParser(prog="python -m experiments.growth.child")
     p.add_argument("command", choices=["start", "resume"])

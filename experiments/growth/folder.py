@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.record.ledger import Ledger
 from experiments.growth import sim
+from loopproof.engine.record.ledger import Ledger
 
 LEDGER, POLICY, EVALUATION, CALLS = "ledger.jsonl", "policy.toml", "evaluation.json", "calls.txt"
 

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.policy.evolution import evolve
-from engine.run.gate import remove_tree
 from experiments.growth import audit, catalogue
 from experiments.growth.folder import POLICY, prepare, read_records
 from experiments.growth.loop import GrowthLoop, run_to_end
+from loopproof.engine.policy.evolution import evolve
+from loopproof.engine.run.gate import remove_tree
 
 BUDGET = 20.0
 

@@ -35,19 +35,29 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.policy.evolution import Decision, evolve, replay_config
-from engine.policy.pin import PolicyChanged, PolicyPin
-from engine.record.ledger import Ledger, verify
-from engine.record.record_types import RUN_RECORDS
-from engine.record.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
-from engine.run.meter import BudgetOverrun, Meter
-from engine.system import faults as crash
-from engine.system.errors import BadInput, LedgerCorrupt
 from experiments.growth import catalogue, sim
 from experiments.growth.folder import CALLS, EVALUATION, LEDGER, POLICY, prepare
 from experiments.growth.progress import DEFAULT_RESOURCES, FULL_LOOP, Arm, Resources, View
-from model import Fail, Finish, LoopGraph, NodeSpec, Outcome, Settle, Status, Verdict, enabled
-from model.transitions import EPS, Begin, Event
+from loopproof.engine.policy.evolution import Decision, evolve, replay_config
+from loopproof.engine.policy.pin import PolicyChanged, PolicyPin
+from loopproof.engine.record.ledger import Ledger, verify
+from loopproof.engine.record.record_types import RUN_RECORDS
+from loopproof.engine.record.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
+from loopproof.engine.run.meter import BudgetOverrun, Meter
+from loopproof.engine.system import faults as crash
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.model import (
+    Fail,
+    Finish,
+    LoopGraph,
+    NodeSpec,
+    Outcome,
+    Settle,
+    Status,
+    Verdict,
+    enabled,
+)
+from loopproof.model.transitions import EPS, Begin, Event
 
 NODE = "growth"
 EXIT = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}

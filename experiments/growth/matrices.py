@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import remove_tree
-from engine.run.meter import METER_SITES
 from experiments.growth import audit
 from experiments.growth.child import COUNT_ENV
 from experiments.growth.folder import LEDGER, calls, read_records
 from experiments.growth.loop import PRE_COMMIT, SITES
-from model.executor import Threads
+from loopproof.engine.run.gate import remove_tree
+from loopproof.engine.run.meter import METER_SITES
+from loopproof.model.executor import Threads
 
 RELIABILITY_BUDGET = 20.0
 LEDGER_SITES = ("ledger.before_append", "ledger.torn_write", "ledger.after_append")

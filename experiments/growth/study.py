@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import remove_tree
 from experiments import results
 from experiments.growth import audit, calibration, guards, matrices, utility
 from experiments.growth.progress import Arm
+from loopproof.engine.run.gate import remove_tree
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import remove_tree
 from experiments.growth import audit
 from experiments.growth.folder import read_records
 from experiments.growth.loop import run_to_end
 from experiments.growth.progress import Arm
 from experiments.stats import paired_contrast
+from loopproof.engine.run.gate import remove_tree
 
 ARMS: tuple[Arm, ...] = (Arm(False, False), Arm(True, False), Arm(False, True), Arm(True, True))
 BUDGET = 160.0

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.record.ledger import Ledger, canonical, record_hash
+from loopproof.engine.record.ledger import Ledger, canonical, record_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from engine.record.committed import mark_path
-from engine.record.ledger import verify
-from engine.record.signing import sign_head, verify_signed
 from experiments.integrity.records import Row, clean, lines, rehash, run_records, write_ledger
 from experiments.integrity.tamper import edit_value
+from loopproof.engine.record.committed import mark_path
+from loopproof.engine.record.ledger import verify
+from loopproof.engine.record.signing import sign_head, verify_signed
 
 # ---- the full-rewrite attacker -----------------------------------------------------------------------
 

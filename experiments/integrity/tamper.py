@@ -9,10 +9,10 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.policy.pin import PolicyChanged, PolicyPin
-from engine.record.ledger import Ledger, canonical, verify
-from engine.system.errors import LedgerCorrupt
 from experiments.integrity.records import Row, clean, lines, rehash, run_records, write_ledger
+from loopproof.engine.policy.pin import PolicyChanged, PolicyPin
+from loopproof.engine.record.ledger import Ledger, canonical, verify
+from loopproof.engine.system.errors import LedgerCorrupt
 
 # ---- tampering -------------------------------------------------------------------------------------
 # Each takes (rng, lines, other) and returns (damaged lines, target, line it must name, phrases

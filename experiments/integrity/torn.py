@@ -13,15 +13,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.record.committed import Mark
-from engine.record.ledger import Ledger, verify
 from experiments.integrity.records import ROOT, Row, clean, lines, run_records, write_ledger
+from loopproof.engine.record.committed import Mark
+from loopproof.engine.record.ledger import Ledger, verify
 
 # ---- torn tails ------------------------------------------------------------------------------------
 
 CHILD = """
 import json, sys
-from engine.record.ledger import Ledger
+from loopproof.engine.record.ledger import Ledger
 records = json.load(open(sys.argv[2]))
 led = Ledger.create(sys.argv[1], records[0])
 with led.group():
@@ -128,8 +128,8 @@ timeout_s = 60
 # and a corrupt ledger), without importing every other subcommand: a few seconds saved per call.
 ONE_COMMAND = """
 import argparse, importlib, sys
-from engine.system.errors import BadInput, LedgerCorrupt
-module = importlib.import_module("engine.commands." + sys.argv[1])
+from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+module = importlib.import_module("loopproof.engine.commands." + sys.argv[1])
 parser = argparse.ArgumentParser(prog="loopproof " + sys.argv[1])
 module.add_arguments(parser)
 args = parser.parse_args(sys.argv[2:])

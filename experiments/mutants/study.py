@@ -28,15 +28,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.audit import report
-from engine.audit.catalogue import REPAIRED_DIR, Loop, load_catalogue, load_loop
-from engine.audit.instrument import Audit, audit
-from engine.audit.judge import Judge
-from engine.system.errors import BadInput
 from experiments import results
 from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
 from experiments.stats import cluster_mean
+from loopproof.engine.audit import report
+from loopproof.engine.audit.catalogue import REPAIRED_DIR, Loop, load_catalogue, load_loop
+from loopproof.engine.audit.instrument import Audit, audit
+from loopproof.engine.audit.judge import Judge
+from loopproof.engine.system.errors import BadInput
 
 NAME = "mutants"
 CATALOG = Path(__file__).resolve().parents[2] / "examples" / "catalog"

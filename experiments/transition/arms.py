@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.admission.broker import AdmissionBroker, GuardPolicy
-from engine.admission.evidence import CallableCheck, CheckResult, Evidence
-from engine.system.trees import remove_tree
 from experiments.transition.coders import SOLUTION, Coder, Reply, Request, patched_source
 from experiments.transition.conditions import evidence_for, trace
 from experiments.transition.tasks import Task, code_hash, evaluate
+from loopproof.engine.admission.broker import AdmissionBroker, GuardPolicy
+from loopproof.engine.admission.evidence import CallableCheck, CheckResult, Evidence
+from loopproof.engine.system.trees import remove_tree
 
 STALE_SHARE = 0.5  # in the prospective comparison, the share of revisions handed stale evidence
 

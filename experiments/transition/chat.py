@@ -32,8 +32,8 @@ import json
 import re
 from typing import Any
 
-from engine.admission.evidence import Evidence
 from experiments.transition.reply_edits import Refused, apply_diff, check_bytes, replace_functions
+from loopproof.engine.admission.evidence import Evidence
 
 SOLUTION = "solution.py"
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from engine.admission.actions import Action, Escalate, Keep, Patch, parse_reply
-from engine.admission.evidence import Evidence
 from experiments.transition import chat
 from experiments.transition.edits import enumerate_edits, normalize, restorations
 from experiments.transition.reply_edits import Refused
 from experiments.transition.tasks import Case, Task, code_hash, run_cases
+from loopproof.engine.admission.actions import Action, Escalate, Keep, Patch, parse_reply
+from loopproof.engine.admission.evidence import Evidence
 
 SOLUTION = chat.SOLUTION
 SEARCH_BUDGET = 60  # edits the search coder tries per revision
@@ -233,8 +233,8 @@ def model_meter(budget: float, node: str = "coder") -> tuple[Any, list[dict[str,
     """An engine meter for running the chat coder outside a graph run: one node whose attempt
     ceiling and run budget are both `budget`, its state moved only by `model.step`. Returns the
     meter and the list its records are appended to (in place of a ledger)."""
-    from engine.run.meter import Meter
-    from model import Begin, LoopGraph, NodeSpec, initial_state, step
+    from loopproof.engine.run.meter import Meter
+    from loopproof.model import Begin, LoopGraph, NodeSpec, initial_state, step
 
     graph = LoopGraph.build([NodeSpec(node, attempts=1, spend_ceiling=float(budget))],
                             spend_budget=float(budget))

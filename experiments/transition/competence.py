@@ -25,13 +25,13 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from engine.run.meter import BudgetOverrun
-from engine.system.errors import BadInput
 from experiments.results import json_text, write_json
 from experiments.transition.coders import OpenAICoder, Reply, Request, model_meter, patched_source
 from experiments.transition.edits import normalize
 from experiments.transition.study import SCALES
 from experiments.transition.tasks import Task, correct, select_tasks
+from loopproof.engine.run.meter import BudgetOverrun
+from loopproof.engine.system.errors import BadInput
 
 NAME = "competence"
 

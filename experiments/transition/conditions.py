@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.admission.evidence import Evidence
-from engine.system.canonical import digest
 from experiments.transition.tasks import Suite, Task, code_hash, evaluate
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.system.canonical import digest
 
 CONDITIONS: tuple[str, ...] = ("current_binary", "current_trace", "stale_trace", "unavailable",
                                "nonactionable", "current_trace_full")

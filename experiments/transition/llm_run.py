@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.system.errors import BadInput
 from experiments.results import write_json
 from experiments.transition import llm_server, replies, weights
+from loopproof.engine.system.errors import BadInput
 
 PRICE_PER_1K = 1.0          # one spend unit per 1,000 tokens: the budget counts tokens
 DEFAULT_BUDGET = 100_000.0  # 100 million tokens; a model run at `llm` scale uses about one

@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 RUNTIME = "gpt4all"
 RUNTIME_VERSION = "2.8.2"

@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 FILE = "replies.jsonl"
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.judge.wire import read_stream
-from engine.system.process import gate_environment, run_command
-from engine.system.sandbox import DEFAULT, Confinement, View, backend
 from experiments.transition.candidate_runner import RUNNER
-from model.judging import NoResult, Returned
+from loopproof.engine.run.judge.wire import read_stream
+from loopproof.engine.system.process import gate_environment, run_command
+from loopproof.engine.system.sandbox import DEFAULT, Confinement, View, backend
+from loopproof.model.judging import NoResult, Returned
 
 CALL_TIMEOUT_S = 0.5      # CPU seconds per call of a candidate on one input (load-independent)
 BATCH_TIMEOUT_S = 300.0   # the whole batch (the per-call alarm normally fires long before)

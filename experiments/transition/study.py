@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.meter import BudgetOverrun
-from engine.system.errors import BadInput
 from experiments import results
 from experiments.results import write_csv, write_json
 from experiments.stats import cluster_mean, holm, task_means
@@ -37,7 +35,9 @@ from experiments.transition.coders import Coder, OpenAICoder, SearchCoder, model
 from experiments.transition.conditions import CONDITIONS
 from experiments.transition.contrasts import Contrast, declared_contrasts
 from experiments.transition.tasks import Task, select_tasks, starts_record
-from model.executor import Executor, Processes, Serial
+from loopproof.engine.run.meter import BudgetOverrun
+from loopproof.engine.system.errors import BadInput
+from loopproof.model.executor import Executor, Processes, Serial
 
 NAME = "transition"
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from engine.system.canonical import digest
 from experiments.transition.edits import enumerate_edits, normalize
 from experiments.transition.runs import Case, run_cases
+from loopproof.engine.system.canonical import digest
 
 REFERENCE_SLOW_S = 0.05   # hidden inputs costing the reference more CPU seconds are dropped
 HIDDEN_MAX = 24

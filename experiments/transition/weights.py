@@ -31,7 +31,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.errors import BadInput
+from loopproof.engine.system.errors import BadInput
 
 CHUNK = 1 << 20
 

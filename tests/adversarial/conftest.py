@@ -18,8 +18,8 @@ from typing import Any
 import oracles
 import pytest
 
-from engine import cli
-from engine.run import spec as spec_mod
+from loopproof.engine import cli
+from loopproof.engine.run import spec as spec_mod
 
 PY = sys.executable
 

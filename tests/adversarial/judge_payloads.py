@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.run.confine import RunSandbox
-from engine.run.gate import GateResult
-from engine.run.spec import load
-from engine.system.sandbox import backend
+from loopproof.engine.run.confine import RunSandbox
+from loopproof.engine.run.gate import GateResult
+from loopproof.engine.run.spec import load
+from loopproof.engine.system.sandbox import backend
 
 CASES = [([3, 1, 2], 2), ([0, 1], 0.5), ([5], 5), ([4, 1, 3, 2], 2.5)]
 KINDS = ("calls", "program", "pytest")

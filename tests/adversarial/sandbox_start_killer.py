@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.system import limits
-from engine.system.limits import Hold, ResourceLimits
-from engine.system.process import run_command
-from engine.system.sandbox import Confinement, View, backend
+from loopproof.engine.system import limits
+from loopproof.engine.system.limits import Hold, ResourceLimits
+from loopproof.engine.system.process import run_command
+from loopproof.engine.system.sandbox import Confinement, View, backend
 
 
 def marked(marker: str) -> list[int]:
@@ -84,7 +84,7 @@ def probes(step: str, n: str) -> None:
     """`probe STEP N`: the same for the engine's start-up probe of bwrap (`_probe`), killed at
     N moments; this process is the orphans' subreaper, so they become its children. Then a new
     probe (which reaps what dead engines' probes left) and a count."""
-    from engine.system.sandbox.bwrap import _probe
+    from loopproof.engine.system.sandbox.bwrap import _probe
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     program = backend("bwrap").program
     assert program is not None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.record.ledger import verify
+from loopproof.engine.record.ledger import verify
 
 from .conftest import error_lines
 
@@ -99,7 +99,7 @@ def test_a_path_too_long_for_the_file_system_is_one_line(kit, flag) -> None:
 
 def cli(*argv: object, timeout: float = 60, env: dict | None = None,
         prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    return subprocess.run([*prefix, sys.executable, "-m", "engine.cli", *map(str, argv)],
+    return subprocess.run([*prefix, sys.executable, "-m", "loopproof.engine.cli", *map(str, argv)],
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -154,7 +154,7 @@ def test_ten_runs_racing_for_one_ledger_leave_one_run_untouched(kit) -> None:
     # each racer imports the engine, says it is ready, and waits for the start signal: the ten
     # calls of `loopproof run` then start within a millisecond of each other
     go = kit.tmp / "go"
-    racer = ("import os, sys, time\nfrom engine import cli\n"
+    racer = ("import os, sys, time\nfrom loopproof.engine import cli\n"
              "open(sys.argv[1] + '.ready.' + str(os.getpid()), 'w').close()\n"
              "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.0005)\n"
              "sys.exit(cli.main(['run', sys.argv[2], '--ledger', sys.argv[3], '--json']))\n")
@@ -188,7 +188,7 @@ def test_a_disk_that_fills_up_is_exit_5_and_the_run_resumes_with_room(kit) -> No
               "print('o' * 8000)\n")  # a claim record larger than a page: it needs new space
     driver = textwrap.dedent(f"""
         import json, os, subprocess, sys
-        run = [sys.executable, "-m", "engine.cli"]
+        run = [sys.executable, "-m", "loopproof.engine.cli"]
         led = "{full}/L.jsonl"
         spec = "{full}/graph.toml"
         open("{full}/w.py", "w").write({filler!r})

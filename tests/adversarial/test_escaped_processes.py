@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.runner import EXIT_STOPPED, Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import EXIT_STOPPED, Runner
+from loopproof.engine.run.spec import load
 
 # Leave the worker's process group (setsid), then act; the worker waits a moment so the daemon
 # has left the group before the engine kills it.

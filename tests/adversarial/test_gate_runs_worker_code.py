@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 # An interpreter outside the venv: a venv's python never reads per-user site-packages.
 BASE_PY = str(Path(sys.base_prefix) / "bin" / "python3")

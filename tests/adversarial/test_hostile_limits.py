@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from engine.system import limits
+from loopproof.engine.system import limits
 
 BOMB = "b() { if [ $1 -gt 0 ]; then b $(($1 - 1)) & b $(($1 - 1)) & fi; sleep 20; }; b 9"
 HOG = ("import time\nx = []\nfor _ in range(512):\n    x.append(bytearray(1 << 20))\n"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.confine import RunSandbox
-from engine.run.spec import load
-from engine.system.sandbox import backend
+from loopproof.engine.run.confine import RunSandbox
+from loopproof.engine.run.spec import load
+from loopproof.engine.system.sandbox import backend
 from tests.adversarial.judge_payloads import CORRECT, MAIN, write_task
 
 HUNT = r'''

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.record.committed import mark_path
-from engine.record.signing import generate_keypair, sidecar_path
+from loopproof.engine.record.committed import mark_path
+from loopproof.engine.record.signing import generate_keypair, sidecar_path
 
 # The forger: re-chains a list of records exactly like the engine does (seq, prev, hash).
 FORGE = r'''

@@ -16,7 +16,7 @@ import os
 import pytest
 from oracles import rechain
 
-from engine.system.trees import tree_digest
+from loopproof.engine.system.trees import tree_digest
 
 ACCEPT = "import sys\nsys.exit(0)\n"
 REJECT_FIRST = ("import os, sys\nsys.exit(1 if os.path.exists('first') else 0)\n")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 
 def test_a_worker_cannot_rewrite_what_it_was_handed(tmp_path: Path) -> None:

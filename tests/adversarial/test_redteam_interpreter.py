@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.commands._report import UNSANDBOXED_WARNING
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.commands._report import UNSANDBOXED_WARNING
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 PY = sys.executable
 

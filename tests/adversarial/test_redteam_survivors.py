@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 from .sandbox_start_killer import marked
 
@@ -108,7 +108,7 @@ def test_a_worker_that_clears_its_death_signal_dies_with_a_killed_engine(
     path = write_graph(tmp_path, [sys.executable, str(probe)], ["sh", "-c", "true"])
     ledger = tmp_path / "L.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    engine = subprocess.Popen([sys.executable, "-c", "import sys; from engine import cli; "
+    engine = subprocess.Popen([sys.executable, "-c", "import sys; from loopproof.engine import cli; "
                                "sys.exit(cli.main(sys.argv[1:]))", "run", str(path), "--ledger",
                                str(ledger)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.runner import Runner
-from engine.run.spec import load
-from engine.system.errors import BadInput
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
+from loopproof.engine.system.errors import BadInput
 
 PLANT = """
 import glob, os

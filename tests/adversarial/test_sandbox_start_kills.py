@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-from engine.system import limits
-from engine.system.limits import Cell, Hold, ResourceLimits
-from engine.system.process import run_command
-from engine.system.sandbox import Confinement, View, backend
+from loopproof.engine.system import limits
+from loopproof.engine.system.limits import Cell, Hold, ResourceLimits
+from loopproof.engine.system.process import run_command
+from loopproof.engine.system.sandbox import Confinement, View, backend
 
 from .sandbox_start_killer import marked
 
@@ -87,7 +87,7 @@ def test_resume_reaps_what_a_killed_engine_left_in_the_runs_cgroups(tmp_path: Pa
     spec = tmp_path / "graph.toml"
     spec.write_text('[graph]\nspend_budget = 10.0\n[node.a]\nworker = ["/bin/true"]\n'
                     'gate = ["/bin/true"]\nspend_ceiling = 5.0\n')
-    crashed = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec), "--ledger",
+    crashed = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
                               str(ledger)], capture_output=True, text=True, timeout=60, cwd=ROOT,
                              env=dict(os.environ, LOOPPROOF_CRASH_AT="runner.before_worker:1"))
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
@@ -101,7 +101,7 @@ def test_resume_reaps_what_a_killed_engine_left_in_the_runs_cgroups(tmp_path: Pa
         while len(cell.pids()) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert left.pid in cell.pids() and len(cell.pids()) == 3
-        resumed = subprocess.run([sys.executable, "-m", "engine.cli", "resume", "--ledger",
+        resumed = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "resume", "--ledger",
                                   str(ledger), "--json"], capture_output=True, text=True,
                                  timeout=60, cwd=ROOT)
         assert resumed.returncode == 0, resumed.stderr

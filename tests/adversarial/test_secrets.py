@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.record.signing import generate_keypair
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine.record.signing import generate_keypair
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 # every environment under /proc it may read, its parent's last (the output's tail is recorded)
 DUMP = ("for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f | grep -E 'KEY|TOKEN'; done; "
@@ -56,7 +56,7 @@ def test_the_engines_environment_never_reaches_the_ledger(tmp_path: Path, backen
                        backend)
     # the engine as an operator starts it: the keys are in its environment from the start
     env = dict(os.environ, OPENAI_API_KEY=key, LOOPPROOF_DEPLOY_TOKEN=token, PYTHONPATH=str(ROOT))
-    code = subprocess.run([sys.executable, "-c", "import sys; from engine import cli; "
+    code = subprocess.run([sys.executable, "-c", "import sys; from loopproof.engine import cli; "
                            "sys.exit(cli.main(sys.argv[1:]))", "run", str(spec), "--ledger",
                            str(ledger)], env=env, cwd=tmp_path, capture_output=True).returncode
     data = ledger.read_bytes()

@@ -16,9 +16,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate, GateResult
-from engine.run.worker import CallableWorker
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.gate import CallableGate, GateResult
+from loopproof.engine.run.worker import CallableWorker
 
 ACCEPT = "import sys\nsys.exit(0)\n"
 GOOD = "open('answer', 'w').write('good')\n"

@@ -73,7 +73,7 @@ def test_a_tree_nested_thousands_deep_is_refused_by_depth(kit) -> None:
         r = kit.start(kit.graph({"a": node(kit, "a", deep)}))
         assert r.code == 3 and "Traceback" not in r.err
         assert "levels" in only_verdict(kit)["detail"]
-        from engine.system.trees import remove_tree
+        from loopproof.engine.system.trees import remove_tree
         remove_tree(Path(f"{kit.ledger}.work"))  # the engine's delete: iterative, any depth
         assert not os.path.exists(f"{kit.ledger}.work")
     finally:  # pytest's own clean-up recurses and would fail on this tree in a later session

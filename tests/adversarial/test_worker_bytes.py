@@ -16,10 +16,10 @@ import os
 
 import pytest
 
-from engine.record.ledger import verify
-from engine.run import spec as spec_mod
-from engine.run.gate import CallableGate
-from engine.run.worker import CallableWorker
+from loopproof.engine.record.ledger import verify
+from loopproof.engine.run import spec as spec_mod
+from loopproof.engine.run.gate import CallableGate
+from loopproof.engine.run.worker import CallableWorker
 
 ACCEPT = "import sys\nsys.exit(0)\n"
 REJECT_FIRST = "import os, sys\nsys.exit(1 if os.path.exists('first') else 0)\n"

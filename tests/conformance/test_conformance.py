@@ -1,4 +1,4 @@
-"""Run every conformance case under pytest (the same functions `python -m engine.admission.conformance`
+"""Run every conformance case under pytest (the same functions `python -m loopproof.engine.admission.conformance`
 runs), and keep CASES.md in step with them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission.conformance import suite as conformance
+from loopproof.engine.admission.conformance import suite as conformance
 
 CASES = conformance.load_cases()
 
@@ -29,7 +29,7 @@ def test_at_least_35_named_cases() -> None:
 def test_cases_md_matches_the_cases() -> None:
     md = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text(encoding="utf-8")
     assert md == conformance.markdown(CASES), \
-        "CASES.md is stale: python -m engine.admission.conformance --markdown > docs/conformance.md"
+        "CASES.md is stale: python -m loopproof.engine.admission.conformance --markdown > docs/conformance.md"
 
 
 def test_cli_reports_failures(capsys: pytest.CaptureFixture[str], monkeypatch) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.admission.conformance import suite as conformance
-from engine.system import guards
+from loopproof.engine.admission.conformance import suite as conformance
+from loopproof.engine.system import guards
 
 CASES = conformance.load_cases()
 ROOT = Path(__file__).resolve().parents[2]

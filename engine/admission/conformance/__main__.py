@@ -1,3 +1,3 @@
-from engine.admission.conformance.suite import main
+from loopproof.engine.admission.conformance.suite import main
 
 raise SystemExit(main())

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.admission.broker import AdmissionBroker, GuardPolicy, file_policy
-from engine.admission.evidence import CommandCheck
-from engine.record.ledger import Ledger
+from loopproof.engine.admission.broker import AdmissionBroker, GuardPolicy, file_policy
+from loopproof.engine.admission.evidence import CommandCheck
+from loopproof.engine.record.ledger import Ledger
 
 CORRECT = "def add(a, b):\n    return a + b\n"
 WRONG = "def add(a, b):\n    return a - b\n"

@@ -1,4 +1,4 @@
-"""Run the admission layer's conformance cases: `python -m engine.admission.conformance --json`.
+"""Run the admission layer's conformance cases: `python -m loopproof.engine.admission.conformance --json`.
 
 The cases live in `engine/admission/conformance/cases/` (one source of truth, also run by pytest); this
 module runs each in its own temporary folder and prints `{"cases": n, "passed": n, "failed": [ids]}`.
@@ -21,7 +21,7 @@ from typing import Any
 
 def load_cases() -> dict[str, Any]:
     """The registered cases, by id (engine/admission/conformance/cases/)."""
-    from engine.admission.conformance.cases import CASES
+    from loopproof.engine.admission.conformance.cases import CASES
 
     return dict(CASES)
 
@@ -40,10 +40,10 @@ def run_case(c: Any) -> str | None:
 def markdown(cases: dict[str, Any]) -> str:
     lines = ["# Conformance cases",
              "",
-             "Generated from `engine/admission/conformance/cases/` by `python -m engine.admission.conformance "
+             "Generated from `engine/admission/conformance/cases/` by `python -m loopproof.engine.admission.conformance "
              "--markdown`; a test checks that this file matches. Each case injects one fault "
              "into a real broker (gate processes, a hash-chained ledger on disk) and asserts "
-             "the expected outcome; run them with `python -m engine.admission.conformance --json`.",
+             "the expected outcome; run them with `python -m loopproof.engine.admission.conformance --json`.",
              "",
              "The program under repair is `calc.py` (`add(a, b)`), judged by a *visible*, a "
              "*challenge* and a *hidden* suite (see `engine/admission/conformance/lab.py`).",
@@ -58,7 +58,7 @@ def markdown(cases: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options, shared by `python -m engine.admission.conformance` and `loopproof conformance`."""
+    """The options, shared by `python -m loopproof.engine.admission.conformance` and `loopproof conformance`."""
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--case", action="append", default=[], help="run only this case id")
     parser.add_argument("--markdown", action="store_true", help="print docs/conformance.md and exit")
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.admission.conformance",
+    parser = argparse.ArgumentParser(prog="python -m loopproof.engine.admission.conformance",
                                      description="run the admission layer's conformance cases")
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -1,7 +1,7 @@
 """Operator families by tier. Tier 1 is the development corpus; tier 2 is held out."""
 
-from engine.audit.operators import tier1, tier2
-from engine.audit.operators.base import DELETED, Example, Operator, kind_of
+from loopproof.engine.audit.operators import tier1, tier2
+from loopproof.engine.audit.operators.base import DELETED, Example, Operator, kind_of
 
 TIERS: dict[int, tuple[Operator, ...]] = {1: tier1.OPERATORS, 2: tier2.OPERATORS}
 ALL: tuple[Operator, ...] = tier1.OPERATORS + tier2.OPERATORS

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from engine.audit.operators.base import Example
+from loopproof.engine.audit.operators.base import Example
 
 _SUCCESS = {"ok": True, "passed": True, "success": True, "status": "passed", "result": "pass",
             "failed": 0, "failures": 0, "errors": 0, "tests": 1}

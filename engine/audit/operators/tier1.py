@@ -10,7 +10,7 @@ import json
 import re
 import textwrap
 
-from engine.audit.operators.base import DELETED, Example, Operator, kind_of, operator
+from loopproof.engine.audit.operators.base import DELETED, Example, Operator, kind_of, operator
 
 FILLER = {
     "python": '"""TODO: write the solution."""\n',

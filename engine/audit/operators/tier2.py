@@ -14,7 +14,7 @@ from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator, operator_names
 
-from engine.audit.operators.base import Example, Operator, operator
+from loopproof.engine.audit.operators.base import Example, Operator, operator
 
 # cosmic-ray operators that pick nothing at random (VariableReplacer/Inserter do), grouped so that
 # each group carries an example.

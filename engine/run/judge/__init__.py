@@ -7,8 +7,8 @@ scratch copy of the judged tree (scratch.py), gets back strict JSON (wire.py) an
 engine by asking the model's rule (decide.py, model/judging.py).
 """
 
-from engine.run.judge.calls import CallsGate
-from engine.run.judge.program import ProgramGate
-from engine.run.judge.pytest_gate import PytestGate
+from loopproof.engine.run.judge.calls import CallsGate
+from loopproof.engine.run.judge.program import ProgramGate
+from loopproof.engine.run.judge.pytest_gate import PytestGate
 
 __all__ = ["CallsGate", "ProgramGate", "PytestGate"]

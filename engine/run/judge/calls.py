@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
-from engine.run.judge.cases import Case
-from engine.run.judge.decide import decide
-from engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
-from engine.run.judge.wire import Stream, read_stream
-from engine.system.sandbox import Confinement
-from model.judging import NoResult, Tolerance
+from loopproof.engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
+from loopproof.engine.run.judge.cases import Case
+from loopproof.engine.run.judge.decide import decide
+from loopproof.engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
+from loopproof.engine.run.judge.wire import Stream, read_stream
+from loopproof.engine.system.sandbox import Confinement
+from loopproof.model.judging import NoResult, Tolerance
 
 HARNESS = Path(__file__).with_name("calls_harness.py").read_text(encoding="utf-8")
 HARNESS_SHA256 = hashlib.sha256(HARNESS.encode()).hexdigest()

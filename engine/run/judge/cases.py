@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.judge.wire import NotStrict, strict_json
-from engine.system.errors import BadInput
+from loopproof.engine.run.judge.wire import NotStrict, strict_json
+from loopproof.engine.system.errors import BadInput
 
 MAX_CASE_FILE = 64 << 20
 MAX_CASES = 100_000

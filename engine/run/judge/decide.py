@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from engine.run.gate import ACCEPT, ERROR, REJECT
-from model.judging import FORGED, CaseReport, NoResult, Returned, Tolerance, rule_on_cases
+from loopproof.engine.run.gate import ACCEPT, ERROR, REJECT
+from loopproof.model.judging import FORGED, CaseReport, NoResult, Returned, Tolerance, rule_on_cases
 
 SHOWN = 5  # failing cases named in a detail
 KEPT = 50  # failing cases kept in the verdict record

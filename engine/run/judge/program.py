@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
-from engine.run.judge.cases import Case
-from engine.run.judge.decide import decide
-from engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
-from engine.run.judge.wire import NotStrict, strict_json
-from engine.system.sandbox import Confinement
-from model.judging import CaseReport, NoResult, Returned
+from loopproof.engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
+from loopproof.engine.run.judge.cases import Case
+from loopproof.engine.run.judge.decide import decide
+from loopproof.engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
+from loopproof.engine.run.judge.wire import NotStrict, strict_json
+from loopproof.engine.system.sandbox import Confinement
+from loopproof.model.judging import CaseReport, NoResult, Returned
 
 COMPARES = ("json", "exact", "lines")
 MAX_STDOUT = 1 << 20

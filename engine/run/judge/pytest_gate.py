@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
-from engine.run.judge.calls import stream_facts
-from engine.run.judge.decide import decide
-from engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
-from engine.run.judge.wire import NotStrict, read_stream, strict_json
-from engine.system.sandbox import Confinement
-from model.judging import NoResult
+from loopproof.engine.run.gate import ERROR, GateResult, TimedGate, judge_snapshot
+from loopproof.engine.run.judge.calls import stream_facts
+from loopproof.engine.run.judge.decide import decide
+from loopproof.engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
+from loopproof.engine.run.judge.wire import NotStrict, read_stream, strict_json
+from loopproof.engine.system.sandbox import Confinement
+from loopproof.model.judging import NoResult
 
 HARNESS = Path(__file__).with_name("pytest_harness.py").read_text(encoding="utf-8")
 ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}

@@ -17,10 +17,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.judged import copy_judged
-from engine.system.process import ProcessError, ProcessResult, gate_environment, run_command
-from engine.system.sandbox import UNSANDBOXED, Confinement, View
-from engine.system.trees import remove_tree
+from loopproof.engine.system.judged import copy_judged
+from loopproof.engine.system.process import (
+    ProcessError,
+    ProcessResult,
+    gate_environment,
+    run_command,
+)
+from loopproof.engine.system.sandbox import UNSANDBOXED, Confinement, View
+from loopproof.engine.system.trees import remove_tree
 
 MAX_OUTPUT = 16 << 20  # bytes kept of a stream (the wire's own caps are tighter per line)
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.run.gate import Gate
-from engine.run.judge.calls import CallsGate
-from engine.run.judge.cases import (
+from loopproof.engine.run.gate import Gate
+from loopproof.engine.run.judge.calls import CallsGate
+from loopproof.engine.run.judge.cases import (
     CALL_FIELDS,
     JSON_FIELDS,
     TEXT_FIELDS,
@@ -25,12 +25,12 @@ from engine.run.judge.cases import (
     read_cases,
     text_row,
 )
-from engine.run.judge.program import COMPARES, ProgramGate
-from engine.run.judge.pytest_gate import PytestGate, pinned_tests
-from engine.system import programs as programs_mod
-from engine.system.errors import BadInput
-from engine.system.programs import installed
-from model.judging import Tolerance
+from loopproof.engine.run.judge.program import COMPARES, ProgramGate
+from loopproof.engine.run.judge.pytest_gate import PytestGate, pinned_tests
+from loopproof.engine.system import programs as programs_mod
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.programs import installed
+from loopproof.model.judging import Tolerance
 
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

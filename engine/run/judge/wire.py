@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from model.judging import CaseReport, NoResult, Returned, is_json_value
+from loopproof.model.judging import CaseReport, NoResult, Returned, is_json_value
 
 MAX_LINE = 1 << 20  # bytes of one result line
 MAX_STREAM = 16 << 20  # bytes of all result lines of one batch

@@ -13,7 +13,7 @@ proxy: its life, refusals, endpoints), `call` (one metered call: hold, forward, 
 record), `access` (what an attempt's worker is given), `bridge` (a stdlib-only relay run inside the sandbox).
 """
 
-from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.server import Proxy
+from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.server import Proxy
 
 __all__ = ["LlmConfig", "Proxy"]

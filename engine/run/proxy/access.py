@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.run.proxy.call import Account
-from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.server import Proxy
-from engine.run.proxy.store import BodyStore, calls_root
-from engine.system import secret_env
+from loopproof.engine.run.proxy.call import Account
+from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.server import Proxy
+from loopproof.engine.run.proxy.store import BodyStore, calls_root
+from loopproof.engine.system import secret_env
 
 BRIDGE = Path(__file__).with_name("bridge.py")
 

@@ -19,10 +19,10 @@ import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from engine.run.proxy import pricing
-from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.pricing import CHAT, Bound, error_body
-from engine.run.proxy.store import BodyStore
+from loopproof.engine.run.proxy import pricing
+from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.pricing import CHAT, Bound, error_body
+from loopproof.engine.run.proxy.store import BodyStore
 
 WHAT = "llm"  # the meter label of a model call's reserve and settle records
 MAX_RESPONSE = 64 * 1024 * 1024  # bytes of a non-streamed upstream answer

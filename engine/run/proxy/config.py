@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from engine.system import secret_env
+from loopproof.engine.system import secret_env
 
 FIELDS = ("upstream", "api_key_env", "price_prompt_per_1k", "price_completion_per_1k",
           "max_tokens", "timeout_s", "on_refusal", "tokenize")

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.config import LlmConfig
 
 MAX_BODY = 8 * 1024 * 1024  # bytes of one request body
 MAX_TOKEN_BYTES = 64  # a relayed stream is cut past this many content bytes per reserved token

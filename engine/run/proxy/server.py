@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from engine.run.proxy import pricing
-from engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call
-from engine.run.proxy.config import LlmConfig
-from engine.run.proxy.pricing import CHAT, COMPLETIONS, MODELS, Refused, error_body
-from engine.run.proxy.store import BodyStore
-from engine.run.proxy.tokens import PromptCounter
+from loopproof.engine.run.proxy import pricing
+from loopproof.engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call
+from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.pricing import CHAT, COMPLETIONS, MODELS, Refused, error_body
+from loopproof.engine.run.proxy.store import BodyStore
+from loopproof.engine.run.proxy.tokens import PromptCounter
 
 # Names that live in engine.run.proxy.call, importable from here as before.
 __all__ = ["MAX_RESPONSE", "WHAT", "Account", "Call", "Proxy"]

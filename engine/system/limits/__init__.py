@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.limits import rlimits
-from engine.system.limits.base import (
+from loopproof.engine.system.limits import rlimits
+from loopproof.engine.system.limits.base import (
     KINDS,
     LIFECYCLE,
     MEMORY,
@@ -37,9 +37,9 @@ from engine.system.limits.base import (
     ResourceLimits,
     size_text,
 )
-from engine.system.limits.cgroup_v1 import CgroupV1
-from engine.system.limits.cgroup_v2 import CgroupV2
-from engine.system.limits.watch import TmpWatch, WorkspaceWatch
+from loopproof.engine.system.limits.cgroup_v1 import CgroupV1
+from loopproof.engine.system.limits.cgroup_v2 import CgroupV2
+from loopproof.engine.system.limits.watch import TmpWatch, WorkspaceWatch
 
 SH = "/bin/sh"
 JOIN_FAILED = 125  # the wrapper's exit code when it could not join a cgroup

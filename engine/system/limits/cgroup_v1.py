@@ -14,8 +14,8 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.system.limits import cgroupfs
-from engine.system.limits.base import LIFECYCLE, MEMORY, PROCESSES, ResourceLimits
+from loopproof.engine.system.limits import cgroupfs
+from loopproof.engine.system.limits.base import LIFECYCLE, MEMORY, PROCESSES, ResourceLimits
 
 
 @dataclass

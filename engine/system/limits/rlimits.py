@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 
-from engine.system.limits.base import MEMORY, PROCESSES, ResourceLimits
+from loopproof.engine.system.limits.base import MEMORY, PROCESSES, ResourceLimits
 
 PRLIMIT = shutil.which("prlimit") or ""
 NAME = "rlimit"

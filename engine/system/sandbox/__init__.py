@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.system.sandbox.base import Confinement, Launch, Sandbox, Unavailable, View
-from engine.system.sandbox.bwrap import Bwrap
-from engine.system.sandbox.none import NoSandbox
+from loopproof.engine.system.sandbox.base import Confinement, Launch, Sandbox, Unavailable, View
+from loopproof.engine.system.sandbox.bwrap import Bwrap
+from loopproof.engine.system.sandbox.none import NoSandbox
 
 BACKENDS: dict[str, Callable[[], Sandbox]] = {"bwrap": Bwrap, "none": NoSandbox}
 DEFAULT = "bwrap"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from engine.system.limits import Hold
+from loopproof.engine.system.limits import Hold
 
 
 @dataclass(frozen=True)

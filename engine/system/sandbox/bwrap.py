@@ -51,9 +51,9 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from engine.system import limits
-from engine.system.sandbox.base import Launch, View
-from engine.system.sandbox.seccomp import filter_fd
+from loopproof.engine.system import limits
+from loopproof.engine.system.sandbox.base import Launch, View
+from loopproof.engine.system.sandbox.seccomp import filter_fd
 
 MASKED = ("/tmp", "/var/tmp", "/run")
 PRIVATE_TMP = "/tmp"  # HOME and TMPDIR of a command with `View.private_home`; TMPDIR of all
@@ -155,7 +155,9 @@ def explain_start(argv: Sequence[str], env: Mapping[str, str], view: View,
                   masks: Sequence[str]) -> str | None:
     """After bwrap could not exec `argv`: the first file it needed that the command cannot see
     (the program, then the interpreter its `#!` line names, and that one's), and why."""
-    from engine.system.programs import shebang  # a sibling module; only on this failure path
+    from loopproof.engine.system.programs import (
+        shebang,  # a sibling module; only on this failure path
+    )
     if not argv:
         return None
     current = argv[0]
@@ -248,7 +250,7 @@ class Bwrap:
                view: View) -> Iterator[Launch]:
         why = self.problem()
         if why is not None:
-            from engine.system.sandbox.base import Unavailable
+            from loopproof.engine.system.sandbox.base import Unavailable
             raise Unavailable(why)
         assert self.program is not None
         child_env = dict(env)

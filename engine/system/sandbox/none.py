@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from engine.system.sandbox.base import Launch, View
+from loopproof.engine.system.sandbox.base import Launch, View
 
 
 class NoSandbox:

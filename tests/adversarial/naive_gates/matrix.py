@@ -28,11 +28,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine import cli
-from engine.audit import exploits
-from engine.audit.exploits import Probe
-from engine.run.runner import Runner
-from engine.run.spec import load
+from loopproof.engine import cli
+from loopproof.engine.audit import exploits
+from loopproof.engine.audit.exploits import Probe
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
@@ -164,7 +164,7 @@ def judge_matrix(root: Path, probes: tuple[Probe, ...], jobs: int) -> dict:
     """Every probe against every judge kind: the families each kind's gate let through."""
     path, ledger = judge_run(root)
     entries = audit(path, ledger, probes, jobs)["exploits"]
-    from engine.audit.exploits.run import accepted_families
+    from loopproof.engine.audit.exploits.run import accepted_families
     flagged = accepted_families(entries)
     return {"probes": len(entries), "accepted": sorted(f"{e['node']} {e['probe']}" for e in entries
                                                        if e["accepted"]),

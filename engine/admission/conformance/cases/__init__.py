@@ -3,14 +3,14 @@
 Each case is a function `fn(tmp: Path) -> None` that injects one fault and asserts the specific
 outcome the obligation demands (an AssertionError is a failure). The cases live in one module per
 family (evidence, checkpoint, actions, verifier, liveness, receipts); `CASES`, by id, is the
-single source of truth: `python -m engine.admission.conformance` runs it,
+single source of truth: `python -m loopproof.engine.admission.conformance` runs it,
 tests/conformance/test_conformance.py runs it under pytest, and docs/conformance.md is generated
-from it (`python -m engine.admission.conformance --markdown`).
+from it (`python -m loopproof.engine.admission.conformance --markdown`).
 """
 
 from __future__ import annotations
 
-from engine.admission.conformance.cases import (  # noqa: F401  (importing registers the cases)
+from loopproof.engine.admission.conformance.cases import (  # noqa: F401  (importing registers the cases)
     actions,
     checkpoint,
     evidence,
@@ -19,8 +19,8 @@ from engine.admission.conformance.cases import (  # noqa: F401  (importing regis
     receipts,
     verifier,
 )
-from engine.admission.conformance.cases.registry import CASES as _REGISTERED
-from engine.admission.conformance.cases.registry import Case, case
+from loopproof.engine.admission.conformance.cases.registry import CASES as _REGISTERED
+from loopproof.engine.admission.conformance.cases.registry import Case, case
 
 __all__ = ["CASES", "Case", "case"]
 

@@ -9,15 +9,15 @@ import os
 import sys
 from pathlib import Path
 
-from engine.admission.actions import Escalate, Keep, Patch, apply_patch, parse_reply
-from engine.admission.broker import (
+from loopproof.engine.admission.actions import Escalate, Keep, Patch, apply_patch, parse_reply
+from loopproof.engine.admission.broker import (
     Disposition,
 )
-from engine.admission.conformance.cases.registry import case, no_receipt
-from engine.admission.conformance.lab import BROKEN, CORRECT, WRONG, Lab, reply_patch
-from engine.admission.evidence import CommandCheck
-from engine.system.errors import BadInput
-from engine.system.trees import UnsafeTree, file_sha256, tree_hash
+from loopproof.engine.admission.conformance.cases.registry import case, no_receipt
+from loopproof.engine.admission.conformance.lab import BROKEN, CORRECT, WRONG, Lab, reply_patch
+from loopproof.engine.admission.evidence import CommandCheck
+from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.trees import UnsafeTree, file_sha256, tree_hash
 
 
 @case("CF018", "write to a protected path",

@@ -9,19 +9,26 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from engine.admission.broker import (
+from loopproof.engine.admission.broker import (
     Disposition,
     load_receipt,
     verify_receipt,
 )
-from engine.admission.checkpoint import CheckpointError, CheckpointStore
-from engine.admission.conformance.cases.registry import case, no_receipt, record_types
-from engine.admission.conformance.lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
-from engine.admission.evidence import Evidence
-from engine.record.ledger import Ledger
-from engine.run.runner import Runner
-from engine.run.spec import load as load_spec
-from engine.system.trees import tree_hash
+from loopproof.engine.admission.checkpoint import CheckpointError, CheckpointStore
+from loopproof.engine.admission.conformance.cases.registry import case, no_receipt, record_types
+from loopproof.engine.admission.conformance.lab import (
+    BROKEN,
+    CORRECT,
+    OVERFIT,
+    WRONG,
+    Lab,
+    reply_patch,
+)
+from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load as load_spec
+from loopproof.engine.system.trees import tree_hash
 
 
 @case("CF010", "correct-then-regress",

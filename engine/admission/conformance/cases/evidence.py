@@ -8,13 +8,20 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from engine.admission.broker import (
+from loopproof.engine.admission.broker import (
     Disposition,
 )
-from engine.admission.conformance.cases.registry import case, no_receipt, record_types
-from engine.admission.conformance.lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
-from engine.admission.evidence import stale_reason
-from engine.system.trees import tree_hash
+from loopproof.engine.admission.conformance.cases.registry import case, no_receipt, record_types
+from loopproof.engine.admission.conformance.lab import (
+    BROKEN,
+    CORRECT,
+    OVERFIT,
+    WRONG,
+    Lab,
+    reply_patch,
+)
+from loopproof.engine.admission.evidence import stale_reason
+from loopproof.engine.system.trees import tree_hash
 
 
 @case("CF001", "stale evidence replayed",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from engine.admission.broker import (
+from loopproof.engine.admission.broker import (
     Disposition,
 )
-from engine.admission.conformance.cases.registry import case
-from engine.admission.conformance.lab import BROKEN, CORRECT, Lab, reply_patch
+from loopproof.engine.admission.conformance.cases.registry import case
+from loopproof.engine.admission.conformance.lab import BROKEN, CORRECT, Lab, reply_patch
 
 
 @case("CF013", "candidate budget exhausted",

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.admission.conformance.cases.registry import case
-from engine.record.ledger import Ledger
-from engine.run.runner import Runner
-from engine.run.spec import load as load_spec
-from engine.system.errors import BadInput
+from loopproof.engine.admission.conformance.cases.registry import case
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.run.runner import Runner
+from loopproof.engine.run.spec import load as load_spec
+from loopproof.engine.system.errors import BadInput
 
 POLICY = """\
 [policy]

@@ -7,17 +7,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.admission.broker import (
+from loopproof.engine.admission.broker import (
     load_receipt,
     replay_outcomes,
     stored_proposals,
     verify_receipt,
 )
-from engine.admission.conformance.cases.registry import case
-from engine.admission.conformance.lab import BROKEN, CORRECT, OVERFIT, WRONG, Lab, reply_patch
-from engine.record.ledger import Ledger
-from engine.system.canonical import digest
-from engine.system.errors import LedgerCorrupt
+from loopproof.engine.admission.conformance.cases.registry import case
+from loopproof.engine.admission.conformance.lab import (
+    BROKEN,
+    CORRECT,
+    OVERFIT,
+    WRONG,
+    Lab,
+    reply_patch,
+)
+from loopproof.engine.record.ledger import Ledger
+from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.errors import LedgerCorrupt
 
 
 @case("CF007", "receipt tampered",

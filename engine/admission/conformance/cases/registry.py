@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.admission.conformance.lab import Lab
+from loopproof.engine.admission.conformance.lab import Lab
 
 
 @dataclass(frozen=True)

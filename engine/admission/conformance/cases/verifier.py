@@ -8,12 +8,12 @@ import os
 import time
 from pathlib import Path
 
-from engine.admission.broker import (
+from loopproof.engine.admission.broker import (
     Disposition,
 )
-from engine.admission.conformance.cases.registry import case
-from engine.admission.conformance.lab import CORRECT, Lab, reply_patch
-from engine.system.trees import tree_hash
+from loopproof.engine.admission.conformance.cases.registry import case
+from loopproof.engine.admission.conformance.lab import CORRECT, Lab, reply_patch
+from loopproof.engine.system.trees import tree_hash
 
 
 @case("CF014", "verifier timeout",

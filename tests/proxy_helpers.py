@@ -127,7 +127,11 @@ class Outcome:
         return _TABLES[self.name]["out"]
 
     def calls(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["type"] == "llm_call"]
+        """The `llm_call` records in the order the calls arrived (c1, c2, ...), not the order
+        they were written: a call's record is written after its answer, so a client's next
+        call may be recorded first (the proxy does not order them, and need not)."""
+        calls = [r for r in self.records if r["type"] == "llm_call"]
+        return sorted(calls, key=lambda r: int(r["call"].lstrip("c")))
 
     def of_call(self, call: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("call") == call]

@@ -144,6 +144,7 @@ def count_tokens(server: FakeServer, h: Any, body: dict[str, Any], raw: bytes) -
 def responses_usage(r: Reply, prompt: int, output: int) -> Any:
     if isinstance(r.usage, dict):
         return r.usage
+    prompt = max(prompt, r.cache_read)  # a prompt holds at least what was read from cache
     honest = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": r.cache_read},
               "output_tokens": output,
               "output_tokens_details": {"reasoning_tokens": r.reasoning},

@@ -99,7 +99,6 @@ class Call:
         self.received = bytearray()
         self.error: str | None = None
         self.replied = False  # the client has had a status line
-        self.response_id: str | None = None  # the upstream's id of its answer (Responses)
 
     def refuse(self, reason: str, message: str) -> bytes:
         """Answer the client with the refusal `reason` in the call's API; the body sent."""
@@ -153,10 +152,6 @@ class Call:
                 used = 0.0  # the request never left: nothing was used
             charged = p.account.release(self.call, used, WHAT, call=self.call,
                                         usage=self.usage_kind)
-            if b.remember and self.response_id is not None and self.status == 200:
-                u = None if self.cut else self.usage  # what a chained call will carry
-                p.remember(self.response_id, u.prompt + u.output if u is not None
-                           else b.prompt_tokens + b.completion_tokens)
             u = self.usage
             extra = {"error": self.error} if self.error else {}
             p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
@@ -206,7 +201,7 @@ class Call:
         if resp.status == 200:
             doc = json_of(data)
             self.believe(doc, seen=0)
-            self.response_id = self.shape.response_id(doc)
+            self.remember(self.shape.response_id(doc))
         self.replied = True
         self.h.reply(resp.status, data, ctype)
 
@@ -226,6 +221,15 @@ class Call:
         else:
             self.usage_kind = "implausible"
 
+    def remember(self, response_id: str | None) -> None:
+        """A stored response's context, for a later call that chains to it: known before the
+        client has the answer (it may chain at once). Its believed usage, else its bound."""
+        b = self.bound
+        if b.remember and response_id is not None and self.status == 200:
+            u = self.usage
+            self.p.remember(response_id, u.prompt + u.output if u is not None
+                            else b.prompt_tokens + b.completion_tokens)
+
     def relay_stream(self, resp: http.client.HTTPResponse) -> None:
         b, h = self.bound, self.h
         h.close_connection = True
@@ -237,6 +241,7 @@ class Call:
         h.end_headers()
         meter = self.shape.stream(b)
         seen = n_bytes = 0
+        ended = False
         for event in events(resp, self.received):
             data = data_of(event)
             step = meter.step(event, data, json_of(data) if data != b"[DONE]" else None)
@@ -247,11 +252,12 @@ class Call:
                 h.wfile.flush()
                 return
             seen, n_bytes = seen + step.tokens, n_bytes + step.size
+            if meter.complete and not ended:  # its last event: settled before it is relayed
+                ended = True
+                self.believe(meter.usage, seen)
+                self.remember(meter.response_id)
             if step.relay:
                 h.wfile.write(event)
                 h.wfile.flush()
-        self.response_id = meter.response_id
-        if meter.complete:
-            self.believe(meter.usage, seen)
-        else:
+        if not meter.complete:
             self.usage, self.usage_kind = None, "missing"  # the stream broke off

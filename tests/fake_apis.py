@@ -58,6 +58,15 @@ def responses_prompt(body: dict[str, Any], chained: int = 0) -> int:
                + RESPONSES_PER_ITEM * n + chained)
 
 
+def chat_prompt(body: dict[str, Any]) -> int:
+    """A chat template's worst case: every string byte a token, and 4 tokens a message and 3
+    for the generation prompt around them (vLLM's templates add about that)."""
+    if "messages" in body:
+        return (strings_bytes({k: body.get(k) for k in ("messages", "tools")})
+                + 4 * len(body["messages"]) + 3)
+    return max(1, strings_bytes(body.get("prompt")))
+
+
 def _words(r: Reply, limit: int) -> list[str]:
     return r.content.split(" ")[:limit] + ["more"] * r.extra_tokens
 
@@ -141,13 +150,13 @@ def count_tokens(server: FakeServer, h: Any, body: dict[str, Any], raw: bytes) -
 
 
 # ---- OpenAI Responses ----------------------------------------------------------------------
-def responses_usage(r: Reply, prompt: int, output: int) -> Any:
+def responses_usage(r: Reply, prompt: int, output: int, reasoning: int) -> Any:
     if isinstance(r.usage, dict):
         return r.usage
     prompt = max(prompt, r.cache_read)  # a prompt holds at least what was read from cache
     honest = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": r.cache_read},
               "output_tokens": output,
-              "output_tokens_details": {"reasoning_tokens": r.reasoning},
+              "output_tokens_details": {"reasoning_tokens": reasoning},
               "total_tokens": prompt + output}
     return {"true": honest, "missing": None,
             "low": {**honest, "output_tokens": 1,
@@ -175,17 +184,18 @@ def responses(server: FakeServer, ids: Iterator[int], stored: dict[str, int], h:
                                                  "code": None}}).encode())
     prompt = responses_prompt(body, stored.get(prev, 0) if prev else 0)
     limit = body.get("max_output_tokens") or 10**6
-    words = _words(r, max(0, limit - r.reasoning))
+    reasoning = min(r.reasoning, limit)  # max_output_tokens bounds reasoning too
+    words = _words(r, limit - reasoning)
     tool_json = json.dumps(r.tool["input"]) if r.tool else ""
     pieces = [tool_json[i:i + 4] for i in range(0, len(tool_json), 4)]
-    output = r.reasoning + len(words) + len(pieces)
-    usage = responses_usage(r, prompt, output)
+    output = reasoning + len(words) + len(pieces)
+    usage = responses_usage(r, prompt, output, reasoning)
     rid = f"resp_fake_{next(ids)}"
     if body.get("store", True) is not False:
         stored[rid] = prompt + output
     text = " ".join(words)
     items: list[dict[str, Any]] = []
-    if r.reasoning:
+    if reasoning:
         items.append({"type": "reasoning", "id": "rs_fake", "summary": []})
     items.append({"type": "message", "id": "msg_fake", "role": "assistant",
                   "status": "completed", "content": [{"type": "output_text", "text": text,
@@ -259,6 +269,7 @@ def fake_upstream(replies: list[Any]) -> Iterator[FakeServer]:
     """tests/fake_openai.py's server, also speaking Anthropic Messages and OpenAI Responses."""
     with fake_openai(replies) as server:
         stored: dict[str, int] = {}
+        server.count_prompt = chat_prompt
         server.routes.update({
             "/v1/messages": functools.partial(messages, server),
             "/v1/messages/count_tokens": functools.partial(count_tokens, server),

@@ -75,6 +75,9 @@ class FakeServer:
         # path -> handler(request handler, body, raw) for the other API shapes
         # (tests/fake_apis.py); every request they see is in `requests` too
         self.routes: dict[str, Any] = {}
+        # body -> the prompt tokens an honest upstream reports for a chat or completions call
+        # (tests/fake_apis.py's worst case); None: a quarter of the body's bytes
+        self.count_prompt: Any = None
 
     @property
     def base_url(self) -> str:
@@ -178,8 +181,11 @@ class FakeServer:
                 words = r.content.split(" ")
                 words = words[:limit] + ["more"] * r.extra_tokens
                 prompt = (template_tokens(body) if server.tokenize is not None
+                          else server.count_prompt(body) if server.count_prompt is not None
                           else max(1, n_bytes // 4))
-                usage = _usage(r.usage, prompt, len(words))
+                usage = _usage(r.usage, max(prompt, r.cache_read), len(words))
+                if r.cache_read and r.usage == "true":
+                    usage["prompt_tokens_details"] = {"cached_tokens": r.cache_read}
                 if body.get("stream"):
                     return self.stream(r, chat, words, usage,
                                        bool((body.get("stream_options") or {})

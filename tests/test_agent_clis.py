@@ -233,8 +233,9 @@ def test_a_stream_that_breaks_off_is_charged_its_reservation(tmp_path: Path, age
     assert run.seen[0].get("broken") and broken["stream"]
     assert broken["charged"] == broken["reserved"] and broken["usage"] != "reported"
     assert [c["usage"] for c in calls[1:]] == ["reported"] * (len(calls) - 1)
-    if agent is CLAUDE:  # Claude Code asks the same again, not streamed
+    if agent is CLAUDE:  # Claude Code asks the same again, not streamed (64,000 max_tokens)
         assert run.seen[1]["step"] == 0 and not run.seen[1]["stream"]
+        assert run.seen[1]["max_tokens"] == agent.llm()["max_tokens"]
     else:  # Codex asks the same again, streamed
         assert run.seen[1]["step"] == 0 and run.seen[1]["stream"]
     upstream = sum(agent.cost(s["usage"]) for s in run.seen)

@@ -33,8 +33,8 @@ wire_api = "responses"
 [analytics]
 enabled = false
 
-[features]
-multi_agent = false
+[agents]
+enabled = false
 TOML
 # --dangerously-bypass-approvals-and-sandbox: no approval prompts (nobody answers them), and no
 # sandbox of Codex's own: loopproof's bubblewrap sandbox confines the whole command.

@@ -67,6 +67,14 @@ def chat_prompt(body: dict[str, Any]) -> int:
     return max(1, strings_bytes(body.get("prompt")))
 
 
+def _next(server: FakeServer, h: Any) -> Reply | None:
+    """The next scripted reply (a plain string: its content), after its delay; None if the
+    server is closing meanwhile."""
+    r = server.next_reply()
+    r = r if isinstance(r, Reply) else Reply(str(r))
+    return r if h.pause(r.delay_s) else None
+
+
 def _words(r: Reply, limit: int) -> list[str]:
     return r.content.split(" ")[:limit] + ["more"] * r.extra_tokens
 
@@ -86,10 +94,8 @@ def anthropic_usage(r: Reply, prompt: int, output: int) -> Any:
 
 
 def messages(server: FakeServer, h: Any, body: dict[str, Any], raw: bytes) -> None:
-    r = server.next_reply()
-    if not isinstance(r, Reply):
-        r = Reply(str(r))
-    if not h.pause(r.delay_s):
+    r = _next(server, h)
+    if r is None:
         return None
     if r.status != 200:
         return h.send(r.status, json.dumps({"type": "error", "error": {
@@ -167,10 +173,8 @@ def responses_usage(r: Reply, prompt: int, output: int, reasoning: int) -> Any:
 
 def responses(server: FakeServer, ids: Iterator[int], stored: dict[str, int], h: Any,
               body: dict[str, Any], raw: bytes) -> None:
-    r = server.next_reply()
-    if not isinstance(r, Reply):
-        r = Reply(str(r))
-    if not h.pause(r.delay_s):
+    r = _next(server, h)
+    if r is None:
         return None
     if r.status != 200:
         return h.send(r.status, json.dumps({"error": {

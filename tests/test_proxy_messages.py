@@ -226,3 +226,25 @@ def test_typed_client_tools_add_their_hidden_prompt_to_the_bound(tmp_path: Path)
     (call,) = out.calls()
     assert call["prompt_bound"] == sent["bytes"] + HIDDEN_TOKENS + 2 * HIDDEN_TOKENS_PER_TOOL
     assert call["usage"] == "reported"  # the fake adds 530 + 735 x 2: within the bound
+
+
+def test_under_end_attempt_the_first_refusal_ends_the_attempt_in_anthropics_shape(
+        tmp_path: Path):
+    """on_refusal = "end-attempt": the first refusal records why the worker stops and every
+    later call is refused at once, each in Anthropic's shape (Claude Code stops at the first;
+    a worker that retries gets the same answer without a reserve)."""
+    with fake_upstream([]) as up:
+        out = run_calls(tmp_path, up.base_url, lambda s: [s.messages("x" * 4000),
+                                                          s.messages("small")],
+                        ceiling=3.0, budget=3.0, on_refusal="end-attempt")
+        assert up.requests == []
+    for status, headers, data in out.value:
+        doc = json.loads(data)
+        assert status == 402 and doc["error"]["type"] == "billing_error"
+        assert headers["x-should-retry"] == "false"
+    assert "the attempt ends here" in json.loads(out.value[1][2])["error"]["message"]
+    (stop,) = [r for r in out.records if r["type"] == "worker_stopped"]
+    first, second = out.calls()
+    assert stop["call"] == first["call"] and stop["cost"] == first["reserved"] > stop["left"]
+    assert second["why"] == "the attempt is ending: a call was refused"
+    out.verify()  # replay checks the worker_stopped record against the state

@@ -155,6 +155,8 @@ def test_what_bytes_cannot_bound_is_refused_before_any_reserve(tmp_path: Path):
     with fake_upstream([]) as up:
         out = run_calls(tmp_path, up.base_url, lambda s: [
             s.responses(image), s.responses("q", tools=[{"type": "web_search"}]),
+            s.responses("q", tools=[{"type": "namespace", "name": "n",
+                                     "tools": [{"type": "file_search"}]}]),
             s.responses("q", background=True), s.responses("q", conversation="conv_1"),
             s.responses([{"type": "item_reference", "id": "msg_1"}]),
             s.responses("q", context_management=[{"type": "compaction",
@@ -183,7 +185,10 @@ def test_codex_shaped_input_is_accepted(tmp_path: Path):
          "input": "*** Begin Patch"},
         {"type": "custom_tool_call_output", "call_id": "c2", "output": "Done!"}]
     tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
-             {"type": "custom", "name": "apply_patch", "format": {"type": "text"}}]
+             {"type": "custom", "name": "apply_patch", "format": {"type": "text"}},
+             {"type": "namespace", "name": "agents", "description": "sub-agents",
+              "tools": [{"type": "function", "name": "spawn_agent",
+                         "parameters": {"type": "object"}}]}]
     with fake_upstream([Reply("done")]) as up:
         out = run_calls(tmp_path, up.base_url, lambda s: s.responses(
             items, instructions="You are Codex.", tools=tools, stream=True, store=False,

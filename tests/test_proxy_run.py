@@ -145,7 +145,9 @@ def test_a_command_worker_calls_through_the_proxy_until_the_budget_refuses(tmp_p
     assert agent["calls"] == n_requests > 1 and agent["refused"] == 1 and agent["status"] == 402
     assert auths == {f"Bearer {KEY}"}
     recs = records(tmp_path / "l.jsonl")
-    calls = [r for r in recs if r["type"] == "llm_call"]
+    # in the order the calls arrived: a call's record is written after its answer, so the
+    # refused last call may be recorded before the one the agent made just before it
+    calls = sorted((r for r in recs if r["type"] == "llm_call"), key=lambda r: int(r["call"][1:]))
     assert len(calls) == n_requests + 1 and calls[-1]["refused"] is True
     assert prefix_excess(recs) <= 1e-9 and report["spend"]["settled"] <= 0.5
 

@@ -54,6 +54,7 @@ ITEMS = ("message", "function_call", "function_call_output", "reasoning", "custo
          "shell_call_output", "apply_patch_call", "apply_patch_call_output", "compaction")
 PARTS = ("input_text", "output_text", "refusal")
 TOOLS = ("function", "custom", "local_shell", "shell", "apply_patch")  # run by the client
+# (and a `namespace`, which groups tools: allowed when every tool in it is)
 REFUSED = ("background", "conversation", "prompt", "context_management")
 DELTAS = ("response.output_text.delta", "response.refusal.delta",
           "response.function_call_arguments.delta", "response.custom_tool_call_input.delta",
@@ -161,6 +162,9 @@ def _check_tools(tools: Any) -> None:
         raise Refused("tools must be a list", param="tools")
     for tool in tools:
         kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind == "namespace":  # a named group of tools (Codex's sub-agent tools): its own
+            _check_tools(tool.get("tools") or [])
+            continue
         if kind not in TOOLS:
             raise Refused(f"loopproof cannot bound the cost of the hosted tool {kind!r} (billed "
                           "per use, its results unseen); give the agent client tools (Codex: "

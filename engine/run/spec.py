@@ -126,15 +126,17 @@ NODE_FIELDS: dict[str, str] = {
                    "fails the attempt like a reject; the node tries again) or \"stop\" (the run "
                    "stops after recording it, exit 6; fix what broke the gate, then resume)",
     "llm": "a table: the model calls a command worker may make through the attempt's metered "
-           "proxy (upstream, api_key_env, price_prompt_per_1k, price_completion_per_1k, "
-           "max_tokens, timeout_s; docs/proxy.md)",
+           "proxy, in the OpenAI chat, OpenAI Responses or Anthropic Messages API (upstream, "
+           "api_key_env, price_prompt_per_1k, price_completion_per_1k, price_cache_read_per_1k, "
+           "price_cache_write_per_1k, max_tokens, timeout_s; docs/proxy.md)",
     "network": "true: the node's worker shares the host's network (default false: none; see "
                "docs/threat-model.md for what it opens)",
     "writable": "existing files or folders (relative to the spec) the worker may write besides "
                 "its workspace, e.g. a cache or a counter: outside every judged tree, and not "
                 "confined (see docs/threat-model.md); default []",
     "env": "the command worker's own variables (never its gate's), names to strings; no PATH, "
-           "HOME, TMPDIR, OPENAI_*, LOOPPROOF_*, LD_* or secret-looking name (docs/proxy.md)",
+           "HOME, TMPDIR, OPENAI_*, ANTHROPIC_BASE_URL, LOOPPROOF_*, LD_* or secret-looking name "
+           "(docs/proxy.md)",
     "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
                  "an error verdict, checked before anything is copied",
     "max_workspace_bytes": "bytes the workspace's files may add up to while the worker runs "

@@ -70,9 +70,10 @@ coq:
 
 # Claude Code and Codex CLI run as workers under the metered proxy (examples/claude-code,
 # examples/codex, tests/test_agent_clis.py): the versions pinned in examples/agents-cli/ (with
-# the lock's hashes) installed from the npm registry into build/agents/. Both CLIs are native
-# binaries shipped inside their npm packages; node and npm only install them (Claude Code's
-# postinstall copies its binary into place). Node is a system package: installed with apt when
+# the lock's hashes) installed from the npm registry into build/agents/, with codex-worker (the
+# script that points Codex at the attempt's proxy) in build/agents/bin/. Both CLIs are native
+# binaries shipped inside their npm packages; node and npm install them (Claude Code's
+# postinstall copies its binary into place) and node starts Codex's. Node is a system package: installed with apt when
 # missing and we can (root), else the one command is printed.
 AGENTS_CLI   := build/agents
 AGENTS_STAMP := $(AGENTS_CLI)/.installed-stamp
@@ -94,7 +95,10 @@ $(AGENTS_STAMP): examples/agents-cli/package.json examples/agents-cli/package-lo
 	  echo "make: $(AGENTS_CLI)/node_modules/.bin/codex is not Codex CLI 0.171.0"; exit 1; }
 	touch $(AGENTS_STAMP)
 
-agents-cli: $(AGENTS_STAMP)
+$(AGENTS_CLI)/bin/codex-worker: examples/agents-cli/codex-worker
+	install -D -m 755 $< $@
+
+agents-cli: $(AGENTS_STAMP) $(AGENTS_CLI)/bin/codex-worker
 
 proofs: venv coq
 	$(BIN)/python -m loopproof.proofs --keep build/proofs

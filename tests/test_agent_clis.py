@@ -34,18 +34,18 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CLIS = REPO / "build" / "agents" / "node_modules" / ".bin"
+AGENTS_CLI = REPO / "build" / "agents"  # make agents-cli
 KEY = "sk-upstream-7d41c0e9b2-NEVER-IN-THE-WORKER"
 SPY = "cat /proc/[0-9]*/environ > seen-by-worker 2>/dev/null; exec \"$@\""
 
 
 @dataclass(frozen=True)
 class Agent:
-    """One example: its folder, the CLI it runs, the variable of its upstream key, its token
-    variable inside the sandbox, and how its API reports usage."""
+    """One example: its folder, its worker's program (in build/agents), the variable of its
+    upstream key, its token variable inside the sandbox, and how its API reports usage."""
 
     example: str
-    cli: str
+    program: str
     key_env: str
     token_env: str
 
@@ -73,15 +73,16 @@ class Agent:
         return sum(n * p[k] / 1000 for k, n in tokens.items())
 
 
-CLAUDE = Agent("claude-code", "claude", "CLAUDE_UPSTREAM_KEY", "ANTHROPIC_API_KEY")
-CODEX = Agent("codex", "codex", "CODEX_UPSTREAM_KEY", "OPENAI_API_KEY")
+CLAUDE = Agent("claude-code", "node_modules/.bin/claude", "CLAUDE_UPSTREAM_KEY",
+               "ANTHROPIC_API_KEY")
+CODEX = Agent("codex", "bin/codex-worker", "CODEX_UPSTREAM_KEY", "OPENAI_API_KEY")
 AGENTS = [pytest.param(CLAUDE, id="claude-code"), pytest.param(CODEX, id="codex")]
 # c_v that fits the first call's reservation but not the second's once the first is charged
 # (the worker's calls share c_v with its 0.12 of wall clock, 120 s x 0.001): Claude Code's first
 # call reserves ~0.205 (its ~50 kB body at the cache-write price) and is charged ~0.046, the
-# second reserves ~0.207, so c_v in [0.326, 0.372); Codex's reserves ~0.049 (~31 kB) and is
-# charged ~0.010, the second ~0.049, so c_v in [0.169, 0.179)
-SMALL = {"claude-code": 0.35, "codex": 0.174}
+# second reserves ~0.207, so c_v in [0.326, 0.372); Codex's reserves ~0.058 (~38 kB) and is
+# charged ~0.012, the second ~0.059, so c_v in [0.179, 0.191)
+SMALL = {"claude-code": 0.35, "codex": 0.184}
 
 
 @dataclass
@@ -102,7 +103,7 @@ class Run:
 
 def stand_in(agent: Agent) -> Any:
     path = agent.folder / "stub_upstream.py"
-    spec = importlib.util.spec_from_file_location(f"{agent.cli}_stand_in", path)
+    spec = importlib.util.spec_from_file_location(f"{agent.example}_stand_in", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -117,7 +118,8 @@ def edit(text: str, old: str, new: str) -> str:
 def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
                 on_refusal: str | None = None, break_stream: int = 0,
                 spy: bool = False) -> Run:
-    assert (CLIS / agent.cli).exists(), f"{CLIS / agent.cli} is missing: run make agents-cli"
+    program = AGENTS_CLI / agent.program
+    assert program.exists(), f"{program} is missing: run make agents-cli"
     folder = tmp / agent.example
     folder.mkdir()
     for f in agent.folder.iterdir():
@@ -132,15 +134,12 @@ def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
         port = {"claude-code": 18091, "codex": 18092}[agent.example]
         text = edit(text, f'upstream = "http://127.0.0.1:{port}/v1"',
                     f'upstream = "http://127.0.0.1:{server.server_address[1]}/v1"')
-        text = edit(text, f'"../../build/agents/node_modules/.bin/{agent.cli}"',
-                    json.dumps(str(CLIS / agent.cli)))
+        text = edit(text, f'"../../build/agents/{agent.program}"', json.dumps(str(program)))
         if ceiling is not None:
             text = edit(text, "spend_ceiling = 1.0", f"spend_ceiling = {ceiling}")
         if on_refusal is not None:  # the llm table is the file's last
             text += f'on_refusal = "{on_refusal}"\n'
         if spy:  # every environment the worker's sandbox shows, read first by the worker
-            text = edit(text, '"codex-worker.sh"', json.dumps(str(folder / "codex-worker.sh"))
-                        ) if agent is CODEX else text
             text = edit(text, "worker = [", f'worker = ["/bin/sh", "-c", \'{SPY}\', "sh", ')
         (folder / "graph.toml").write_text(text)
         proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run",

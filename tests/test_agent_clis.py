@@ -15,6 +15,8 @@ changed (the upstream's port, the CLI's path, and what the test is about).
   billing_error; 429 insufficient_quota) makes it stop at once, with no retry.
 - A stream that breaks off after its first event is charged its reservation; the CLI asks again
   (Claude Code without streaming) and the run still ends DONE.
+- A stream longer than the node's max tokens is cut by the proxy there and charged its
+  reservation, not the upstream's (unbelievable) usage.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def edit(text: str, old: str, new: str) -> str:
 
 
 def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
-                on_refusal: str | None = None, break_stream: int = 0,
+                on_refusal: str | None = None, break_stream: int = 0, overlong: int = 0,
                 spy: bool = False) -> Run:
     program = AGENTS_CLI / agent.program
     assert program.exists(), f"{program} is missing: run make agents-cli"
@@ -127,7 +129,7 @@ def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
             (folder / f.name).write_bytes(f.read_bytes())
             (folder / f.name).chmod(f.stat().st_mode)
     log = tmp / "upstream.jsonl"
-    server = stand_in(agent).serve(0, str(log), KEY, break_stream)
+    server = stand_in(agent).serve(0, str(log), KEY, break_stream, overlong)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         text = (folder / "graph.toml").read_text()
@@ -239,4 +241,14 @@ def test_a_stream_that_breaks_off_is_charged_its_reservation(tmp_path: Path, age
         assert run.seen[1]["step"] == 0 and run.seen[1]["stream"]
     upstream = sum(agent.cost(s["usage"]) for s in run.seen)
     assert run.llm_settled() > upstream  # the reservation, not the upstream's partial count
+    verifies(tmp_path)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_stream_past_its_reservation_is_cut_there_and_charged_it(tmp_path: Path, agent: Agent):
+    run = run_example(tmp_path, agent, overlong=1)  # the first answer ignores max tokens
+    assert run.seen[0]["overlong"]
+    first = run.calls()[0]
+    assert first["cut"] and first["charged"] == first["reserved"], first
+    assert first["completion_tokens"] is None  # the upstream's usage is not believed
     verifies(tmp_path)

@@ -8,6 +8,7 @@ logs every request with the usage it reported: the ground truth of what was spen
 
     python stub_upstream.py [--port 18091] [--log requests.jsonl] [--key sk-local]
         [--break-stream N]   # the N-th streamed answer (1-based) breaks off after its first event
+        [--overlong N]       # the N-th streamed answer ignores max tokens: a long text first
 
 With `--key` (or STUB_KEY) it answers 401 to any request whose `x-api-key` is not that key, so
 a run against it shows the proxy sent the upstream key and not the worker's token.
@@ -52,6 +53,7 @@ STEPS: list[tuple[str, str | None]] = [
     ("Now I check it.", "python3 -c 'import calc; print(calc.add(2, 3))'"),
     ("calc.py is written and add(2, 3) returns 5.", None),
 ]
+LONG = "Let me think about this step by step. " * 600  # ~5,600 tokens: past any small cap
 
 
 def step(body: dict[str, Any]) -> int:
@@ -122,7 +124,7 @@ def _pieces(text: str, size: int = 16) -> list[str]:
 
 
 def serve(port: int = 0, log: str | None = None, key: str | None = None,
-          break_stream: int = 0) -> ThreadingHTTPServer:
+          break_stream: int = 0, overlong: int = 0) -> ThreadingHTTPServer:
     """The stand-in on 127.0.0.1:`port` (0: any free port); the caller runs serve_forever."""
     lock = threading.Lock()
     usage_of = Usage()
@@ -147,19 +149,23 @@ def serve(port: int = 0, log: str | None = None, key: str | None = None,
                 return self.send(404, {"type": "error", "error": {
                     "type": "not_found_error", "message": f"no {path} here"}})
             n = step(body)
+            k = next(streams) if body.get("stream") else -1  # which streamed answer
             blocks = content(n)
+            if k == overlong:  # an upstream that ignores max_tokens (the proxy cuts it)
+                blocks.insert(0, {"type": "text", "text": LONG})
             usage = usage_of.of(body, blocks)
             msg = {"id": f"msg_stub_{n}", "type": "message", "role": "assistant",
                    "model": body.get("model", "stub"), "content": blocks,
                    "stop_reason": "tool_use" if STEPS[n][1] else "end_turn",
                    "stop_sequence": None, "usage": usage}
             entry = {"path": self.path, "stream": bool(body.get("stream")), "step": n,
-                     "max_tokens": body.get("max_tokens"), "usage": usage}
+                     "max_tokens": body.get("max_tokens"), "usage": usage,
+                     "overlong": k == overlong}
             if not body.get("stream"):
                 record(entry)
                 return self.send(200, msg)
             evs = events(msg, usage)
-            broken = next(streams) == break_stream
+            broken = k == break_stream
             if broken:  # the line drops after message_start: the prompt was read, one
                 evs = evs[:1]  # token generated (Claude Code then asks again, not streamed)
                 entry = dict(entry, broken=True, usage=dict(usage, output_tokens=1))
@@ -175,8 +181,9 @@ def main() -> int:
     ap.add_argument("--log", default=None)
     ap.add_argument("--key", default=os.environ.get("STUB_KEY"))
     ap.add_argument("--break-stream", type=int, default=0)
+    ap.add_argument("--overlong", type=int, default=0)
     a = ap.parse_args()
-    server = serve(a.port, a.log, a.key, a.break_stream)
+    server = serve(a.port, a.log, a.key, a.break_stream, a.overlong)
     print(f"Messages stand-in on http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

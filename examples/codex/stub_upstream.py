@@ -9,6 +9,7 @@ spent.
 
     python stub_upstream.py [--port 18092] [--log requests.jsonl] [--key sk-local]
         [--break-stream N]   # the N-th streamed answer (1-based) breaks off after its first event
+        [--overlong N]       # the N-th streamed answer ignores max tokens: a long text first
 
 With `--key` (or STUB_KEY) it answers 401 to any request whose `Authorization` is not
 `Bearer <key>`, so a run against it shows the proxy sent the upstream key and not the worker's
@@ -49,6 +50,7 @@ STEPS: list[tuple[str, str | None]] = [
     ("Now I check it.", "python3 -c 'import calc; print(calc.add(2, 3))'"),
     ("calc.py is written and add(2, 3) returns 5.", None),
 ]
+LONG = "Let me think about this step by step. " * 600  # ~5,600 tokens: past any small cap
 
 
 def tokens(text: str) -> int:
@@ -141,7 +143,7 @@ def _pieces(text: str, size: int = 16) -> list[str]:
 
 
 def serve(port: int = 0, log: str | None = None, key: str | None = None,
-          break_stream: int = 0) -> ThreadingHTTPServer:
+          break_stream: int = 0, overlong: int = 0) -> ThreadingHTTPServer:
     """The stand-in on 127.0.0.1:`port` (0: any free port); the caller runs serve_forever."""
     lock = threading.Lock()
     usage_of = Usage()
@@ -167,18 +169,22 @@ def serve(port: int = 0, log: str | None = None, key: str | None = None,
                 return self.do_GET()
             body = json.loads(raw or b"{}")
             n = step(body)
+            k = next(streams) if body.get("stream") else -1  # which streamed answer
             items = output(n)
+            if k == overlong:  # an upstream that ignores max_output_tokens (the proxy cuts it)
+                items[0]["content"][0]["text"] = LONG + items[0]["content"][0]["text"]
             usage = usage_of.of(body, items)
             resp = {"id": f"resp_stub_{n}", "object": "response", "created_at": 0,
                     "status": "completed", "model": body.get("model", "stub"), "output": items,
                     "usage": usage}
             entry = {"path": self.path, "stream": bool(body.get("stream")), "step": n,
-                     "max_output_tokens": body.get("max_output_tokens"), "usage": usage}
+                     "max_output_tokens": body.get("max_output_tokens"), "usage": usage,
+                     "overlong": k == overlong}
             if not body.get("stream"):
                 record(entry)
                 return self.send(200, resp)
             evs = events(resp)
-            broken = next(streams) == break_stream
+            broken = k == break_stream
             if broken:  # the line drops after response.created: the prompt was read,
                 evs = evs[:1]  # nothing generated (Codex then asks again)
                 entry = dict(entry, broken=True, usage=dict(
@@ -196,8 +202,9 @@ def main() -> int:
     ap.add_argument("--log", default=None)
     ap.add_argument("--key", default=os.environ.get("STUB_KEY"))
     ap.add_argument("--break-stream", type=int, default=0)
+    ap.add_argument("--overlong", type=int, default=0)
     a = ap.parse_args()
-    server = serve(a.port, a.log, a.key, a.break_stream)
+    server = serve(a.port, a.log, a.key, a.break_stream, a.overlong)
     print(f"Responses stand-in on http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

@@ -223,6 +223,7 @@ def test_the_refusal_shape_alone_stops_the_cli_without_a_retry(tmp_path: Path, a
     assert claim["returncode"] != 0 and claim["killed"] is None  # it stopped by itself
     assert not [r for r in run.recs if r["type"] == "worker_stopped"]
     assert run.ended - run.seen[-1]["t"] < 45
+    verifies(tmp_path)
 
 
 @pytest.mark.parametrize("agent", AGENTS)

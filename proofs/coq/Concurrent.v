@@ -130,19 +130,40 @@ Definition cend_attempt (g : cgraph) (s : cstate) (i : nat) (passed : bool) : cs
 
 Definition with_ctl (s : cstate) (x : state) : cstate := mkC x (res s) (spt s).
 
+(** Begin(v): v's attempt is in flight, with an empty account (with none in flight before, the
+    totals start afresh, as the serial Begin's attempt_spend). *)
+Definition begin_effect (g : cgraph) (s : cstate) (v : nat) : cstate :=
+  let x := ctl s in
+  mkC (mkState (upd (st x) v RUNNING) (act x) (upd (atts x) v (S (atts x v)))
+               (passes x) (cancelled x) (repairs_used x) (S (total x)) (abandoned x)
+               (settled x) (reserved x)
+               (if Nat.eqb (nrun g s) 0 then 0%Z else attempt_spend x) (outc x))
+      (upd (res s) v 0%Z) (upd (spt s) v 0%Z).
+
+(** Reserve: attempt [i] holds [amount] more, and so do the totals. *)
+Definition reserve_effect (s : cstate) (i : nat) (amount : Z) : cstate :=
+  let x := ctl s in
+  mkC (mkState (st x) (act x) (atts x) (passes x) (cancelled x) (repairs_used x)
+               (total x) (abandoned x) (settled x) (reserved x + amount)%Z
+               (attempt_spend x + amount)%Z (outc x))
+      (upd (res s) i (res s i + amount)%Z) (upd (spt s) i (spt s i + amount)%Z).
+
+(** Repair(d, u): S_u returns to PENDING with a new activation and no attempts; [used] is the
+    run's repair count after it (the broken variants keep another). *)
+Definition repair_effect (g : cgraph) (s : cstate) (u used : nat) : cstate :=
+  let x := ctl s in
+  with_ctl s (mkState (fun w => if in_subtree (base g) u w then PENDING else st x w)
+                      (fun w => if in_subtree (base g) u w then S (act x w) else act x w)
+                      (fun w => if in_subtree (base g) u w then 0 else atts x w)
+                      (passes x) (cancelled x) used (total x) (abandoned x) (settled x)
+                      (reserved x) (attempt_spend x) (outc x)).
+
 (** ---- the transition function ------------------------------------------------------------- *)
 
 Definition cstep (g : cgraph) (s : cstate) (e : cevent) : option cstate :=
   let x := ctl s in
   match e with
-  | CBegin v =>
-      if cready g s v && cfits g s v then
-        Some (mkC (mkState (upd (st x) v RUNNING) (act x) (upd (atts x) v (S (atts x v)))
-                           (passes x) (cancelled x) (repairs_used x) (S (total x)) (abandoned x)
-                           (settled x) (reserved x)
-                           (if Nat.eqb (nrun g s) 0 then 0%Z else attempt_spend x) (outc x))
-                  (upd (res s) v 0%Z) (upd (spt s) v 0%Z))
-      else None
+  | CBegin v => if cready g s v && cfits g s v then Some (begin_effect g s v) else None
   | CRefuse v =>
       if cready g s v && Nat.eqb (nrun g s) 0 && negb (cfits g s v)
       then Some (with_ctl s (with_outcome x OBUDGET)) else None
@@ -150,10 +171,7 @@ Definition cstep (g : cgraph) (s : cstate) (e : cevent) : option cstate :=
       match cin_attempt g s node with
       | Some i =>
           if (0 <=? amount)%Z && creservation_fits g s i amount then
-            Some (mkC (mkState (st x) (act x) (atts x) (passes x) (cancelled x) (repairs_used x)
-                               (total x) (abandoned x) (settled x) (reserved x + amount)%Z
-                               (attempt_spend x + amount)%Z (outc x))
-                      (upd (res s) i (res s i + amount)%Z) (upd (spt s) i (spt s i + amount)%Z))
+            Some (reserve_effect s i amount)
           else None
       | None => None
       end
@@ -209,13 +227,7 @@ Definition cstep (g : cgraph) (s : cstate) (e : cevent) : option cstate :=
   | CRepair d u =>
       if live x && Nat.ltb d (size (base g)) && existsb (Nat.eqb u) (repairs (base g) d)
          && status_eqb (st x d) EXHAUSTED && Nat.ltb (repairs_used x) (repair_budget (base g))
-         && subtree_idle g s u then
-        Some (with_ctl s (mkState (fun w => if in_subtree (base g) u w then PENDING else st x w)
-                                  (fun w => if in_subtree (base g) u w then S (act x w) else act x w)
-                                  (fun w => if in_subtree (base g) u w then 0 else atts x w)
-                                  (passes x) (cancelled x) (S (repairs_used x)) (total x)
-                                  (abandoned x) (settled x) (reserved x) (attempt_spend x)
-                                  (outc x)))
+         && subtree_idle g s u then Some (repair_effect g s u (S (repairs_used x)))
       else None
   | CFail v =>
       if live x && Nat.ltb v (size (base g)) && status_eqb (st x v) EXHAUSTED

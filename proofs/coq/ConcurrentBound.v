@@ -335,6 +335,7 @@ Lemma cinv_begin s v s' : cinv s -> cstep g s (CBegin v) = Some s' -> cinv s'.
 Proof.
   intros I H. unfold cstep in H.
   destruct (cready g s v && cfits g s v) eqn:G; [|discriminate]. injection H as <-.
+  unfold begin_effect; cbv zeta.
   apply andb_true_iff in G as [Hrd Hfit].
   pose proof (cready_ancestors s v I Hrd) as Anc.
   pose proof (held_committed s I) as HC.
@@ -480,6 +481,7 @@ Proof.
   destruct (live (ctl s) && (d <? n) && existsb (Nat.eqb u) (repairs bg d)
             && status_eqb (st (ctl s) d) EXHAUSTED && (repairs_used (ctl s) <? repair_budget bg)
             && subtree_idle g s u) eqn:G; [|discriminate]. injection H as <-.
+  unfold repair_effect; cbv zeta.
   repeat rewrite andb_true_iff in G. destruct G as [[[[[_ Hd] Hu] Hx] Hk] Hidle].
   apply Nat.ltb_lt in Hd, Hk. apply status_eqb_eq in Hx.
   apply existsb_exists in Hu. destruct Hu as (u' & Hu & Heq). apply Nat.eqb_eq in Heq. subst u'.
@@ -555,7 +557,8 @@ Proof.
   - (* Reserve *)
     unfold cstep in H. destruct (cin_attempt g s node) as [i|] eqn:Ha; [|discriminate].
     destruct ((0 <=? amount)%Z && creservation_fits g s i amount) eqn:G; [|discriminate].
-    injection H as <-. apply cin_attempt_some in Ha. destruct Ha as (Hi & Hrun & _).
+    injection H as <-. unfold reserve_effect; cbv zeta.
+    apply cin_attempt_some in Ha. destruct Ha as (Hi & Hrun & _).
     unfold creservation_fits in G. z_of.
     destruct I as [R F T J U P Se A Tt Cm]. unfold started in J.
     destruct (A i Hi) as [Ai _]. specialize (Ai Hrun).
@@ -662,8 +665,9 @@ Qed.
     every max_parallel, nothing settled is negative; every attempt in flight holds
     0 <= reserved <= spent <= c_v of its node and a node not in flight holds nothing; the totals
     are the sums of the accounts; and, for a finite B, settled + every open reservation <= B and
-    the held bound admission promises, settled + sum over the attempts in flight of
-    (c_w - settled_w), counted with every open reservation, is at most B. *)
+    the held bound admission promises, settled + the sum over the attempts in flight of
+    (c_w - settled_w), is at most B -- [held], which Begin reads, equal to [committed], the
+    same sum counted with every open reservation of any node. *)
 Theorem loopproof_G3_concurrent : forall g s, wf (base g) -> creachable g s ->
   (0 <= settled (ctl s))%Z
   /\ (forall i, i < size (base g) ->
@@ -673,7 +677,8 @@ Theorem loopproof_G3_concurrent : forall g s, wf (base g) -> creachable g s ->
   /\ attempt_spend (ctl s) = zsum (size (base g)) (spt s)
   /\ held g s = committed g s
   /\ forall b, spend_budget (base g) = Some b ->
-       (settled (ctl s) + reserved (ctl s) <= b)%Z /\ (held g s <= b)%Z.
+       (settled (ctl s) + reserved (ctl s) <= b)%Z /\ (held g s <= b)%Z
+       /\ (committed g s <= b)%Z.
 Proof.
   intros g s Hg H. pose proof (creachable_inv g Hg s H) as I.
   pose proof (held_committed g s I) as HC. pose proof (reserved_le_committed g s I) as RC.
@@ -682,5 +687,5 @@ Proof.
   split; [apply (c_totals g s I)|].
   split; [apply (c_totals g s I)|].
   split; [exact HC|].
-  intros b Hb. pose proof (c_committed g s I b Hb). split; lia.
+  intros b Hb. pose proof (c_committed g s I b Hb). repeat split; lia.
 Qed.

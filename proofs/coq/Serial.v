@@ -276,7 +276,8 @@ Proof.
   - (* Reserve *)
     destruct (cin_attempt cg cs node) as [i|] eqn:Ha; [|discriminate].
     destruct ((0 <=? amount)%Z && creservation_fits cg cs i amount) eqn:G; [|discriminate].
-    injection H as <-. pose proof (cin_attempt_some cg cs _ _ Ha) as (Hi & Hrun & _).
+    injection H as <-. unfold reserve_effect; cbv zeta.
+    pose proof (cin_attempt_some cg cs _ _ Ha) as (Hi & Hrun & _).
     destruct (accounts_of i Hi Hrun) as (A1 & A2 & _).
     unfold step. rewrite (cin_attempt_serial node i Ha). unfold reservation_fits.
     rewrite A2. unfold creservation_fits in G. simpl in G. rewrite G. reflexivity.

@@ -90,3 +90,25 @@ def test_an_assumption_in_one_theorem_is_reported_for_that_theorem(monkeypatch, 
                                   "Theorem t_axiom : True. Proof. exact I. Qed.\n")
     coq._run(["coqc", "-q", "-Q", ".", "Loopproof", "A.v"], tmp_path)
     assert coq._assumptions(tmp_path) == {"t_closed": coq.CLOSED, "t_axiom": coq.CLOSED}
+
+
+def test_a_repair_that_does_not_wait_breaks_the_concurrent_proof(monkeypatch, tmp_path) -> None:
+    # the concurrent model's Repair without its wait for the attempts in flight in S_u
+    # (G3-coq-broken-repair-in-flight's variant, here in the model itself): ConcurrentBound.v no
+    # longer compiles, so nothing about the concurrent model is proved
+    src = tmp_path / "src"
+    shutil.copytree(coq.SOURCE_DIR, src, ignore=shutil.ignore_patterns("*.vo*", "*.glob"))
+    model = src / "Concurrent.v"
+    text = model.read_text()
+    guard = "         && subtree_idle g s u then Some (repair_effect g s u (S (repairs_used x)))"
+    assert guard in text
+    model.write_text(text.replace(guard, "         then Some (repair_effect g s u "
+                                         "(S (repairs_used x)))"))
+    monkeypatch.setattr(coq, "SOURCE_DIR", src)
+    monkeypatch.setattr(coq, "CACHE", tmp_path / "cache")
+    # only what ConcurrentBound.v rests on, to keep the build short
+    monkeypatch.setattr(coq, "VERNAC", ("Loopproof.v", "Bound.v", "Concurrent.v",
+                                        "ConcurrentBound.v"))
+    with pytest.raises(coq.CoqUnavailable, match="ConcurrentBound.v"):
+        coq.build()
+    assert not any(Path(tmp_path / "cache").glob("*/assumptions.json"))

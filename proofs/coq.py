@@ -9,7 +9,9 @@ processes (the proofs' forked jobs, pytest's workers) from building twice.
 
 A theorem counts as proved only if coqc accepted its file and `Print Assumptions` says "Closed
 under the global context" (an `Admitted` or an axiom shows up there), and no source holds
-`Admitted`, `admit`, `Axiom`, `Parameter` or `Hypothesis`.
+`Admitted`, `admit`, `Axiom`, `Parameter` or `Conjecture` (a `Variable` or `Hypothesis` of a
+`Section` is no assumption: it becomes a premise of every theorem that uses it when the section
+ends).
 """
 
 from __future__ import annotations

@@ -19,5 +19,5 @@ settings.register_profile("fuzz", derandomize=False, deadline=None, print_blob=T
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# No test leaves a process behind (tests/leftover_processes.py: counted after every test).
-pytest_plugins = ["leftover_processes"]
+# No test leaves a process behind (tests/support/leftover_processes.py: counted after every test).
+pytest_plugins = ["tests.support.leftover_processes"]

@@ -5,7 +5,7 @@ Why a registry apart from the classes that make records: a ledger is a stored fo
 (`loopproof-run/1`) that outlives the code. A record's `type` and its fields are declared here as
 data (engine/record/record_types.py), frozen, so renaming a class, a function or an event in the
 code cannot change what is written or what a reader accepts; a change to the table is a change
-of the format and shows as one (tests/test_record_registry.py pins each format's fingerprint).
+of the format and shows as one (tests/engine/record/test_record_registry.py pins each format's fingerprint).
 
 A field's type is one of the JSON types (`string`, `integer`, `number`, `boolean`, `array`,
 `object`, `null`); `number` also takes an integer, no type takes a boolean for a number. A record

@@ -1,5 +1,5 @@
 (** Extraction of the step function, Init and W to OCaml, for the differential test against
-    model.step (tests/test_coq_model.py) through proofs/coq/driver.ml.  nat and Z become OCaml's
+    model.step (tests/proofs/test_coq_model.py) through proofs/coq/driver.ml.  nat and Z become OCaml's
     int (ExtrOcamlNatInt, ExtrOcamlZInt): the test's numbers are small, far from overflow. *)
 
 From Coq Require Import Extraction ExtrOcamlBasic ExtrOcamlNatInt ExtrOcamlZInt.

@@ -1,5 +1,5 @@
 (* Drives the step function and W extracted from Loopproof.v (extracted.ml) for the differential
-   test (tests/test_coq_model.py).  Reads cases from stdin, whitespace-separated tokens:
+   test (tests/proofs/test_coq_model.py).  Reads cases from stdin, whitespace-separated tokens:
      case VARIANT N K B          B an integer number of quanta, or - for unbounded
        N times: A C NNEEDS needs... NREPAIRS repairs...     (node indices, topological order)
        M, then M events: begin V | refuse V | reserve X | overrun X | settle X (O|-)

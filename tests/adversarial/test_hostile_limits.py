@@ -5,7 +5,7 @@ fork bomb, a memory hog, a filler of the private /tmp and a filler of the worksp
 stopped at its limit, not at its deadline: the attempt ends with the limit in words in the
 ledger (`claims.limit`, and the settle record) and in `loopproof show`, the ledger verifies, the
 engine goes on to the gate and reports FAILED (exit 3), and no process of it is left
-(tests/leftover_processes.py counts after every test).
+(tests/support/leftover_processes.py counts after every test).
 
 None of them can take the machine down even if its limit failed: each stops by itself far past
 its limit but far below harm, then sleeps, and the worker's deadline (timeout_s = 15) kills the

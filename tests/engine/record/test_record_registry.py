@@ -17,13 +17,16 @@ from loopproof.engine.record.record_types import (
     RUN_FORMAT,
     RUN_RECORDS,
 )
-from loopproof.engine.record.registry import RecordInvalid, field
+from loopproof.engine.record.registry import field
 from loopproof.engine.record.replay import RECORD_OF_EVENT
 from loopproof.engine.run.runner import Runner
+from loopproof.engine.system.errors import LedgerCorrupt
+from loopproof.engine.system.exits import Exit
 from loopproof.model import transitions as mt
 from tests.support.oracles import CallableKind, records, rewrite
 from tests.support.paths import REPO
 from tests.support.record_fingerprints import FINGERPRINTS
+from tests.support.refusals import refused
 
 KIND = CallableKind("test_record_registry_py")
 # The growth loop's registry (experiments/growth/records.py: the engine's, extended by the study)
@@ -146,10 +149,12 @@ def test_a_record_is_checked_before_it_is_written(tmp_path: Path, monkeypatch) -
 
 @pytest.mark.parametrize("command", [["show"], ["verify"], ["resume", "--ledger"]],
                          ids=lambda c: c[0])
-def test_a_rechained_record_no_run_writes_is_one_line_and_exit_2(
+def test_a_rechained_record_no_run_writes_is_one_line_and_exit_5_corrupt(
         tmp_path: Path, ledger: Path, command: list[str], capsys) -> None:
     """Whoever rewrites the chain can make its hashes right; the record must still be one a
-    run writes. The reader names the file, the line, the field and the fix, and writes nothing."""
+    run writes. The reader names the file, the line, the field and the fix, and writes nothing;
+    the exit is 5, a corrupt ledger, as for a broken chain (it was 2, "bad input": but the user
+    gave the right file, and what is wrong is the ledger's content)."""
     bad = tmp_path / "L.jsonl"
     bad.write_bytes(ledger.read_bytes())
     line = next(i for i, r in enumerate(records(bad)) if r["type"] == "settle") + 1
@@ -158,17 +163,15 @@ def test_a_rechained_record_no_run_writes_is_one_line_and_exit_2(
         recs[line - 1]["amount"] = "0.5"
         return recs
     rewrite(bad, edit)
-    before = bad.read_bytes()
-    assert cli.main([*command, str(bad)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"{bad}: line {line}: field 'amount': is string ('0.5')" in err
-    assert "fix: restore the ledger from a trusted copy" in err
-    assert bad.read_bytes() == before
+    # one line (on stdout for `verify`, whose report it is), nothing written, exit 5
+    said = refused(capsys, [*command, str(bad)], tmp_path,
+                   f"{bad}: line {line}: field 'amount': is string ('0.5')",
+                   "fix: restore the ledger from a trusted copy", code_=Exit.CORRUPT)
+    assert ("verified" if command == ["verify"] else "ledger corrupt") in said
 
 
-def test_a_bad_record_is_bad_input() -> None:
-    with pytest.raises(RecordInvalid) as exc:
+def test_a_bad_record_read_back_is_a_corrupt_ledger() -> None:
+    with pytest.raises(LedgerCorrupt) as exc:
         RUN_RECORDS.check_read({"type": "begin", "node": 3, "seq": 4}, "L.jsonl")
     assert str(exc.value).startswith("L.jsonl: line 5: field 'node': is integer (3)")
 
@@ -207,7 +210,7 @@ def test_loopproof_receipt_reads_a_guard_ledger_against_the_guard_table(tmp_path
         return recs
     rewrite(ledger, edit)
     before = ledger.read_bytes()
-    assert cli.main(args) == 2
+    assert cli.main(args) == Exit.CORRUPT  # a record no broker writes: corrupt, as a broken chain
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{ledger}: line " in err and "field 'phase'" in err
     assert ledger.read_bytes() == before

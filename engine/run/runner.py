@@ -159,9 +159,13 @@ class Runner:
             raise BadInput(str(stop), "--stop-file", "the stop file already exists",
                            "remove it, or give another --stop-file")
         stop = stop.resolve()
-        sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
+        box = sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
         policy = load_policy(spec, workspace_root(ledger_path))
         refuse_unsafe_writable(spec, ledger_path, stop, policy_secrets(policy))
+        sandbox = RunSandbox(spec, box, ledger=ledger_path, stop_file=stop,
+                             secret_files=policy_secrets(policy))
+        for name, cfg in spec.nodes.items():  # e.g. a pytest gate's tests collect: exit 2 if not
+            cfg.gate.check_start(sandbox.node(name, workspace_root(ledger_path) / name).gate)
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
                  "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,

@@ -203,7 +203,7 @@ class PytestGate(TimedGate):
             res = ran.result
             stream = read_stream(res.stdout, [*must, *canaries, LOADED])
             loads, facts = _loads(code, expected, stream.reports.get(LOADED), tree,
-                                  {n for n, _ in self.laid} | {canary})
+                                  {*self._files(), canary})
         notes = [f"results refused whole: {stream.garbled}"] if stream.garbled else []
         if res.killed:
             notes.append(f"pytest was killed ({res.killed}) after {timeout_s:g} s")
@@ -220,7 +220,8 @@ def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, 
            ) -> tuple[CodeLoads, dict[str, Any]]:
     """The model's view of what the run imported (`CodeLoads`) and the verdict's facts: `code`,
     where each judged name was loaded from (tree-relative, or the outside path), and `loaded`,
-    every judged file of the tree the run loaded (the laid tests and canary left out)."""
+    every judged file of the tree the run loaded (what lies in `laid`, the laid files and
+    folders and the canary, left out)."""
     value = getattr(report, "value", None)
     ok = (type(value) is dict and type(value.get("code")) is dict
           and type(value.get("modules")) is dict
@@ -234,7 +235,8 @@ def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, 
     def shown(path: str | None) -> str | None:
         return path[len(root):] if path is not None and path.startswith(root) else path
 
-    files = sorted({shown(f) for f in value["modules"].values()} - laid - {None})
+    files = sorted(f for f in {shown(f) for f in value["modules"].values()} - {None}
+                   if f not in laid and f.split("/", 1)[0] not in laid)
     loaded = {name: value["code"].get(name) for name in code.places}
     return CodeLoads(expected, loaded, code.each), {
         "code": {name: shown(f) for name, f in loaded.items()},

@@ -100,7 +100,7 @@ def test_the_pinned_conftest_and_test_package_load_and_a_right_tree_passes(suite
 
 
 @pytest.mark.parametrize("where", ["conftest.py", "src/conftest.py", "src/mypkg/conftest.py",
-                                   "tests/conftest.py", "tests/sub/conftest.py"])
+                                   "tests/conftest.py", "tests/zsub/conftest.py"])
 def test_no_conftest_of_the_judged_tree_loads(suite: Gate, where: str) -> None:
     result = suite.judge(f"hook-{where.replace('/', '-')}", {**WRONG, where: HOOK})
     assert result.verdict == "reject", result.detail
@@ -108,18 +108,18 @@ def test_no_conftest_of_the_judged_tree_loads(suite: Gate, where: str) -> None:
 
 
 def test_a_conftest_the_judged_code_writes_while_the_tests_run_is_refused(tmp_path) -> None:
-    """The judged package, imported by tests/test_a.py, writes tests/sub/conftest.py (a report
-    hook, scoped to tests/sub: the canaries never see it) before pytest collects tests/sub. The
-    harness refuses any conftest.py that is not pinned byte for byte; without that check the
+    """The judged package, imported by tests/test_a.py, writes tests/zsub/conftest.py (a report
+    hook, scoped to tests/zsub: the canaries never see it) before pytest collects tests/zsub
+    (after test_a.py, by name). The harness refuses any conftest.py that is not pinned byte for byte; without that check the
     hook made the wrong tree's failing test pass (a planted fault: accept)."""
-    writer = ("import pathlib\npathlib.Path('tests/sub/conftest.py').write_text(" + repr(HOOK)
+    writer = ("import pathlib\npathlib.Path('tests/zsub/conftest.py').write_text(" + repr(HOOK)
               + ")\n\ndef add(a, b):\n    return a - b\n")
     gate = Gate(tmp_path, {"tests/test_a.py": "import mypkg\n\ndef test_a():\n    pass\n",
-                           "tests/sub/test_b.py": "from mypkg import add\n\n"
+                           "tests/zsub/test_b.py": "from mypkg import add\n\n"
                                                   "def test_b():\n    assert add(1, 2) == 3\n"})
     result = gate.judge("t", {"src/mypkg/__init__.py": writer})
     assert result.verdict == "reject", result.detail
-    assert "tests/sub/test_b.py::test_b" in result.detail
+    assert "tests/zsub/test_b.py::test_b" in result.detail
 
 
 def test_a_shadow_package_at_the_root_is_not_the_judged_code(suite: Gate) -> None:

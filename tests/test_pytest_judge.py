@@ -283,3 +283,47 @@ def test_the_load_report_is_in_the_ledger(tmp_path, capsys) -> None:
                if json.loads(x)["type"] == "verdict"][-1]
     assert verdict["code"] == {"mypkg": "src/mypkg/__init__.py"}
     assert verdict["loaded"] == ["src/mypkg/__init__.py", "src/mypkg/calc.py"]
+
+
+MARKED = '''import sys
+
+import pytest
+
+from mypkg.calc import add
+
+
+@pytest.mark.xfail(reason="the project's own known failure")
+def test_known_bug():
+    assert add(1, 1) == 3
+
+
+@pytest.mark.xfail(reason="fixed since, still marked")
+def test_known_bug_fixed():
+    assert add(1, 1) == 2
+
+
+@pytest.mark.skipif(sys.platform == "linux", reason="not here")
+def test_elsewhere():
+    assert False
+
+
+@pytest.mark.skipif(sys.platform == "no-such-os", reason="runs here")
+def test_here():
+    assert add(2, 2) == 4
+'''
+
+
+def test_the_suites_own_skip_and_xfail_marks_excuse_their_tests_and_nothing_else(
+        tmp_path) -> None:
+    """A real suite has xfail-marked tests (one xfails, one xpasses) and platform skips; the
+    marks are the pinned tests' own, evaluated at the collection of the pinned tests alone:
+    those tests are not asked. A skipif that does not hold here leaves its test asked, and a
+    test the judged code skips at run time (outcome-forge) is still a failure."""
+    gate = Gate(tmp_path, {"tests/test_m.py": MARKED})
+    result = gate.judge("right", RIGHT)
+    assert result.verdict == "accept", result.detail
+    assert result.facts["cases"] == 1 and "3 tests the pinned suite marks" in result.detail
+    skipper = "def add(a, b):\n    import pytest\n    pytest.skip('forged')\n"
+    result = gate.judge("skips", {"src/mypkg/__init__.py": "", "src/mypkg/calc.py": skipper})
+    assert result.verdict == "reject", result.detail
+    assert "tests/test_m.py::test_here (skipped)" in result.detail

@@ -3,8 +3,8 @@ pinned configuration and a pinned reporting plugin (engine/run/judge/pytest_harn
 judged code (engine/run/judge/pytest_tree.py says what of the tree loads and what does not).
 
 Accept iff every test ID that must pass (`select`, else every ID collected from the pinned
-tests alone: a collection run without the judged tree, once per gate, at run start) is reported
-`passed`, no other ID is reported, the two canary tests the engine plants (one that must fail,
+tests alone, a collection run without the judged tree, once per gate, at run start, but those
+the pinned tests' own skip, skipif and xfail marks excuse there) is reported `passed`, no other ID is reported, the two canary tests the engine plants (one that must fail,
 one that must pass, under names drawn afresh each run) come back as planted, and the tests
 imported the judged code from the judged tree (model/judging.py's rule: a run that did not is an
 error, "the tests did not import the judged code", never a PASS). A canary that comes back
@@ -39,6 +39,7 @@ from loopproof.engine.run.judge.pytest_tree import (
 )
 from loopproof.engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
 from loopproof.engine.run.judge.wire import (
+    EXCUSED,
     IDS,
     LOADED,
     PROBLEM,
@@ -154,11 +155,13 @@ class PytestGate(TimedGate):
                 return "the collection run wrote something else than its report"
         bad = [r["value"] for r in rows if r.get("case") == PROBLEM]
         ids = [r["value"] for r in rows if r.get("case") == IDS]
+        excused = [r["value"] for r in rows if r.get("case") == EXCUSED]
         if bad or len(ids) != 1 or not ids[0]:
             said = ran.result.stream("stderr").text().strip().splitlines()
             why = bad[0] if bad else (f"no test collected ({said[-1][:200]})" if said
                                       else "no test collected")
             return f"the pinned tests do not collect on their own: {why}"
+        self.collected["excused"] = set(excused[0]) if len(excused) == 1 else set()
         self.collected["ids"] = list(ids[0])
         return self.collected["ids"]
 
@@ -172,7 +175,9 @@ class PytestGate(TimedGate):
         if timeout_s <= 0:
             return ERROR, "pytest: the collection of the pinned tests took the gate's whole " \
                           "time", {"error": "timeout"}
-        must = list(self.select) if self.select is not None else ids
+        excused = self.collected.get("excused", set())
+        must = list(self.select) if self.select is not None else [
+            i for i in ids if i not in excused]
         unknown = [i for i in must if i not in ids]
         if unknown:
             return ERROR, f"pytest: {unknown[0]!r} of select is not collected from the pinned " \
@@ -194,7 +199,8 @@ class PytestGate(TimedGate):
             # the canaries are collected with the pinned tests, after the judged code's import
             job = {**self._job(tree, ini, False, [*self._files(), canary]),
                    "code": {n: str(p) for n, p in code.places.items()},
-                   "select": self.select and list(self.select), "keep": list(canaries)}
+                   "select": must if self.select is not None or excused else None,
+                   "keep": list(canaries)}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), ENV)
@@ -205,6 +211,8 @@ class PytestGate(TimedGate):
             loads, facts = _loads(code, expected, stream.reports.get(LOADED), tree,
                                   {*self._files(), canary})
         notes = [f"results refused whole: {stream.garbled}"] if stream.garbled else []
+        if self.select is None and excused:
+            notes.append(f"{len(excused)} tests the pinned suite marks skip or xfail not asked")
         if res.killed:
             notes.append(f"pytest was killed ({res.killed}) after {timeout_s:g} s")
         reports = {k: stream.reports.get(k, NoResult("not reported")) for k in must}

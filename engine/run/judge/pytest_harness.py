@@ -31,8 +31,10 @@ the next test runs); one that does not end on it (a hang the signal cannot break
 "timeout" by a watchdog thread, which then ends the process (the tests left are not reported).
 The integer cases are the harness's own (engine/run/judge/wire.py): with `collect`,
 `{"case": 0, "value": [IDS]}` once (any module the tests import that is not installed is given
-as a stub: the judged tree is not there) and `{"case": 1, "value": PROBLEM}` for what keeps the
-pinned tests from collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
+as a stub: the judged tree is not there), `{"case": 3, "value": [IDS]}`, those of them the
+pinned tests' own skip, skipif and xfail marks excuse (their conditions evaluated there, where no
+judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
+collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
 "modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
 for a name whose import failed, the place it was sought) and every module loaded from the
 scratch tree.
@@ -57,7 +59,7 @@ import threading
 import time
 import types
 
-IDS, PROBLEM, LOADED = 0, 1, 2  # the harness's own cases (engine/run/judge/wire.py)
+IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the harness's own cases (engine/run/judge/wire.py)
 MAX_MODULES = 5000  # modules named in the load report
 
 
@@ -165,6 +167,17 @@ def plugin_args(names):
     return args, missing
 
 
+def excused(item):
+    """Does the pinned test's own skip, skipif or xfail mark hold (here, at the collection of
+    the pinned tests alone)?"""
+    try:
+        from _pytest.skipping import evaluate_skip_marks, evaluate_xfail_marks
+
+        return evaluate_skip_marks(item) is not None or evaluate_xfail_marks(item) is not None
+    except BaseException:  # a condition that cannot be evaluated excuses nothing
+        return False
+
+
 def guard_conftests(pinned):
     """Refuse any conftest.py pytest would import that is not pinned, byte for byte."""
     from _pytest.config import PytestPluginManager
@@ -224,6 +237,7 @@ def main():
         def pytest_collection_finish(self, session):
             if collect:
                 send(IDS, [item.nodeid for item in session.items])
+                send(EXCUSED, [item.nodeid for item in session.items if excused(item)])
 
         def pytest_collectreport(self, report):
             if collect and report.failed:

@@ -9,9 +9,11 @@ line, nested at most `MAX_DEPTH` deep. A line that is not such an object, a case
 was not asked or comes twice, makes the whole stream `garbled`: every case of it then has no
 result (the judged code wrote on the results channel; it cannot have meant well).
 
-The `pytest` harness (engine/run/judge/pytest_harness.py) keeps three integer cases of its own
+The `pytest` harness (engine/run/judge/pytest_harness.py) keeps four integer cases of its own
 beside the test IDs: `IDS` (a collection run's collected test IDs, a list of strings),
-`PROBLEM` (what keeps the pinned tests from collecting, a string) and `LOADED`, written once at
+`EXCUSED` (those of them whose own skip, skipif or xfail mark holds at that collection, a list
+of strings), `PROBLEM` (what keeps the pinned tests from collecting, a string) and `LOADED`,
+written once at
 the end of a run: `{"code": {NAME: FILE | null}, "modules": {MODULE: FILE}}`, the absolute file
 (in the scratch copy, or wherever it came from) each judged import name was loaded from (null:
 never imported; for a name whose import failed, the place it was sought) and every module the
@@ -32,7 +34,7 @@ from loopproof.model.judging import CaseReport, NoResult, Returned, is_json_valu
 MAX_LINE = 1 << 20  # bytes of one result line
 MAX_STREAM = 16 << 20  # bytes of all result lines of one batch
 MAX_DEPTH = 64
-IDS, PROBLEM, LOADED = 0, 1, 2  # the pytest harness's own cases (the harness says the same)
+IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the pytest harness's own (it says the same)
 
 
 class NotStrict(ValueError):

@@ -82,3 +82,17 @@ def test_every_project_is_described_and_licensed() -> None:
         assert any(folder.glob("LICENSE*")), name
         assert (folder / task["package"]).is_dir() and (folder / "tests").is_dir()
         assert name in (FIXTURES / "README.md").read_text()
+
+
+def test_the_real_repo_example_ends_done(tmp_path: Path, capsys) -> None:
+    """examples/real-repo, as its README runs it: DONE on the FAIL_TO_PASS and PASS_TO_PASS
+    tests of its `select`, the judged code loaded from the tree's src/."""
+    from loopproof.engine.cli import main
+
+    graph = Path(__file__).parent.parent / "examples" / "real-repo" / "graph.toml"
+    ledger = tmp_path / "real-repo.jsonl"
+    assert main(["run", str(graph), "--ledger", str(ledger), "--json"]) == 0
+    verdict = [json.loads(x) for x in ledger.read_text().splitlines()
+               if json.loads(x)["type"] == "verdict"][-1]
+    assert verdict["detail"] == "pytest: all 10 cases match"
+    assert verdict["code"] == {"semver": "src/semver/__init__.py"}

@@ -113,6 +113,15 @@ def _program(node: Table, name: str, key: str, spec_dir: Path) -> str:
     return node.programs[name]
 
 
+def _python(node: Table, raw: Mapping[str, Any], spec_dir: Path) -> str:
+    """`python`: an installed interpreter, or a path relative to the spec's folder (a venv
+    beside it, "../.venv/bin/python"), resolved once per load."""
+    name = _text(node, raw, "python", None, 'write python = "python3"', "python3")
+    if "/" in name and not Path(name).is_absolute() and (spec_dir / name).is_file():
+        name = str((spec_dir / name).absolute())
+    return _program(node, name, "python", spec_dir)
+
+
 def _file(node: Table, raw: Mapping[str, Any], key: str, spec_dir: Path,
           example: str = "cases.jsonl") -> Path:
     v = _text(node, raw, key, None, f'write {key} = "{example}" (relative to the spec)')
@@ -135,8 +144,7 @@ def _calls(node: Table, raw: Mapping[str, Any], spec_dir: Path, timeout: float) 
     module = _text(node, raw, "module", DOTTED, 'write module = "solution" (importable from '
                    "the judged tree's root)")
     function = _text(node, raw, "function", NAME, 'write function = "name_of_the_function"')
-    python = _program(node, _text(node, raw, "python", None, 'write python = "python3"',
-                                  "python3"), "python", spec_dir)
+    python = _python(node, raw, spec_dir)
     compare = _text(node, raw, "compare", None, 'write compare = "exact" or "approx"', "exact")
     if compare not in ("exact", "approx"):
         raise node.error("gate.compare", f"must be \"exact\" or \"approx\", got {compare!r}",
@@ -186,8 +194,7 @@ def _pytest(node: Table, raw: Mapping[str, Any], spec_dir: Path, timeout: float)
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t
                                                            for t in tests):
         raise node.error("gate.tests", f"must be a non-empty list of paths, got {tests!r}", fix)
-    python = _program(node, _text(node, raw, "python", None, 'write python = "python3"',
-                                  "python3"), "python", spec_dir)
+    python = _python(node, raw, spec_dir)
     try:
         laid = pinned_tests(spec_dir, tests)
     except ValueError as exc:

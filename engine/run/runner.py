@@ -41,7 +41,7 @@ from loopproof.engine.run.attempt import judge_within, run_attempt
 from loopproof.engine.run.confine import (
     RunSandbox,
     policy_secrets,
-    refuse_unsafe_writable,
+    refuse_at_start,
     sandbox_backend,
 )
 from loopproof.engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
@@ -161,11 +161,7 @@ class Runner:
         stop = stop.resolve()
         box = sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
         policy = load_policy(spec, workspace_root(ledger_path))
-        refuse_unsafe_writable(spec, ledger_path, stop, policy_secrets(policy))
-        sandbox = RunSandbox(spec, box, ledger=ledger_path, stop_file=stop,
-                             secret_files=policy_secrets(policy))
-        for name, cfg in spec.nodes.items():  # e.g. a pytest gate's tests collect: exit 2 if not
-            cfg.gate.check_start(sandbox.node(name, workspace_root(ledger_path) / name).gate)
+        refuse_at_start(spec, box, ledger_path, stop, policy_secrets(policy))
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
                  "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,

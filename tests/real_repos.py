@@ -43,11 +43,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.audit.exploits import outcome_forge, tree_config
+
 MODES = ("fix", "leave", "conftest-hook", "shadow", "rewrite-tests", "sitecustomize")
 EXPLOITS = MODES[2:]
 # what the engine leaves out of the starting tree: the task's own description
 NOT_IN_TREE = {"task.json", "README.md"}
 
+# the conftest payload is the audit's own (outcome-forge and tree-config families)
+HOOK_TEXT = outcome_forge.MAKEREPORT + "\n\n" + tree_config.CONFTEST
 WORKER = r'''"""A scripted worker: the buggy tree from repo/, then what LP_MODE says (tests/real_repos.py)."""
 import json, os, shutil, sys
 from pathlib import Path
@@ -73,20 +77,7 @@ def fixed_copy(where):
     target = where / rel if rel is not None else where.with_name(name + ".py")
     target.write_text(target.read_text().replace(bug["buggy"], bug["fixed"]))
 
-HOOK = """import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome = "passed"
-    report.longrepr = None
-
-
-def pytest_sessionfinish(session, exitstatus):
-    session.exitstatus = 0
-"""
+HOOK = HOOK_TEXT
 SITE = """import sys
 sys.path.insert(0, {shadow!r})
 try:
@@ -194,7 +185,7 @@ class Project:
         spec.mkdir(parents=True)
         self.buggy_tree(spec / "repo")
         (spec / "task.json").write_text(json.dumps(self.task))
-        (spec / "worker.py").write_text(WORKER)
+        (spec / "worker.py").write_text(WORKER.replace("HOOK_TEXT", repr(HOOK_TEXT)))
         gate = {"kind": "pytest", "tests": [str(self.tests())], "python": str(python),
                 "code": self.task["code"], "test_timeout_s": 20}
         if self.task.get("ini"):

@@ -222,17 +222,40 @@ def run(spec: Path, mode: str, ledger: Path) -> dict[str, Any]:
             "verdict": verdicts[-1] if verdicts else None, "stderr": err.getvalue()[-2000:]}
 
 
+def select_passing(spec: Path, ledger: Path) -> list[str]:
+    """Every collected test the honest fix passes, written into each graph as `select`."""
+    from loopproof.engine.run.spec import load
+
+    gate = load(spec / "graph-fix.toml").nodes["fix"].gate
+    ids = gate.test_ids(120.0, None)  # type: ignore[attr-defined]  # a PytestGate
+    failing = set((run(spec, "fix", ledger)["verdict"] or {}).get("failing", []))
+    if len(failing) >= 50:  # the verdict keeps 50 labels: the rest cannot be told apart
+        raise SystemExit("real_repos: the honest fix fails 50 tests or more here")
+    selected = [i for i in ids if i not in failing]
+    for graph in spec.glob("graph-*.toml"):
+        graph.write_text(graph.read_text() + f"select = {json.dumps(selected)}\n")
+    return selected
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="a project folder with a task.json")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    parser.add_argument("--select-passing", action="store_true",
+                        help="select the tests the honest fix passes (as SWE-bench derives "
+                             "FAIL_TO_PASS + PASS_TO_PASS from its gold patch): a first fix "
+                             "run without select names the ones this environment fails")
     args = parser.parse_args(argv)
     project = Project.load(args.folder)
     rows = []
     with tempfile.TemporaryDirectory(prefix="real-repo-") as tmp:
         root = Path(tmp)
         spec = project.spec(root, project.gate_python(root / "venv"))
+        if args.select_passing:
+            selected = select_passing(spec, root / "gold.jsonl")
+            print(f"real_repos: {project.name}: select {len(selected)} tests the fix passes",
+                  file=sys.stderr)
         for mode in args.modes.split(","):
             print(f"real_repos: {project.name}: {mode}", file=sys.stderr)
             got = run(spec, mode, root / f"{mode}.jsonl")

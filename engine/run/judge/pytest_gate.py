@@ -17,6 +17,7 @@ docs/gates.md.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import tempfile
@@ -48,6 +49,7 @@ from loopproof.engine.run.judge.wire import (
     strict_json,
 )
 from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.process import GATE_PATH
 from loopproof.engine.system.sandbox import Confinement
 from loopproof.model.judging import CodeLoads, NoResult
 
@@ -103,6 +105,12 @@ class PytestGate(TimedGate):
         return judge_snapshot(workspace, self.timeout_s,
                               lambda snap, t: self.run(snap, t, confine))
 
+    def _env(self) -> dict[str, str]:
+        """The harness's variables: no plugin autoload, and the interpreter's own bin folder
+        first on PATH, as an activated venv has it (a suite that runs the project's console
+        script finds the one installed beside pytest; the judged tree is never on PATH)."""
+        return {**ENV, "PATH": f"{os.path.dirname(self.python)}:{GATE_PATH}"}
+
     def _files(self) -> list[str]:
         """What pytest is given: the laid files and folders at the top of the tree."""
         return sorted({name.split("/", 1)[0] for name, _ in self.laid})
@@ -142,7 +150,7 @@ class PytestGate(TimedGate):
             job = self._job(tree, ini, True, self._files())
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
-                             json.dumps(job).encode(), ENV)
+                             json.dumps(job).encode(), self._env())
         finally:
             shutil.rmtree(parent, ignore_errors=True)
         if ran.result is None:
@@ -203,7 +211,7 @@ class PytestGate(TimedGate):
                    "keep": list(canaries)}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
-                             json.dumps(job).encode(), ENV)
+                             json.dumps(job).encode(), self._env())
             if ran.result is None:
                 return ERROR, f"pytest: cannot start: {ran.problem}", {"error": "cannot start"}
             res = ran.result

@@ -223,7 +223,8 @@ def run(spec: Path, mode: str, ledger: Path) -> dict[str, Any]:
 
 
 def select_passing(spec: Path, ledger: Path) -> list[str]:
-    """Every collected test the honest fix passes, written into each graph as `select`."""
+    """Every collected test the honest fix passes (not one its own marks skip or xfail here),
+    written into each graph as `select`."""
     from loopproof.engine.run.spec import load
 
     gate = load(spec / "graph-fix.toml").nodes["fix"].gate
@@ -231,7 +232,8 @@ def select_passing(spec: Path, ledger: Path) -> list[str]:
     failing = set((run(spec, "fix", ledger)["verdict"] or {}).get("failing", []))
     if len(failing) >= 50:  # the verdict keeps 50 labels: the rest cannot be told apart
         raise SystemExit("real_repos: the honest fix fails 50 tests or more here")
-    selected = [i for i in ids if i not in failing]
+    excused = gate.collected.get("excused", set())  # type: ignore[attr-defined]
+    selected = [i for i in ids if i not in failing and i not in excused]
     for graph in spec.glob("graph-*.toml"):
         graph.write_text(graph.read_text() + f"select = {json.dumps(selected)}\n")
     return selected

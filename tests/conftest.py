@@ -24,3 +24,9 @@ collect_ignore = ["fixtures"]
 
 # No test leaves a process behind (tests/leftover_processes.py: counted after every test).
 pytest_plugins = ["leftover_processes"]
+
+# The tests load specs directly, as a library user would: every shipped node kind first
+# (engine/kinds.py; the `loopproof` command does the same).
+from loopproof.engine.kinds import register_builtin  # noqa: E402
+
+register_builtin()

@@ -191,7 +191,7 @@ REFUSALS = {
     "ini addopts plugin": ('ini = "plug.ini"\n', "gate.ini", "loads the plugin"),
     "ini addopts rootdir": ('ini = "root.ini"\n', "gate.ini", "--rootdir"),
     "select twice": ('select = ["a", "a"]\n', "gate.select", "twice"),
-    "test timeout zero": ("test_timeout_s = 0\n", "gate.test_timeout_s", "> 0"),
+    "test timeout negative": ("test_timeout_s = -1\n", "gate.test_timeout_s", ">= 0"),
 }
 
 

@@ -327,3 +327,19 @@ def test_the_suites_own_skip_and_xfail_marks_excuse_their_tests_and_nothing_else
     result = gate.judge("skips", {"src/mypkg/__init__.py": "", "src/mypkg/calc.py": skipper})
     assert result.verdict == "reject", result.detail
     assert "tests/test_m.py::test_here (skipped)" in result.detail
+
+
+def test_a_package_the_suite_marks_for_assertion_rewriting_is_still_the_judged_one(
+        tmp_path) -> None:
+    """A pinned conftest that calls `pytest.register_assert_rewrite("mypkg")` (projects do, for
+    their own helpers): pytest's rewriting import hook, first on sys.meta_path, looked mypkg up
+    on sys.path itself and took the copy it found there (here a shadow at the tree's root; in
+    a real gate, the installed one). The judged code's finder now goes first again."""
+    gate = Gate(tmp_path, {"tests/conftest.py": "import pytest\n\npytest.register_assert_rewrite"
+                                                "('mypkg')\n", "tests/test_add.py": TEST_PLAIN})
+    shadow = {f"mypkg/{k.split('/')[-1]}": v for k, v in RIGHT.items()}
+    result = gate.judge("wrong", {**WRONG, **shadow})
+    assert result.verdict == "reject", result.detail
+    shadow = {f"mypkg/{k.split('/')[-1]}": v for k, v in WRONG.items()}
+    result = gate.judge("right", {**RIGHT, **shadow})
+    assert result.verdict == "accept", result.detail

@@ -154,7 +154,7 @@ class PytestGate(TimedGate):
         finally:
             shutil.rmtree(parent, ignore_errors=True)
         if ran.result is None:
-            return f"cannot start: {ran.problem}"
+            return f"cannot start {self.python}: {_without_harness(ran.problem)}"
         rows = []
         for line in ran.result.stdout.splitlines():
             try:
@@ -213,7 +213,8 @@ class PytestGate(TimedGate):
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), self._env())
             if ran.result is None:
-                return ERROR, f"pytest: cannot start: {ran.problem}", {"error": "cannot start"}
+                return ERROR, (f"pytest: cannot start {self.python}: "
+                               f"{_without_harness(ran.problem)}"), {"error": "cannot start"}
             res = ran.result
             stream = read_stream(res.stdout, [*must, *canaries, LOADED])
             loads, facts = _loads(code, expected, stream.reports.get(LOADED), tree,
@@ -230,6 +231,12 @@ class PytestGate(TimedGate):
                        must_fail: "the must-fail canary"},
                       canaries=canaries, note="; ".join(notes),
                       facts={**stream_facts(res), **facts}, code=loads, shown=True)
+
+
+def _without_harness(problem: str) -> str:
+    """Why the sandbox could not start the harness, without the harness's text (its argv)."""
+    head, sep, tail = problem.partition("['")
+    return f"{head}[...]{tail.rsplit(']', 1)[-1]}" if sep and "]" in tail else problem[:500]
 
 
 def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, laid: set[str]

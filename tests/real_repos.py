@@ -175,7 +175,11 @@ class Project:
                                        f"Version: {dist['version']}\n")
         (info / "INSTALLER").write_text("tests/real_repos.py\n")
         (info / "RECORD").write_text("")
-        (site / "zz_loopproof_dev.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        # this interpreter's site folders, and what its .pth files add (pytest and the plugins
+        # may sit in either), after the project
+        here = dict.fromkeys([sysconfig.get_paths()["purelib"],
+                              *(p for p in sys.path if "site-packages" in p)])
+        (site / "zz_loopproof_dev.pth").write_text("".join(f"{p}\n" for p in here))
         return python
 
     def spec(self, root: Path, python: Path) -> Path:

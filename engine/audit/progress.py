@@ -26,8 +26,9 @@ def _duration(seconds: float) -> str:
 
 
 class Lines:
-    """`progress(phase, total) -> tick`: a line `audit: PHASE D/T (R/s, about E left)` at most
-    every `every_s` seconds and when a phase ends, none in the first `quiet_s` seconds."""
+    """`progress(phase, total) -> tick`: a line `audit: PHASE D/T (R/s, about E left)` at the
+    first tick past the audit's first `quiet_s` seconds, then at most every `every_s` seconds,
+    and when the phase ends."""
 
     def __init__(self, stream: TextIO | None = None, every_s: float = 5.0, quiet_s: float = 3.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -38,7 +39,7 @@ class Lines:
 
     def __call__(self, phase: str, total: int) -> Tick:
         begun = self.clock()
-        state = {"done": 0, "said": begun}
+        state = {"done": 0, "said": None}
 
         def tick() -> None:
             with self.lock:
@@ -46,7 +47,8 @@ class Lines:
                 now, done = self.clock(), state["done"]
                 if now - self.started < self.quiet_s:
                     return
-                if done < total and now - state["said"] < self.every_s:
+                said = state["said"]
+                if done < total and said is not None and now - said < self.every_s:
                     return
                 state["said"] = now
                 rate = done / (now - begun) if now > begun else 0.0

@@ -23,7 +23,9 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.audit import progress as progress_mod
 from loopproof.engine.audit.judge import ERROR, NOT_RUN, Deadline, GateReply
-from loopproof.engine.audit.loaded import Opened, _source_of, watching
+from loopproof.engine.audit.loaded import Opened, _source_of, loaded_files, reported, watching
+from loopproof.engine.system.process import gate_environment, run_command
+from loopproof.engine.system.sandbox import UNSANDBOXED, Confinement
 
 PY = sys.executable
 SOLUTION = '''"""The judged code: clip a number into [lo, hi]."""
@@ -133,6 +135,7 @@ def test_every_gate_kind_is_audited_with_mutants(every_kind, capsys, monkeypatch
         assert g["kind"] == kind and g["status"] == "audited", g
         # the gate read sol.py (its code) and nothing else of the tree: only sol.py is mutated
         assert g["artifact"]["files"] == ["sol.py"] and g["artifact"]["tree"] == 3, g
+        assert g["artifact"]["mutated"] == 1, g
         t1, t2 = g["tiers"]["1"], g["tiers"]["2"]
         assert t1["mutants"] >= 5 and t1["destroying"] >= 5 and t1["errors"] < t1["destroying"]
         assert t2["mutants"] == 4 and g["oracle"] == "differential"
@@ -231,3 +234,23 @@ def test_progress_lines_say_done_total_rate_and_time_left() -> None:
         now[0] += 1.0
         tick()
     assert [o for o in out if o.strip()][-1] == "audit: gate 10/10 (0.8/s; 12 s so far)"
+
+
+def test_what_a_harness_reports_loaded_may_only_add_to_what_the_kernel_saw(tmp_path) -> None:
+    """The kernel's opens in the run's folder are what the judged code cannot take back; a
+    judge kind's harness report (`loaded` in the verdict's facts, said from inside the judged
+    process) is added to them, never subtracted; the gate's own laid files are left out."""
+    for name in ("a.py", "b.py", "c.py", "test_x.py"):
+        (tmp_path / name).write_text("x = 1\n")
+
+    def judge(tree: Path, box: Confinement) -> tuple[str, dict]:
+        run_command([PY, "-I", "-c", "open('b.py').read(); open('test_x.py').read()"], tree,
+                    30, env=gate_environment(), confine=box)
+        return "accept", {"loaded": ["a.py"]}
+
+    found = loaded_files(judge, UNSANDBOXED, tmp_path, ["a.py", "b.py", "c.py", "test_x.py"],
+                         ["test_x.py"])
+    assert found.files == {"a.py", "b.py"} and found.verdict == "accept"
+    assert reported({"loaded": "a.py"}) == set() and reported({}) == set()
+    none = loaded_files(lambda tree, box: ("accept", {}), UNSANDBOXED, tmp_path, ["a.py"])
+    assert none.files is None and "every file" in none.how

@@ -119,15 +119,26 @@ class Loaded:
         return {"files": sorted(self.files) if self.files is not None else None, "how": self.how}
 
 
+def reported(facts: dict[str, Any]) -> set[str]:
+    """The judged files a judge kind's harness says its run loaded (a `pytest` gate's verdict
+    facts, `loaded`: tree-relative paths), when it says so. Said from inside the process the
+    judged code shares, so it may only add to what the kernel saw, never take away."""
+    files = facts.get("loaded")
+    if isinstance(files, list) and all(isinstance(f, str) for f in files):
+        return {f.removeprefix("./") for f in files}
+    return set()
+
+
 def loaded_files(judge: Any, confine: Confinement, tree: Path, candidates: Sequence[str],
                  gate_files: Sequence[str] = ()) -> Loaded:
-    """Run `judge(tree, confine)` (the node's gate, as the run judges) once under a watching
-    sandbox and return which of `candidates` (the accepted tree's own files) its processes
-    opened, less `gate_files` (what the gate lays over the tree itself: a `pytest` gate's pinned
-    tests). The same for every gate kind: each runs its processes in a copy of the tree."""
+    """Run `judge(tree, confine) -> (verdict, facts)` (the node's gate, as the run judges) once
+    under a watching sandbox and return which of `candidates` (the accepted tree's own files)
+    its processes opened or its harness reports loaded, less `gate_files` (what the gate lays
+    over the tree itself: a `pytest` gate's pinned tests). The same for every gate kind: each
+    runs its processes in a copy of the tree."""
     watched = Watched(confine.sandbox)
-    verdict = judge(tree, replace(confine, sandbox=watched))
-    opened, lost = watched.opened.files, watched.opened.lost
+    verdict, facts = judge(tree, replace(confine, sandbox=watched))
+    opened, lost = watched.opened.files | reported(facts), watched.opened.lost
     files = frozenset(f for f in candidates if f in opened and f not in set(gate_files))
     if lost:
         return Loaded(None, f"unknown ({lost}): every file", verdict)

@@ -36,7 +36,7 @@ from loopproof.engine.record.replay import replay
 from loopproof.engine.record.timeline import read_records
 from loopproof.engine.run.attempt import judge_within
 from loopproof.engine.run.confine import RunSandbox
-from loopproof.engine.run.gate import CommandGate, Gate
+from loopproof.engine.run.gate import CommandGate, Gate, GateResult
 from loopproof.engine.run.handoff import INPUTS, accepted_root
 from loopproof.engine.run.judge.calls import CallsGate
 from loopproof.engine.run.judge.program import ProgramGate
@@ -123,10 +123,14 @@ class NodeGate:
 
     def verdict(self, tree: Path, confine: Confinement, limit_s: float | None = None
                 ) -> tuple[str, str]:
+        result = self.result(tree, confine, limit_s)
+        return result.verdict, result.detail
+
+    def result(self, tree: Path, confine: Confinement, limit_s: float | None = None
+               ) -> GateResult:
         timeout = self.cfg.gate_timeout_s if limit_s is None else min(limit_s,
                                                                        self.cfg.gate_timeout_s)
-        result = judge_within(self.cfg.gate, tree, timeout, confine)
-        return result.verdict, result.detail
+        return judge_within(self.cfg.gate, tree, timeout, confine)
 
 
 def node_gates(spec: Spec, refs: list[Reference], ledger: Path, backend: Sandbox
@@ -181,8 +185,8 @@ def mutant_loops(spec: Spec, refs: list[Reference], gates: dict[str, NodeGate],
         gate, node_gate = ref.cfg.gate, gates[ref.node]
         files = tuple(f for f in workspace_files(ref.tree) if not f.startswith(f"{INPUTS}/"))
         laid = laid_names(gate)
-        loaded = loaded_files(lambda tree, box, g=node_gate: g.verdict(tree, box)[0],
-                              node_gate.confine, ref.tree, files, laid)
+        loaded = loaded_files(_verdict_and_facts(node_gate), node_gate.confine, ref.tree, files,
+                              laid)
         chosen = tuple(f for f in files if f in loaded.files) if loaded.files else tuple(
             f for f in files if f not in laid) or files
         gate_files, gate_code = gate_sources(gate)
@@ -195,6 +199,13 @@ def mutant_loops(spec: Spec, refs: list[Reference], gates: dict[str, NodeGate],
                                              "tree": len(files)}))
         tick()
     return loops
+
+
+def _verdict_and_facts(gate: NodeGate):
+    def judge(tree: Path, confine: Confinement) -> tuple[str, dict]:
+        result = gate.result(tree, confine)
+        return result.verdict, result.facts
+    return judge
 
 
 def exploit_targets(refs: list[Reference], gates: dict[str, NodeGate]) -> list[Target]:

@@ -3,7 +3,7 @@ left. A rich bar on a terminal; elsewhere (a pipe, a CI log, under --json, whose
 stdout) one line every few seconds.
 
 Why lines and not silence off a terminal: an audit of a real tree runs for minutes, and one that
-printed nothing for ten minutes was stopped by its user as hung (issue 35). Why not at once: an
+printed nothing for ten minutes was stopped by its user as hung. Why not at once: an
 audit of a few seconds needs no progress, so nothing is printed before `quiet_s` have passed.
 """
 

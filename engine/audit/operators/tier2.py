@@ -14,7 +14,6 @@ from functools import cache, lru_cache
 
 from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.plugins import get_operator, operator_names
-from parso.tree import BaseNode
 
 from loopproof.engine.audit.operators.base import Example, FunctionOperator, Operator, operator
 
@@ -64,9 +63,9 @@ def _mutate(text: str, op: object, n: int, index: int) -> str | None:
     tree, nodes = _parsed(text)
     node = nodes[n]
     parent = node.parent
-    saved = [(x, "children", list(x.children)) if isinstance(x, BaseNode)
+    saved = [(x, "children", list(x.children)) if hasattr(x, "children")
              else (x, "value", x.value) for x in ast_nodes(node)]
-    saved += [(x, "prefix", x.prefix) for x in ast_nodes(node) if not isinstance(x, BaseNode)]
+    saved += [(x, "prefix", x.prefix) for x in ast_nodes(node) if not hasattr(x, "children")]
     if parent is not None:
         saved.append((parent, "children", list(parent.children)))
     try:

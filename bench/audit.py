@@ -6,9 +6,9 @@ What is timed is the command a user types, `loopproof audit GRAPH.toml --ledger 
 its defaults (every tier, the differential oracle, every exploit probe, tier 2 sampled at
 `--max-tier2`'s default, `--jobs` the cores), as a child process, wall clock, after the run that
 made the ledger. The figure is that time against `TARGET_S`. The node keeps the default gate
-timeout (60 s): an exploit probe whose payload keeps the suite busy runs until it. Beside it: the audit's own counts
-(mutants, gate runs, the files mutated of the tree's), so a fast audit that audited nothing
-shows. Registered as "audit_real_tree".
+timeout (60 s): an exploit probe whose payload keeps the suite busy runs until it. Beside it:
+the audit's own counts (mutants, gate runs, the files mutated of the tree's), so a fast audit
+that audited nothing shows. Registered as "audit_real_tree".
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def subject(folder: Path, seed: int = 0) -> tuple[Path, dict[str, int]]:
     (folder / "graph.toml").write_text(
         f'[graph]\nspend_budget = 100.0\n\n[node.fix]\n'
         f'worker = ["{py}", "worker.py", "{folder / "tree" / "kit"}"]\n'
-        f'attempts = 3\nspend_ceiling = 50.0\ntimeout_s = 300\n\n'  # the gate: 60 s, the default
+        f'attempts = 3\nspend_ceiling = 50.0\ntimeout_s = 300\n\n'  # gate: the default 60 s
         f'[node.fix.gate]\nkind = "pytest"\ntests = ["tests"]\npython = "{py}"\n')
     return folder / "graph.toml", size
 

@@ -58,8 +58,9 @@ def _mutate(text: str, op: object, n: int, index: int) -> str | None:
     pre-order walk meets before it lie in the unmutated tree, so the mutant is that tree with
     that one node replaced by `op.mutate(node, index)`. Operators rewrite nodes in place (a
     leaf's value, a node's children), so everything under the node, and its parent's
-    children, are put back before the next one is built. tests/test_audit_operators.py holds
-    this equal to `mutate_code` at every site."""
+    children, are put back before the next one is built.
+    tests/engine/audit/test_audit_operators.py holds this equal to `mutate_code` at every
+    site."""
     tree, nodes = _parsed(text)
     node = nodes[n]
     parent = node.parent

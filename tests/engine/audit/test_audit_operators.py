@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from cosmic_ray.mutating import mutate_code
@@ -15,6 +14,7 @@ from loopproof.engine.audit.catalogue import Command, Loop
 from loopproof.engine.audit.operators import ALL, TIERS, kind_of, tier2
 from loopproof.engine.audit.operators import selfattest as sa
 from loopproof.engine.audit.operators.tier1 import shape_only
+from tests.support.paths import REPO
 
 EXAMPLES = [(op, ex) for op in ALL for ex in op.examples]
 
@@ -88,7 +88,7 @@ def test_shape_only_keeps_every_signature_and_drops_every_statement(funcs, depth
 
 # ---- cosmic-ray's mutants from one parse -------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 EVERY_KIND = '''def f(xs, flag=True):
     total = 0
     for x in xs:

@@ -147,22 +147,25 @@ def test_every_gate_kind_is_audited_with_mutants(every_kind, capsys, monkeypatch
 
 
 def test_the_probes_control_counts_as_vacuity_and_the_fix_is_named(tmp_path, capsys) -> None:
-    """A pytest gate whose tests never touch the tree accepts the wrong tree with no payload:
-    with --no-mutants only the probes can say so, and the summary counts it."""
-    graph = _graph(tmp_path / "g", tests=VACUOUS_TESTS)
-    text = graph.read_text()
-    keep = text[text.index("[node.pytest]"):]
-    graph.write_text("[graph]\nspend_budget = 100.0\n\n" + keep)
+    """A command gate that only imports the judged module accepts the wrong tree with no
+    payload: with --no-mutants only the probes can say so, and the summary counts it. (A
+    `pytest` suite that never imports the tree is no longer accepted at all: the judge kind's
+    vacuity by construction makes it an error.)"""
+    graph = _graph(tmp_path / "g")
+    graph.write_text(f'[graph]\nspend_budget = 100.0\n\n[node.command]\n'
+                     f'worker = ["{PY}", "write.py"]\nspend_ceiling = 10.0\n'
+                     f'gate = ["{PY}", "-I", "-c", "import sys; sys.path.insert(0, \'.\'); '
+                     f'import sol"]\n')
     ledger = _run(graph)
     code, r, _ = _audit(capsys, str(graph), "--ledger", str(ledger), "--json", "--no-mutants",
                         "--exploits", "exit-early")
     assert code == 0 and r["gates"] == [] and r["summary"]["vacuous"] == 1
-    assert r["vacuous_nodes"]["pytest"].startswith("pytest: all")
+    assert r["vacuous_nodes"]["command"].startswith("exit 0")
     code, text, _ = _audit(capsys, str(graph), "--ledger", str(ledger), "--jobs", "2",
                            "--tier", "1", "--exploits", "exit-early")
     assert code == 0
-    line = next(x for x in text.splitlines() if x.startswith("vacuous (pytest): "))
-    assert "exploit-control" in line and "code = [...]" in line  # the fix for its kind
+    line = next(x for x in text.splitlines() if x.startswith("vacuous (command): "))
+    assert "exploit-control" in line and "judge kind" in line  # the fix for its kind
     assert "1 vacuous" in text
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import os
 import secrets
 import shutil
 import sys
@@ -28,7 +29,10 @@ from loopproof.engine.run.proxy.server import Proxy
 from loopproof.engine.run.proxy.store import BodyStore, calls_root
 from loopproof.engine.system import secret_env
 
-BRIDGE = Path(__file__).with_name("bridge.py")
+# by its real path: the sandbox binds what argv names at its real path, so a path through a link
+# (loopproof/engine -> engine/ in a checkout) would not resolve inside it when the checkout lies
+# in a folder the sandbox masks (/tmp, the engine user's home)
+BRIDGE = Path(os.path.realpath(Path(__file__).with_name("bridge.py")))
 
 
 @dataclass(frozen=True)

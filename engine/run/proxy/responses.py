@@ -51,7 +51,8 @@ from loopproof.engine.run.proxy.shape import (
 HIDDEN_TOKENS = 1024  # what the upstream wraps around instructions, items and tools, unseen
 ITEMS = ("message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
          "custom_tool_call_output", "local_shell_call", "local_shell_call_output", "shell_call",
-         "shell_call_output", "apply_patch_call", "apply_patch_call_output", "compaction")
+         "shell_call_output", "apply_patch_call", "apply_patch_call_output", "compaction",
+         "additional_tools")  # Codex's code mode: tool definitions sent as an input item
 PARTS = ("input_text", "output_text", "refusal")
 TOOLS = ("function", "custom", "local_shell", "shell", "apply_patch")  # run by the client
 # (and a `namespace`, which groups tools: allowed when every tool in it is)
@@ -149,7 +150,9 @@ def _check_input(items: Any) -> None:
         if kind not in ITEMS:
             raise Refused(f"loopproof cannot bound the tokens of a {kind!r} input item; send "
                           "the items themselves", param="input")
-        if kind == "message":
+        if kind == "additional_tools":  # client tools only, as in `tools`; bounded as bytes
+            _check_tools(item.get("tools") or [])
+        elif kind == "message":
             _parts(item.get("content"), "a message")
         elif kind in ("function_call_output", "custom_tool_call_output"):
             _parts(item.get("output"), kind)  # a string or text parts (no image, no file)

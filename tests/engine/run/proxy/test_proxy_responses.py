@@ -159,7 +159,9 @@ def test_what_bytes_cannot_bound_is_refused_before_any_reserve(tmp_path: Path):
             s.responses([{"type": "item_reference", "id": "msg_1"}]),
             s.responses("q", context_management=[{"type": "compaction",
                                                   "compact_threshold": 1000}]),
-            s.responses("q", max_output_tokens=0)])
+            s.responses("q", max_output_tokens=0),
+            s.responses([{"type": "additional_tools", "role": "developer",
+                          "tools": [{"type": "web_search"}]}, {"role": "user", "content": "q"}])])
         assert up.requests == []
     for status, _, data in out.value:
         assert status == 400 and json.loads(data)["error"]["type"] == "invalid_request_error"
@@ -181,7 +183,12 @@ def test_codex_shaped_input_is_accepted(tmp_path: Path):
         {"type": "function_call_output", "call_id": "c1", "output": "def add(a, b): ..."},
         {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2",
          "input": "*** Begin Patch"},
-        {"type": "custom_tool_call_output", "call_id": "c2", "output": "Done!"}]
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": "Done!"},
+        # Codex 0.171.0's default models ("code mode") send their tools as an input item
+        {"type": "additional_tools", "id": "at_1", "role": "developer", "tools": [
+            {"type": "namespace", "name": "functions", "description": "", "tools": [
+                {"type": "custom", "name": "exec", "description": "Run JavaScript code",
+                 "format": {"type": "text"}}]}]}]
     tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
              {"type": "custom", "name": "apply_patch", "format": {"type": "text"}},
              {"type": "namespace", "name": "agents", "description": "sub-agents",

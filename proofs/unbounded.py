@@ -251,12 +251,12 @@ class UnboundedRuns:
 
     # ---- pinning a concrete graph and state (for the differential test)
     @classmethod
-    def on_graph(cls, graph: LoopGraph) -> tuple[UnboundedRuns, dict[str, z3.ExprRef],
-                                                  list[z3.BoolRef]]:
+    def on_graph(cls, graph: LoopGraph, rules: RunRules = RULES
+                 ) -> tuple[UnboundedRuns, dict[str, z3.ExprRef], list[z3.BoolRef]]:
         """The same encoding (same code, same quantifiers) with the node sort made exactly the
         graph's nodes -- a finite enumeration -- and the relations pinned to the graph's."""
         sort, consts = z3.EnumSort(f"Node_{next(_FRESH)}", [f"node_{v}" for v in graph.names])
-        sys = cls(node_sort=sort)
+        sys = cls(rules, node_sort=sort)
         k = dict(zip(graph.names, consts, strict=True))
         return sys, k, sys.pin_relations(k, graph)
 

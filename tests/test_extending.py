@@ -150,7 +150,7 @@ def test_the_docs_broken_repair_is_refuted_only_deep_enough():
                              NodeSpec("b", needs=("a",), repairs=("a",))],
                             repair_budget=1, spend_budget=10.0)
     enc = RunEncoding(graph, Params.of(graph), names["RepairIgnoresK"]())
-    bad = lambda s: s["repairs_used"] > enc.params.repair_budget  # noqa: E731
+    bad = lambda s: s.repairs_used > enc.params.repair_budget  # noqa: E731
     assert bmc(enc, bad, 6, "K") == NotRefuted(6, "K")
     found = bmc(enc, bad, 12, "K")
     assert isinstance(found, Trace) and found.steps[-1].event.startswith("Repair")

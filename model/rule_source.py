@@ -56,10 +56,10 @@ class Src:
     def __gt__(self, o: Any) -> Any: return self._op(">", o)  # noqa: E704
     def __ge__(self, o: Any) -> Any: return self._op(">=", o)  # noqa: E704
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]  # builds `==`, as Z3 terms do
+    def __eq__(self, o: Any) -> Any:  # builds `==`, as a Z3 term does
         return self._op("==", o)
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]  # builds `!=`, as Z3 terms do
+    def __ne__(self, o: Any) -> Any:  # builds `!=`, as a Z3 term does
         return self._op("!=", o)
 
     __hash__ = None  # type: ignore[assignment]  # (== builds an expression)
@@ -72,7 +72,7 @@ class _Status(Src):
         super().__init__(f"st[{i}]")
         self.i = i
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]  # builds `==`
+    def __eq__(self, o: Any) -> Any:  # builds `==`
         return Src(f"({self.text} == {o!r})", (self.i, o) if isinstance(o, int) else None)
 
 

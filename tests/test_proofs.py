@@ -32,7 +32,7 @@ from loopproof.proofs.checks import (
     check_transitions,
     check_unchanged,
 )
-from loopproof.proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
+from loopproof.proofs.encoding import S_DONE, Params, RunEncoding, State
 from loopproof.proofs.family import dags, shapes
 from loopproof.proofs.obligations import OBLIGATIONS, Obligation, discharge
 from loopproof.proofs.trace import Trace

@@ -89,8 +89,9 @@ class CancelLeavesPending(RunRules):
 ONE = LoopGraph.build([NodeSpec("a", attempts=2)])
 
 
-def run_cancel_leaves_pending(depth: int = 4) -> Found:
-    """Refuted: Cancel(a), Begin(a), Verdict(a, PASS) -- 3 steps; searched up to 4."""
+def run_cancel_leaves_pending(depth: int = 5) -> Found:
+    """Refuted: Cancel(a), Begin(a), Verdict(a, PASS) -- 3 steps; searched up to 5 (the
+    docs' margin of two: the search stops at the shortest run, so a margin costs nothing)."""
     enc = RunEncoding(ONE, Params.of(ONE), CancelLeavesPending())
     return bmc(enc, lambda s: done_in_cancelled(enc, s), depth,
                "a cancelled activation is never DONE")
@@ -125,8 +126,9 @@ class CancelRuns(ControlRuns):
                 if ev.kind in ("Begin", "Verdict", "Cancel", "Repair", "Fail", "Finish")]
 
 
-def run_cancel_after_done(depth: int = 10) -> Found:
-    """Refuted: a, b pass; Cancel(a); Repair(a -> a) re-runs a and b: 4 attempts > W = 3."""
+def run_cancel_after_done(depth: int = 11) -> Found:
+    """Refuted: a, b pass; Cancel(a); Repair(a -> a) re-runs a and b: 4 attempts > W = 3 --
+    9 steps; searched up to 11."""
     enc = CancelRuns(CHAIN, Params.of(CHAIN), CancelAfterDone())
     w = attempt_bound(CHAIN)
     return bmc(enc, lambda s: s.attempts_total > w, depth, f"attempts_total <= W = {w}")

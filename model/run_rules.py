@@ -209,7 +209,6 @@ class RunRules:
     # ---- Cancel: the operator ends the activation of a node that is next to run ---------------
     def guard_cancel(self, s: View, ev: Any, g: Guard) -> None:
         self.ready(s, g, ev.node)
-        g.need(s.attempts(ev.node) >= 1, untried, ev.node)
 
     def effect_cancel(self, s: View, ev: Any, u: Update) -> None:
         v = ev.node
@@ -352,10 +351,6 @@ def released_outside(graph: LoopGraph, s: RunState, of: float, held: float) -> s
 
 def settled_outside(graph: LoopGraph, s: RunState, amount: float, of: float) -> str:
     return f"settled amount {amount} is outside [0, reserved={of}]"
-
-
-def untried(graph: LoopGraph, s: RunState, v: str) -> str:
-    return f"{v!r} has made no attempt in this activation: let it try once before cancelling it"
 
 
 def not_in_relation(graph: LoopGraph, s: RunState, d: str, u: str) -> str:

@@ -21,7 +21,6 @@ import z3
 from loopproof.model.bounds import attempt_bound
 from loopproof.model.graph import LoopGraph, NodeSpec
 from loopproof.model.run_rules import RunRules, exhausted, no_room, not_pending
-from loopproof.proofs import concurrent as par
 from loopproof.proofs.checks import Found, bmc, check_inductive, first
 from loopproof.proofs.encoding import (
     S_DONE,
@@ -73,50 +72,6 @@ def check_cancel_never_done() -> Found:
                                                      cancel_never_done(enc, s)),
                                lambda s: cancel_never_done(enc, s), "a cancel is never DONE")
     return first(one(g) for g in shapes())
-
-
-# ---- a cancel follows an attempt: an operator cannot skip a node unseen ------------------------
-
-def tried_before_cancel(enc: RunEncoding, s: State) -> z3.BoolRef:
-    """A cancelled activation made at least one attempt."""
-    return z3.And([z3.Implies(cancelled_now(enc, s, v), s.attempts(v) >= 1)
-                   for v in enc.graph.names])
-
-
-def check_tried_before_cancel(encode=lambda g: RunEncoding(g, Params.symbolic(g))) -> Found:
-    """Proved: inductive on every DAG of the family (with the facts that make a cancel final)."""
-    def one(graph: LoopGraph) -> Found:
-        enc = encode(graph)
-        return check_inductive(enc, lambda s: z3.And(history_is_past(enc, s),
-                                                     cancel_never_done(enc, s),
-                                                     tried_before_cancel(enc, s)))
-    return first(one(g) for g in shapes())
-
-
-def check_tried_before_cancel_concurrent() -> Found:
-    return check_tried_before_cancel(lambda g: par.encoding(g))
-
-
-class CancelUntried(RunRules):
-    """Broken: the cancel of a node that has made no attempt yet (the guard before the rule)."""
-
-    name = "cancel before any attempt"
-
-    def guard_cancel(self, s, ev, g):
-        self.ready(s, g, ev.node)
-
-
-def run_cancel_untried(depth: int = 3) -> Found:
-    """Refuted: Cancel(a) from Init -- 1 step."""
-    enc = RunEncoding(ONE, Params.of(ONE), CancelUntried())
-    return bmc(enc, lambda s: z3.Not(tried_before_cancel(enc, s)), depth,
-               "a cancelled activation made an attempt")
-
-
-def run_cancel_untried_concurrent(depth: int = 3) -> Found:
-    enc = par.concrete(ONE.with_max_parallel(2), CancelUntried())
-    return bmc(enc, lambda s: z3.Not(tried_before_cancel(enc, s)), depth,
-               "a cancelled activation made an attempt")
 
 
 # ---- broken: the cancel leaves the activation open ---------------------------------------------

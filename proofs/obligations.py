@@ -137,18 +137,6 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     Obligation("G2-cancel-never-done", "G2", "proved",
                "an activation an operator cancelled (Cancel) keeps its node EXHAUSTED and has no "
                f"PASS in the ledger: it is never DONE ({FAMILY})", cancel.check_cancel_never_done),
-    Obligation("G2-cancel-after-an-attempt", "G2", "proved",
-               "an activation an operator cancelled made at least one attempt: an operator "
-               f"cannot skip a node unseen ({FAMILY})", cancel.check_tried_before_cancel),
-    Obligation("G2-concurrent-cancel-after-an-attempt", "G2", "proved",
-               "the same with up to max_parallel attempts in flight (symbolic, every limit >= 1) "
-               f"({FAMILY})", cancel.check_tried_before_cancel_concurrent),
-    Obligation("G2-broken-cancel-untried", "G2", "refuted",
-               "broken: a cancel of a node that has made no attempt -- one step from Init",
-               cancel.run_cancel_untried),
-    Obligation("G2-concurrent-broken-cancel-untried", "G2", "refuted",
-               "broken: the same with several attempts in flight -- one step from Init",
-               cancel.run_cancel_untried_concurrent),
     Obligation("G2-broken-cancel-leaves-pending", "G2", "refuted",
                "broken: Cancel leaves the node PENDING -- a run from Init passes in the cancelled "
                "activation", cancel.run_cancel_leaves_pending),

@@ -1,7 +1,7 @@
 """G1, G2 and G3 with several attempts in flight (`LoopGraph.max_parallel`, symbolic here).
 
-The encoding is the run encoding (proofs/encoding.py) with the concurrent rules of
-model/transitions.py: each node's attempt in flight has its own account (`reserved:v`, `spent:v`),
+The encoding is the run encoding (proofs/encoding.py) with the rule table's concurrent
+conditions on (model/run_rules.py): each node's attempt in flight has its own account (`reserved:v`, `spent:v`),
 the scalars `reserved` and `attempt_spend` are their totals, spend events name their node, and
 `max_parallel` is a symbolic integer >= 1, so one proof per shape covers every limit, the serial
 one (1) included. The family is proofs/family.py's (every DAG up to 3 nodes, every repair
@@ -27,10 +27,9 @@ exposure passes B). Termination: G1's ranking with its ghost counter of operatio
 attempt in flight (`BoundedConcurrent`) decreases on every transition, under G1's two stated
 assumptions (at most P operations/claims per attempt, at most C recovered crashes).
 
-Why one module: just over 400 lines on purpose, since the concurrent rules are read side by side
-with model/transitions.py and the invariants and broken variants are one argument about them
-(each variant overrides exactly one rule of `ConcurrentRules` and is refuted against the
-invariant that rule keeps).
+Why one module: just over 400 lines on purpose, since the invariants and broken variants are one
+argument about the concurrent rules (each variant overrides one rule of the table and is
+refuted against the invariant that rule keeps).
 """
 
 from __future__ import annotations

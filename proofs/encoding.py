@@ -297,6 +297,7 @@ class RunEncoding:
 
     terms_class = SerialTerms  # the representation: one attempt's account in the totals
     writes_class = SerialWrites
+    max_parallel: Any = 1  # (serial: one attempt in flight; concurrent.py's is a term)
 
     def representation_fields(self) -> dict[Key, z3.SortRef]:
         """Fields the representation keeps beside the run's (none: one attempt in flight)."""

@@ -7,16 +7,15 @@ antisymmetric (the graph is acyclic); every need p -> v has reach(p, v) and p !=
 pair (d, u) has reach(u, d); a_v >= 1, c_v >= 0, K >= 0, B >= 0. Nothing more is assumed: G2 holds
 for any relation with these properties, so it holds for the true descendant relation.
 
-Guards are the model's, with one deliberate over-approximation: "the attempt in flight is n"
-is encoded as "n is RUNNING" (the model picks the first RUNNING node). The two agree on every
-reachable state (at most one node runs); elsewhere the encoding allows more transitions, which
-can only make an invariant harder to prove.
+The rules are the rule table's (model/run_rules.py), read through `UnboundedTerms`
+(proofs/z3_values.py): a guard's condition over every node is a quantifier over the sort, an
+effect on a set of nodes a lambda. With one deliberate over-approximation: "the attempt in
+flight is n" reads "n is RUNNING" (the model picks the first RUNNING node). The two agree on
+every reachable state (at most one node runs); elsewhere the encoding allows more transitions,
+which can only make an invariant harder to prove.
 
-Why one module: just over 400 lines on purpose, since it is proofs/encoding.py over an unbounded
-sort: the axioms, the guards and one update per transition of model/transitions.py, read side
-by side with both, and the lifting of a concrete graph and state onto it (`on_graph`,
-`pin_state`) through which the differential test (tests/test_encoding.py) checks it against
-the model.
+The lifting of a concrete graph and state onto it (`on_graph`, `pin_state`) is what the
+differential test (tests/test_encoding.py) checks it against the model through.
 """
 
 from __future__ import annotations

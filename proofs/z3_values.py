@@ -14,6 +14,10 @@ writes:
   predicates that guards quantify over and effects write through lambdas (proofs/unbounded.py).
 
 Each is the interface of model/rule_values.py; no rule is stated here.
+
+Why one module: over 400 lines on purpose, since the three representations are one backend:
+each implements the same interface, and a change to it (a read a rule needs) is made to all
+three at once, read side by side.
 """
 
 from __future__ import annotations

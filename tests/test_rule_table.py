@@ -16,9 +16,10 @@ import ast
 from pathlib import Path
 
 import z3
+from rule_variants import CancelAfterAnAttempt, FreeRepairs
 
 from loopproof.model.graph import LoopGraph, NodeSpec
-from loopproof.model.run_rules import RULES, RunRules
+from loopproof.model.run_rules import RULES
 from loopproof.model.search_space import AbstractSpace
 from loopproof.model.state import initial_state
 from loopproof.model.transitions import Begin, Cancel, Repair, Verdict, step, successors
@@ -28,21 +29,6 @@ from loopproof.proofs.unbounded import UnboundedRuns
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "model" / "run_rules.py"
-
-
-class FreeRepairs(RunRules):
-    """One effect changed: a repair that spends nothing of K."""
-
-    def effect_repair(self, s, ev, u):
-        u.for_each(s.subtree(ev.target), lambda w: self.reset(s, u, w))
-
-
-class CancelAfterAnAttempt(RunRules):
-    """One guard changed: a cancel needs an attempt made in the activation."""
-
-    def guard_cancel(self, s, ev, g):
-        super().guard_cancel(s, ev, g)
-        g.need(s.attempts(ev.node) >= 1, lambda graph, st: "no attempt made yet")
 
 
 GRAPH = LoopGraph.build([NodeSpec("a", attempts=2, repairs=("a",))], repair_budget=1)

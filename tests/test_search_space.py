@@ -213,16 +213,7 @@ def test_a_rule_changed_in_the_table_for_the_fast_path_alone_is_seen() -> None:
     """The fast path is compiled from the rule table: compiled from a variant of it (a repair
     that spends nothing of K; a cancel that needs an attempt made) while the model keeps the
     table, it disagrees with the model, and compiled from the table it agrees."""
-    from loopproof.model.run_rules import RunRules
-
-    class FreeRepairs(RunRules):
-        def effect_repair(self, s, ev, u):
-            u.for_each(s.subtree(ev.target), lambda w: self.reset(s, u, w))
-
-    class CancelAfterAnAttempt(RunRules):
-        def guard_cancel(self, s, ev, g):
-            super().guard_cancel(s, ev, g)
-            g.need(s.attempts(ev.node) >= 1, lambda graph, st: "no attempt made yet")
+    from rule_variants import CancelAfterAnAttempt, FreeRepairs
 
     graph, _ = explorer_cases(1)[-1]  # a repairs itself, a_v = 2, K = 2
     assert first_difference(graph, AbstractSpace(graph)) is None

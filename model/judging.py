@@ -15,7 +15,7 @@ The rule:
   reported that was not asked for.
 
 Why a model rule: the verdict's integrity is then a property of this pure function over plain
-data, which `tests/test_judging_rule.py` ties to the engine, instead of a property of whatever
+data, which `tests/model/test_judging_rule.py` ties to the engine, instead of a property of whatever
 `==` the judged code's objects define.
 """
 

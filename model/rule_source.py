@@ -14,7 +14,7 @@ budget check is decided here, once), no history (activations, passes, cancels an
 are written by effects and dropped, since no guard reads them), and repairs used counted as
 `-lf`, the repair budget as 0 (`K - lf < K` is `-lf < 0`), so one function serves every K.
 Which repair pairs are in R is read at run time, so one function serves every relation of a
-DAG. tests/test_search_space.py holds the compiled space to `model.step` at every state.
+DAG. tests/model/test_search_space.py holds the compiled space to `model.step` at every state.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ it directly, several times faster.
 Why it is not a second copy of the rules: its successors are the rule table's
 (model/run_rules.py), compiled once per graph into one Python function over the abstract state
 (model/rule_source.py), so a rule changed in the table changes the explorer with it.
-`tests/test_search_space.py` walks every reachable `RunState` of the explorer's graphs through
+`tests/model/test_search_space.py` walks every reachable `RunState` of the explorer's graphs through
 `model.transitions.successors` and checks, state by state, that `AbstractSpace.successors` of
 the state's projection yields the same events in the same order leading to the projections of
 the model's successor states, and that `key` is the explorer's memo key (`model.explore._key`)

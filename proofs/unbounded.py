@@ -15,7 +15,7 @@ every reachable state (at most one node runs); elsewhere the encoding allows mor
 which can only make an invariant harder to prove.
 
 The lifting of a concrete graph and state onto it (`on_graph`, `pin_state`) is what the
-differential test (tests/test_encoding.py) checks it against the model through.
+differential test (tests/proofs/test_encoding.py) checks it against the model through.
 """
 
 from __future__ import annotations

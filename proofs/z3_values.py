@@ -65,7 +65,7 @@ def and_(*xs: Any) -> Any:
 
 def or_(*xs: Any) -> Any:
     """(Kept an Or even of one term: a guard's conjunct reads the same on every graph size, so
-    the differential test plants one fault for it, tests/encoding_steps.py.)"""
+    the differential test plants one fault for it, tests/support/encoding_steps.py.)"""
     terms = []
     for x in xs:
         if isinstance(x, bool):

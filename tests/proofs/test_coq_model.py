@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from loopproof.model import run_rules as rr
 from loopproof.model import transitions
-from loopproof.model.run_rules import RunRules
 from loopproof.model.explore import allowed_pairs, build_graph, dags, true_worst_case
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules
 from loopproof.model.state import RunState, initial_state
 from loopproof.proofs import coq
 from tests.support import coq_cases

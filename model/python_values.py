@@ -253,14 +253,17 @@ class Changes:
         return self.spending
 
     def open(self, v: Node) -> None:
+        """None in flight: the totals are the new attempt's (spent 0; a reservation left open by
+        the one before, at most EPS, stays, as in the serial model). Else every attempt in
+        flight gets an account, the new one empty."""
         st, i = self.view.st, self.view.index[v]
         count, first = self.view.census[:2]
-        reserved, _, accounts = self._spend()
+        reserved, spent, accounts = self._spend()
         if count == 0:
             self.spending = (reserved, 0.0, accounts)
             return
         flying = ((first, st.reserved, st.attempt_spend),) if count == 1 else accounts
-        self.spending = (reserved, self._spend()[1], tuple(sorted((*flying, (i, 0.0, 0.0)))))
+        self.spending = (reserved, spent, tuple(sorted((*flying, (i, 0.0, 0.0)))))
 
     def spend(self, a: Any, reserved: Callable[[Value], Value],
               spent: Callable[[Value], Value]) -> None:

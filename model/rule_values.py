@@ -139,6 +139,8 @@ class Update(Protocol):
     def open(self, v: Node) -> None: ...  # v's attempt enters the flight with an empty account
     def spend(self, a: Attempt, reserved: Callable[[Value], Value],
               spent: Callable[[Value], Value]) -> None: ...  # the account and the totals, moved
-    def close(self, a: Attempt) -> None: ...  # the attempt leaves the flight
+    def close(self, a: Attempt) -> None: ...  # the attempt leaves the flight: its account out of
+    # the totals; where the totals are its one account (serially) they drop what it spent and
+    # keep what it still holds open -- at most eps, once a rule may end it: the serial model's
     def at(self, a: Attempt, effect: Callable[[Node], None]) -> None: ...  # effect on a's node
     def for_each(self, nodes: Nodes, effect: Callable[[Node], None]) -> None: ...

@@ -116,6 +116,9 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("failing", "array", "the failing cases' labels"),
         field("forged", "array", "the planted cases that came back otherwise"),
         field("harness", "string", "the judge harness's sha256 (first 16)"),
+        field("code", "object", "a pytest gate's judged import names and the file each was "
+                                "loaded from (tree-relative; null: never imported)"),
+        field("loaded", "array", "a pytest gate's judged files the run loaded"),
         _SETTLED),
         "the gate's verdict", ENGINE,
         open_to="the gate's own facts (a callable gate's third value, a judge kind's)"),

@@ -166,18 +166,18 @@ def _last_wins(data: bytes, asked) -> wire.Stream:
     return wire.Stream({k: v for k, v in reports.items() if k in set(asked)})
 
 
-def _rule_by_eq(expected, reports, tolerance=None, canaries=None):
+def _rule_by_eq(expected, reports, tolerance=None, canaries=None, code=None):
     """Fault: the engine compares with Python's ==."""
     failing = tuple(k for k, want in expected.items()
                     if not isinstance(reports.get(k), Returned) or not reports[k].value == want)  # noqa: SIM201
     return mj.CaseRuling(mj.FAILED, failing=failing) if failing else mj.CaseRuling(mj.PASSED)
 
 
-def _missing_passes(expected, reports, tolerance=None, canaries=None):
+def _missing_passes(expected, reports, tolerance=None, canaries=None, code=None):
     """Fault: a case with no result does not count against the tree."""
     kept = {k: v for k, v in reports.items() if isinstance(v, Returned)}
     return rule_on_cases({k: v for k, v in expected.items() if k in kept}, kept, tolerance,
-                         canaries)
+                         canaries, code)
 
 
 FAULTS = {

@@ -118,23 +118,25 @@ def test_each_table_builds_its_kind_and_the_array_stays_a_command_gate(tmp_path)
 def test_case_and_test_files_are_pinned_and_hidden_from_worker_and_judged_code(tmp_path) -> None:
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (tmp_path / "p.ini").write_text("[pytest]\nmarkers =\n    slow: a slow test\n")
     text = (f'[graph]\nspend_budget = 10.0\n\n[node.c]\nworker = ["{PY}", "-c", "pass"]\n'
             f'spend_ceiling = 1.0\n[node.c.gate]\n{CALLS}\n[node.t]\nworker = ["{PY}", "-c", '
             f'"pass"]\nspend_ceiling = 1.0\n[node.t.gate]\nkind = "pytest"\ntests = ["tests"]\n'
-            f'python = "{PY}"\n')
+            f'python = "{PY}"\nini = "p.ini"\ncode = []\n')
     path = spec(tmp_path, "", {})
     path.write_text(text)
     s = load(path)
     cases, test = tmp_path / "cases.jsonl", tmp_path / "tests" / "test_a.py"
+    ini = tmp_path / "p.ini"  # a pytest gate's pinned configuration is a gate file too
     py = Path(s.nodes["c"].gate.python)
     assert set(s.nodes["c"].pinned_files()) == {cases, py}  # the interpreter is pinned too
-    assert set(s.nodes["t"].pinned_files()) == {test, py}
+    assert set(s.nodes["t"].pinned_files()) == {test, ini, py}
     run = RunSandbox(s, backend("none"), ledger=tmp_path / "L.jsonl", stop_file=tmp_path / "s")
     for name in ("c", "t"):
         box = run.node(name, tmp_path)
         for view in (box.worker.view, box.gate.candidate):
-            assert {cases, test, path} <= set(view.hidden), (name, view)
+            assert {cases, test, ini, path} <= set(view.hidden), (name, view)
         assert box.gate.candidate.writable == () and not box.gate.candidate.network
     assert main(["run", str(path), "--ledger", str(tmp_path / "L.jsonl")]) in (3, 0)
     pins = json.loads((tmp_path / "L.jsonl").read_text().splitlines()[0])["pins"]
-    assert {str(cases), str(test)} <= set(pins)
+    assert {str(cases), str(test), str(ini)} <= set(pins)

@@ -242,15 +242,20 @@ def responses(server: FakeServer, ids: Iterator[int], stored: dict[str, int], h:
             "code": "server_error", "message": "scripted failure"}}}))
 
 
-def _stream(h: Any, r: Reply, events: list[tuple[str, dict[str, Any]]],
-            error: tuple[str, dict[str, Any]]) -> None:
-    """Send `events` as server-sent events (`event:` and `data:` lines), breaking off half-way
-    (`break_stream`) or failing there (`fail_stream`: the API's error event)."""
+def stream_head(h: Any) -> None:
+    """A 200 event stream's status and headers; the connection closes at its end."""
     h.send_response(200)
     h.send_header("Content-Type", "text/event-stream")
     h.send_header("Connection", "close")
     h.end_headers()
     h.close_connection = True
+
+
+def _stream(h: Any, r: Reply, events: list[tuple[str, dict[str, Any]]],
+            error: tuple[str, dict[str, Any]]) -> None:
+    """Send `events` as server-sent events (`event:` and `data:` lines), breaking off half-way
+    (`break_stream`) or failing there (`fail_stream`: the API's error event)."""
+    stream_head(h)
     try:
         for i, (name, doc) in enumerate(events):
             if (r.break_stream or r.fail_stream) and i == len(events) // 2:

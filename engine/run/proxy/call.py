@@ -16,17 +16,19 @@ import contextlib
 import http.client
 import io
 import socket
+import threading
 import time
 from typing import Any, Protocol
 
 from loopproof.engine.run.proxy import pricing, refusals
 from loopproof.engine.run.proxy.config import LlmConfig
 from loopproof.engine.run.proxy.pricing import Bound, Usage
-from loopproof.engine.run.proxy.shape import Shape, data_of, events, json_of
-from loopproof.engine.run.proxy.store import BodyStore
+from loopproof.engine.run.proxy.shape import Shape, TooLarge, data_of, events, json_of
+from loopproof.engine.run.proxy.store import BodyStore, redact
 
 WHAT = "llm"  # the meter label of a model call's reserve and settle records
 MAX_RESPONSE = 64 * 1024 * 1024  # bytes of a non-streamed upstream answer
+MAX_STREAM = 64 * 1024 * 1024  # bytes of a stream kept: past them it is cut
 
 
 class Account(Protocol):
@@ -47,6 +49,7 @@ class Upstream(Protocol):
     cfg: LlmConfig
     account: Account
     store: BodyStore
+    key: str | None
 
     def upstream(self, timeout_s: float | None = None) -> http.client.HTTPConnection: ...
 
@@ -60,6 +63,10 @@ class Upstream(Protocol):
     def track(self, s: socket.socket, on: bool) -> None: ...
 
     def record(self, call: str, **facts: Any) -> None: ...
+
+    def unpaid(self, data: bytes, field: str) -> dict[str, str]: ...
+
+    def distrust_counts(self) -> None: ...
 
     ending: str | None
 
@@ -99,6 +106,8 @@ class Call:
         self.received = bytearray()
         self.error: str | None = None
         self.replied = False  # the client has had a status line
+        self.expired = False  # the call passed its timeout_s: the upstream was hung up on
+        self.sock: socket.socket | None = None  # the upstream connection's, once open
 
     def refuse(self, reason: str, message: str) -> bytes:
         """Answer the client with the refusal `reason` in the call's API; the body sent."""
@@ -111,7 +120,6 @@ class Call:
 
     def run(self) -> None:
         b, p = self.bound, self.p
-        request_sha = p.store.put(b.body)
         facts = {"call": self.call, "endpoint": b.endpoint, "model": b.model}
         ending = p.ending
         if ending is not None or not p.account.hold(self.call, b.cost, WHAT, **facts):
@@ -129,10 +137,11 @@ class Call:
             p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
                      refused=True, status=self.status, why=why, prompt_bound=b.prompt_tokens,
                      prompt_counted_by=b.prompt_counted_by,
-                     reserved=b.cost, charged=0.0, request_sha256=request_sha,
-                     response_sha256=p.store.put(body),
+                     reserved=b.cost, charged=0.0, **p.unpaid(b.body, "request_sha256"),
+                     **p.unpaid(body, "response_sha256"),
                      latency_s=round(time.monotonic() - self.t0, 6))
             return
+        request_sha = p.store.put(b.body)  # paid for: its bytes are in the bound
         charged = b.cost
         try:
             self.forward()
@@ -167,11 +176,22 @@ class Call:
                      response_sha256=p.store.put(bytes(self.received)), **extra)
 
     def forward(self) -> None:
+        """Send the request and relay the answer, within the node's `timeout_s` of wall clock:
+        at the deadline the upstream connection is shut (a per-read timeout alone lets an
+        upstream that sends a byte now and then hold the call, and its reservation, forever)."""
         b, p = self.bound, self.p
         conn = p.upstream()
+        deadline = threading.Timer(p.cfg.timeout_s, self.expire)
+        deadline.daemon = True
         try:
+            deadline.start()
             conn.connect()
-            p.track(conn.sock, True)
+            # kept: http.client drops conn.sock once an answer says "Connection: close" (the
+            # answer reads on), so the deadline and stop() shut this one
+            self.sock = conn.sock
+            p.track(self.sock, True)
+            if self.expired:  # the deadline fell during connect
+                self.expire()
             self.sent = True
             target = p.target(b.endpoint)
             if self.shape.forward_query and b.query:
@@ -186,9 +206,18 @@ class Call:
             else:
                 self.relay_whole(resp, ctype or "application/json")
         finally:
-            if conn.sock is not None:
-                p.track(conn.sock, False)
+            deadline.cancel()
+            if self.sock is not None:
+                p.track(self.sock, False)
             conn.close()
+            if self.expired:
+                self.error = f"the upstream call passed its timeout_s ({p.cfg.timeout_s:g} s)"
+
+    def expire(self) -> None:
+        """The call's deadline: hang up on the upstream (the read in progress ends)."""
+        self.expired = True
+        if self.sock is not None:
+            shut(self.sock)
 
     def relay_whole(self, resp: http.client.HTTPResponse, ctype: str) -> None:
         data = resp.read(MAX_RESPONSE + 1)
@@ -198,16 +227,18 @@ class Call:
             self.refuse("upstream_failed", "the upstream's answer is too large")
             self.status = resp.status
             return
-        if resp.status == 200:
+        if resp.status == 200 and not self.expired:
             doc = json_of(data)
-            self.believe(doc, seen=0)
+            pieces, size = self.shape.content(doc)
+            self.believe(doc, floor(pieces, size))
             self.remember(self.shape.response_id(doc))
         self.replied = True
-        self.h.reply(resp.status, data, ctype)
+        self.h.reply(resp.status, redact(data, [self.p.key]), ctype)
 
     def believe(self, doc: Any, seen: int) -> None:
-        """Keep the usage `doc` reports if it is believable for the bound (after `seen`
-        content deltas were relayed); else none, and say why (`usage_kind`)."""
+        """Keep the usage `doc` reports if it is believable for the bound (at least `seen`
+        output tokens were sent: `floor`); else none, and say why (`usage_kind`). A prompt
+        above an upstream's own /tokenize count: that count is not asked again."""
         self.usage = None
         try:
             u = self.shape.usage(doc)
@@ -220,6 +251,8 @@ class Call:
             self.usage, self.usage_kind = u, "reported"
         else:
             self.usage_kind = "implausible"
+            if self.bound.prompt_counted_by == "tokenize" and u.prompt > self.bound.prompt_tokens:
+                self.p.distrust_counts()
 
     def remember(self, response_id: str | None) -> None:
         """A stored response's context, for a later call that chains to it: known before the
@@ -241,23 +274,73 @@ class Call:
         h.end_headers()
         meter = self.shape.stream(b)
         seen = n_bytes = 0
-        ended = False
-        for event in events(resp, self.received):
-            data = data_of(event)
-            step = meter.step(event, data, json_of(data) if data != b"[DONE]" else None)
-            if (seen + step.tokens > b.completion_tokens
-                    or n_bytes + step.size > b.completion_tokens * pricing.MAX_TOKEN_BYTES):
-                self.cut = True  # past what was reserved: nothing more is relayed
-                h.wfile.write(meter.cut(seen))
-                h.wfile.flush()
-                return
-            seen, n_bytes = seen + step.tokens, n_bytes + step.size
-            if meter.complete and not ended:  # its last event: settled before it is relayed
-                ended = True
-                self.believe(meter.usage, seen)
-                self.remember(meter.response_id)
-            if step.relay:
-                h.wfile.write(event)
-                h.wfile.flush()
-        if not meter.complete:
+        ended = odd = False  # odd: a usage that shrank, or an event after the end
+        reports = _Reports(self.shape)
+        try:
+            for event in events(resp, self.received, MAX_STREAM):
+                data = data_of(event)
+                odd = odd or (ended and data is not None)
+                step = meter.step(event, data, json_of(data) if data != b"[DONE]" else None)
+                odd = not reports.add(meter.usage) or odd
+                if (seen + step.tokens > b.completion_tokens
+                        or n_bytes + step.size > b.completion_tokens * pricing.MAX_TOKEN_BYTES):
+                    self.cut = True  # past what was reserved: nothing more is relayed
+                    h.wfile.write(meter.cut(seen))
+                    h.wfile.flush()
+                    return
+                seen, n_bytes = seen + step.tokens, n_bytes + step.size
+                if meter.complete and not ended:  # its last event: settled before it is relayed
+                    ended = True
+                    self.believe(meter.usage, floor(seen, n_bytes))
+                    self.remember(meter.response_id)
+                if step.relay:
+                    h.wfile.write(redact(event, [self.p.key]))
+                    h.wfile.flush()
+        except TooLarge:
+            self.cut = True  # past what the proxy keeps of a stream: charged in full
+            h.wfile.write(meter.cut(seen))
+            h.wfile.flush()
+            return
+        if not meter.complete or self.expired:
             self.usage, self.usage_kind = None, "missing"  # the stream broke off
+        elif odd and self.usage is not None:
+            # counts are cumulative and a stream ends at its end: an upstream that says less
+            # than it said, or goes on after the end, is charged the reservation
+            self.usage, self.usage_kind = None, "implausible"
+            self.remember(meter.response_id)
+
+
+def shut(s: socket.socket) -> None:
+    """Hang up both ways: a read blocked on `s` in another thread ends at once."""
+    with contextlib.suppress(OSError):
+        s.shutdown(socket.SHUT_RDWR)
+
+
+def floor(pieces: int, n_bytes: int) -> int:
+    """The least output tokens content carries: one a piece (a delta, a block) and one per
+    MAX_TOKEN_BYTES bytes (no token of a BPE vocabulary is longer)."""
+    return max(pieces, -(-n_bytes // pricing.MAX_TOKEN_BYTES))
+
+
+class _Reports:
+    """The usages a stream reports, in order: counts are cumulative, so none may fall."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape = shape
+        self.doc: Any = None
+        self.last: Usage | None = None
+
+    def add(self, doc: Any) -> bool:
+        """False when `doc` (the stream's usage now) reports less than the last one did."""
+        if doc is None or doc is self.doc:
+            return True
+        self.doc = doc
+        try:
+            u = self.shape.usage(doc)
+        except ValueError:
+            return True  # not counts: not believed anyway
+        if u is None:
+            return True
+        last, self.last = self.last, u
+        return last is None or all(getattr(u, f) >= getattr(last, f)
+                                   for f in ("input", "output", "cache_read", "cache_write"))

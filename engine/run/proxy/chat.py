@@ -3,8 +3,13 @@
 Bound: the body's bytes (or the upstream's /tokenize count, engine/run/proxy/tokens.py) at the
 prompt price, or the cache-read price if higher (`prompt_tokens_details.cached_tokens` are read
 from the cache), plus `max_tokens` (or `max_completion_tokens`, capped at the node's, set when
-absent) x the choices (`n`; for /v1/completions `best_of` x the number of prompts). Refused:
-image, audio and file content parts, `audio`, non-text `modalities`, `web_search_options`.
+absent) x the choices (`n`, or `best_of` where an upstream takes it: vLLM samples that many; for
+/v1/completions `best_of` x the number of prompts). Refused: image, audio and file content
+parts, `audio` (also an assistant message's reference to an earlier audio answer), non-text
+`modalities`, `web_search_options`, `prediction` (rejected predicted tokens are billed as
+completion tokens beyond max_tokens), `chat_template` (vLLM renders the prompt with it: a
+worker's template may repeat the messages past their bytes), a `service_tier` billed above the
+standard prices (`priority`, `scale`).
 
 Stream: `stream_options.include_usage` is set so the upstream reports usage in a last chunk
 (`choices: []`), passed on only if the client asked for it; one token per content-bearing choice
@@ -30,11 +35,18 @@ from loopproof.engine.run.proxy.shape import (
     encode,
     model_of,
     parse_object,
+    standard_price,
     stream_of,
     text_size,
 )
 
-REFUSED_FIELDS = ("audio", "web_search_options")
+REFUSED_FIELDS = {  # field -> why its cost is not bounded
+    "audio": "audio tokens are not bytes of the body",
+    "web_search_options": "a search is billed per use, its results unseen",
+    "prediction": "rejected predicted tokens are billed as completion tokens past max_tokens",
+    "chat_template": "the template makes the prompt, past the bytes of the messages",
+}
+TIERS = {"service_tier": ("auto", "default", "flex")}  # billed at most the standard prices
 
 
 class ChatShape(Shape):
@@ -47,11 +59,12 @@ class ChatShape(Shape):
 
     def bound(self, raw: bytes, cfg: LlmConfig, asked: Asked) -> Bound:
         body = parse_object(raw)
-        model = model_of(body)
-        for f in REFUSED_FIELDS:
+        model = model_of(body, cfg)
+        for f, why in REFUSED_FIELDS.items():
             if body.get(f) is not None:
-                raise Refused(f"loopproof cannot bound the cost of {f!r}; leave it out",
-                              param=f)
+                raise Refused(f"loopproof cannot bound the cost of {f!r} ({why}); leave it "
+                              "out", param=f)
+        standard_price(body, TIERS)
         modalities = body.get("modalities")
         if modalities is not None and modalities != ["text"]:
             raise Refused("loopproof bounds text output only", param="modalities")
@@ -59,7 +72,8 @@ class ChatShape(Shape):
         n = body.get("n", 1)
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 128:
             raise Refused("n must be an integer in 1..128", param="n")
-        choices = n if self.endpoint == CHAT else _completion_choices(body, n)
+        choices = (_best_of(body, n) if self.endpoint == CHAT
+                   else _completion_choices(body, n))
         if self.endpoint == CHAT:
             _check_messages(body.get("messages"))
         limit = capped(body, ("max_tokens", "max_completion_tokens"), cfg)
@@ -92,6 +106,20 @@ class ChatShape(Shape):
     def stream(self, b: Bound) -> StreamMeter:
         return ChatStream(b)
 
+    def content(self, doc: Any) -> tuple[int, int]:
+        return _content(doc, "message")
+
+
+def _best_of(body: dict[str, Any], n: int) -> int:
+    """The sequences a request makes the upstream sample: best_of (>= n) where it is given
+    (vLLM takes it in chat too), else n."""
+    if body.get("best_of") is None:
+        return n
+    best_of = body["best_of"]
+    if isinstance(best_of, bool) or not isinstance(best_of, int) or not n <= best_of <= 128:
+        raise Refused("best_of must be an integer in n..128", param="best_of")
+    return best_of
+
 
 def _completion_choices(body: dict[str, Any], n: int) -> int:
     """best_of (>= n) x the number of prompts of a /v1/completions request."""
@@ -106,10 +134,7 @@ def _completion_choices(body: dict[str, Any], n: int) -> int:
     else:
         raise Refused("prompt must be a string, a list of strings or token lists",
                       param="prompt")
-    best_of = body.get("best_of", n)
-    if isinstance(best_of, bool) or not isinstance(best_of, int) or not n <= best_of <= 128:
-        raise Refused("best_of must be an integer in n..128", param="best_of")
-    return best_of * prompts
+    return _best_of(body, n) * prompts
 
 
 def _token(t: Any) -> bool:
@@ -120,7 +145,15 @@ def _check_messages(messages: Any) -> None:
     if not isinstance(messages, list) or not messages:
         raise Refused("messages must be a non-empty list", param="messages")
     for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(m, dict):
+            raise Refused("each message must be an object", param="messages")
+        if m.get("audio") is not None:  # an earlier audio answer, by id: tokens unseen
+            raise Refused("loopproof cannot bound the tokens of a message's 'audio'; send its "
+                          "transcript as text", param="messages")
+        content = m.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise Refused("a message's content must be a string or a list of parts",
+                          param="messages")
         if isinstance(content, list):
             for part in content:
                 kind = part.get("type") if isinstance(part, dict) else None
@@ -167,19 +200,27 @@ class ChatStream(StreamMeter):
 def content_tokens(chunk: Any) -> tuple[int, int]:
     """(content-bearing choice deltas, content bytes) of one streamed chunk: each delta that
     carries text is at least one token; the bytes cap a chunk that packs many."""
-    deltas = n_bytes = 0
-    for choice in chunk.get("choices") or () if isinstance(chunk, dict) else ():
+    return _content(chunk, "delta")
+
+
+def _content(doc: Any, where: str) -> tuple[int, int]:
+    """(choices carrying text, its bytes) of a chunk's deltas or a whole answer's messages:
+    content, refusal, reasoning (vLLM's `reasoning_content`, or `reasoning`), tool calls."""
+    pieces = n_bytes = 0
+    for choice in doc.get("choices") or () if isinstance(doc, dict) else ():
         if not isinstance(choice, dict):
             continue
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-        texts = [choice.get("text"), delta.get("content"), delta.get("refusal"),
-                 delta.get("reasoning_content")]
-        for call in delta.get("tool_calls") or ():
+        got = choice.get(where)
+        part: dict[str, Any] = got if isinstance(got, dict) else {}
+        texts = [choice.get("text"), part.get("content"), part.get("refusal"),
+                 part.get("reasoning_content"), part.get("reasoning")]
+        calls = part.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):
                 texts += [fn.get("name"), fn.get("arguments")]
         size = text_size(*texts)
         if size:
-            deltas += 1
+            pieces += 1
             n_bytes += size
-    return deltas, n_bytes
+    return pieces, n_bytes

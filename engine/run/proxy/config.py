@@ -17,7 +17,7 @@ from loopproof.engine.system import secret_env
 
 FIELDS = ("upstream", "api_key_env", "price_prompt_per_1k", "price_completion_per_1k",
           "price_cache_read_per_1k", "price_cache_write_per_1k", "max_tokens", "timeout_s",
-          "on_refusal", "tokenize")
+          "on_refusal", "tokenize", "models")
 # When a cache price is not given: a cached prompt token read at the full prompt price, and a
 # token written to the cache at twice it. Why these never under-count a provider's bill:
 # providers bill a cache read below an uncached token (Anthropic 0.1x, OpenAI 0.1x to 0.5x,
@@ -48,6 +48,8 @@ class LlmConfig:
     # None: derived from price_prompt_per_1k (CACHE_READ_FACTOR, CACHE_WRITE_FACTOR)
     price_cache_read_per_1k: float | None = None
     price_cache_write_per_1k: float | None = None
+    # the model names a worker may ask for (None: any the key reaches, so price the dearest)
+    models: tuple[str, ...] | None = None
 
     @property
     def cache_read_price(self) -> float:
@@ -74,6 +76,8 @@ class LlmConfig:
         for f in ("price_cache_read_per_1k", "price_cache_write_per_1k"):
             if getattr(self, f) is not None:  # absent: derived (kept out, as older specs)
                 out[f] = getattr(self, f)
+        if self.models is not None:
+            out["models"] = list(self.models)
         return out
 
 
@@ -130,7 +134,14 @@ def parse(table: Any, problem: Problem) -> LlmConfig:
             raise problem(f"llm.{f}", f"{v!r} is not one of {list(allowed)}",
                           f'write {f} = "{allowed[0]}" (or leave it out)')
         picked[f] = v
+    models = table.get("models")
+    if models is not None and (not isinstance(models, list) or not models or not all(
+            isinstance(m, str) and m and m.isprintable() for m in models)):
+        raise problem("llm.models", f"{models!r} is not a non-empty list of model names",
+                      'list the models the worker may ask for, e.g. models = ["gpt-5.5"] '
+                      "(or leave it out)")
     return LlmConfig(up.rstrip("/"), key_env, prices["price_prompt_per_1k"] or 0.0,
                      prices["price_completion_per_1k"] or 0.0, mt, float(t),
                      picked["on_refusal"], picked["tokenize"],
-                     prices["price_cache_read_per_1k"], prices["price_cache_write_per_1k"])
+                     prices["price_cache_read_per_1k"], prices["price_cache_write_per_1k"],
+                     None if models is None else tuple(models))

@@ -7,7 +7,12 @@ holds); plus `max_tokens` (required by the API; capped at the node's, set when a
 covers thinking too (`thinking.budget_tokens` is lowered below the cap when it is not). Refused
 before any reserve: image and document blocks, server tools (web search, web fetch, code
 execution, ...: billed per use, and their results are prompt tokens the body does not hold),
-`mcp_servers`, `container`, and server-side compaction (a second, unbounded sampling).
+`mcp_servers`, `container`, and server-side compaction (a second, unbounded sampling). Also
+refused, because the upstream would bill each token above the node's (standard) prices: fast
+mode (`speed` other than "standard", the `fast-mode-*` beta: 6x), US-only inference
+(`inference_geo` other than "global": 1.1x), the 1M-token context window (the `context-1m-*`
+beta: a prompt past 200K tokens is billed 2x, its output 1.5x), and a 1-hour cache write
+(`cache_control.ttl = "1h"`: 2x a prompt token) when the node prices a cache write below that.
 
 Usage: `input_tokens`, `cache_creation_input_tokens` (cache write), `cache_read_input_tokens`,
 `output_tokens`; on a stream from `message_start` (the message's usage), each `message_delta`'s
@@ -22,6 +27,7 @@ Upstream auth is `x-api-key` (the worker's token never goes on); `anthropic-vers
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from loopproof.engine.run.proxy import refusals
@@ -40,6 +46,7 @@ from loopproof.engine.run.proxy.shape import (
     parse_object,
     passed,
     sse,
+    standard_price,
     stream_of,
     text_size,
 )
@@ -51,6 +58,10 @@ VERSION = "2023-06-01"  # anthropic-version when the client sends none
 HIDDEN_TOKENS, HIDDEN_TOKENS_PER_TOOL = 1024, 1024
 CLIENT_TOOLS = ("bash_", "text_editor_", "computer_", "memory_")  # typed tools run by the client
 BLOCKS = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking")
+# options billed above the standard prices (a value outside these), and betas that are
+TIERS = {"speed": ("standard",), "inference_geo": ("global",)}
+DEAR_BETAS = ("context-1m", "fast-mode")
+HOUR_WRITE_FACTOR = 2.0  # a 1-hour cache write, in prompt-token prices
 RESULT_BLOCKS = ("text",)  # inside a tool_result
 
 
@@ -62,9 +73,11 @@ class MessagesShape(Shape):
 
     def bound(self, raw: bytes, cfg: LlmConfig, asked: Asked) -> Bound:
         body = parse_object(raw)
-        model = model_of(body)
+        model = model_of(body, cfg)
         stream = stream_of(body)
         none_of(body, ("mcp_servers", "container"), "billed by the upstream apart")
+        standard_price(body, TIERS)
+        _check_cache_ttl(body, cfg)
         _check_messages(body.get("messages"))
         _check_system(body.get("system"))
         typed = _check_tools(body.get("tools"))
@@ -77,6 +90,7 @@ class MessagesShape(Shape):
                 body["thinking"] = ({**thinking, "budget_tokens": limit - 1} if limit > 1
                                     else {"type": "disabled"})
         headers = passed(self.passed_headers, asked.headers)
+        _check_betas(headers)
         if not any(k == "anthropic-version" for k, _ in headers):
             headers += (("anthropic-version", VERSION),)
         out = encode(body)
@@ -103,6 +117,55 @@ class MessagesShape(Shape):
 
     def stream(self, b: Bound) -> StreamMeter:
         return MessagesStream(b)
+
+    def content(self, doc: Any) -> tuple[int, int]:
+        blocks = doc.get("content") if isinstance(doc, dict) else None
+        sizes = [_block_size(b) for b in blocks if isinstance(b, dict)] \
+            if isinstance(blocks, list) else []
+        return sum(1 for n in sizes if n), sum(sizes)
+
+
+def _block_size(block: dict[str, Any]) -> int:
+    """Content bytes of a block (a streamed block's start and deltas carry the same)."""
+    tool_input = block.get("input")
+    return text_size(block.get("text"), block.get("thinking"), block.get("data"),
+                     json.dumps(tool_input) if tool_input else None)
+
+
+def _check_betas(headers: tuple[tuple[str, str], ...]) -> None:
+    for name, value in headers:
+        if name != "anthropic-beta":
+            continue
+        for beta in (b.strip() for b in value.split(",")):
+            if beta.startswith(DEAR_BETAS):
+                raise Refused(f"the beta {beta!r} is billed above the node's prices (the 1M "
+                              "context window past 200K prompt tokens, fast mode); leave it "
+                              "out of anthropic-beta", param="anthropic-beta")
+
+
+def _ttls(doc: Any) -> Iterator[Any]:
+    """The ttl of every cache_control in the body."""
+    if isinstance(doc, dict):
+        cc = doc.get("cache_control")
+        if isinstance(cc, dict) and cc.get("ttl") is not None:
+            yield cc["ttl"]
+        for v in doc.values():
+            yield from _ttls(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _ttls(v)
+
+
+def _check_cache_ttl(body: dict[str, Any], cfg: LlmConfig) -> None:
+    """A cache write of a ttl other than 5 minutes is billed 2x a prompt token: refused when
+    the node prices a write below that (its price is one for every write)."""
+    if cfg.cache_write_price >= HOUR_WRITE_FACTOR * cfg.price_prompt_per_1k:
+        return
+    for ttl in _ttls(body):
+        if ttl != "5m":
+            raise Refused(f"a cache write of ttl {ttl!r} is billed {HOUR_WRITE_FACTOR:g}x a "
+                          f"prompt token, above this node's price_cache_write_per_1k; use the "
+                          "5-minute cache (leave ttl out)", param="cache_control")
 
 
 def _blocks(content: Any, allowed: tuple[str, ...], where: str) -> None:
@@ -188,9 +251,7 @@ class MessagesStream(StreamMeter):
             self.open = doc.get("index")
             block = doc.get("content_block")
             if isinstance(block, dict):
-                tool_input = block.get("input")
-                size = text_size(block.get("text"), block.get("thinking"), block.get("data"),
-                                 json.dumps(tool_input) if tool_input else None)
+                size = _block_size(block)
         elif kind == "content_block_delta":
             delta = doc.get("delta")
             if isinstance(delta, dict):

@@ -16,7 +16,10 @@ Codex does. Also refused before any reserve: `conversation` (server-held items),
 stored template), `background` (billed after the answer), server-side compaction
 (`context_management`), hosted tools (web search, file search, code interpreter, image
 generation, computer use, remote MCP: billed per use, their results unseen; Codex: set
-`web_search = "disabled"`), `item_reference` items and image, file and audio parts.
+`web_search = "disabled"`), also named by `tool_choice`, `item_reference` items and image,
+file and audio parts, a `reasoning` or `compaction` item without its `encrypted_content` (by
+its id alone, a stored item's tokens the body does not hold), a `service_tier` billed above
+the standard prices (`priority`, `scale`).
 
 Usage from the answer's `usage` (a stream's `response.completed`, or `response.incomplete` when
 it stopped at max_output_tokens): `input_tokens` (of which `input_tokens_details.cached_tokens`
@@ -44,6 +47,7 @@ from loopproof.engine.run.proxy.shape import (
     none_of,
     parse_object,
     sse,
+    standard_price,
     stream_of,
     text_size,
 )
@@ -61,6 +65,8 @@ DELTAS = ("response.output_text.delta", "response.refusal.delta",
           "response.function_call_arguments.delta", "response.custom_tool_call_input.delta",
           "response.reasoning_text.delta")
 ENDS = ("response.completed", "response.incomplete")  # a stream's end, with its usage
+TIERS = {"service_tier": ("auto", "default", "flex")}  # billed at most the standard prices
+SEALED = ("reasoning", "compaction")  # items whose tokens are their encrypted_content
 
 
 class ResponsesShape(Shape):
@@ -69,13 +75,15 @@ class ResponsesShape(Shape):
 
     def bound(self, raw: bytes, cfg: LlmConfig, asked: Asked) -> Bound:
         body = parse_object(raw)
-        model = model_of(body)
+        model = model_of(body, cfg)
         stream = stream_of(body)
         none_of(body, REFUSED, "state or work the upstream holds apart")
+        standard_price(body, TIERS)
         _check_input(body.get("input"))
         if not isinstance(body.get("instructions"), str | None):
             raise Refused("instructions must be a string", param="instructions")
         _check_tools(body.get("tools"))
+        _check_tool_choice(body.get("tool_choice"))
         limit = capped(body, ("max_output_tokens",), cfg)
         chained = 0
         prev = body.get("previous_response_id")
@@ -114,6 +122,20 @@ class ResponsesShape(Shape):
         rid = doc.get("id") if isinstance(doc, dict) else None
         return rid if isinstance(rid, str) else None
 
+    def content(self, doc: Any) -> tuple[int, int]:
+        """Output items' text (message parts, reasoning text), function arguments, custom
+        tool input: what the stream's deltas would carry."""
+        items = doc.get("output") if isinstance(doc, dict) else None
+        sizes = []
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                continue
+            parts = item.get("content")
+            sizes += [text_size(p.get("text"), p.get("refusal"))
+                      for p in (parts if isinstance(parts, list) else []) if isinstance(p, dict)]
+            sizes.append(text_size(item.get("arguments"), item.get("input")))
+        return sum(1 for n in sizes if n), sum(sizes)
+
 
 def _detail(usage: dict[str, Any], where: str, name: str) -> int | None:
     """A count inside a usage's details object: 0 when absent, None when not a count."""
@@ -150,6 +172,10 @@ def _check_input(items: Any) -> None:
         if kind not in ITEMS:
             raise Refused(f"loopproof cannot bound the tokens of a {kind!r} input item; send "
                           "the items themselves", param="input")
+        if kind in SEALED and not isinstance(item.get("encrypted_content"), str):
+            raise Refused(f"a {kind!r} input item must carry its encrypted_content (by id "
+                          "alone the upstream reads a stored item the body does not hold); "
+                          "ask include: [\"reasoning.encrypted_content\"]", param="input")
         if kind == "additional_tools":  # client tools only, as in `tools`; bounded as bytes
             _check_tools(item.get("tools") or [])
         elif kind == "message":
@@ -172,6 +198,19 @@ def _check_tools(tools: Any) -> None:
             raise Refused(f"loopproof cannot bound the cost of the hosted tool {kind!r} (billed "
                           "per use, its results unseen); give the agent client tools (Codex: "
                           "web_search = \"disabled\")", param="tools")
+
+
+def _check_tool_choice(choice: Any) -> None:
+    """A hosted tool named by tool_choice (alone, or among allowed_tools) is refused like one
+    in `tools`."""
+    if not isinstance(choice, dict):
+        return  # "auto", "none", "required"
+    kind = choice.get("type")
+    if kind == "allowed_tools":
+        _check_tools(choice.get("tools") or [])
+    elif kind not in TOOLS:
+        raise Refused(f"loopproof cannot bound the cost of the hosted tool {kind!r} named by "
+                      "tool_choice; choose a client tool", param="tool_choice")
 
 
 class ResponsesStream(StreamMeter):

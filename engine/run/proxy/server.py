@@ -19,6 +19,10 @@ upstream's usage if it is believable, else the whole hold (`Meter.release`); rec
 This module holds the server, its life and the refusals that never reach the meter (token,
 endpoint, body size); an admitted request is one `Call` (engine/run/proxy/call.py: hold,
 forward, relay, settle, record).
+
+Why one module: just over 400 lines since the server's connection cap, the proxy's life and
+the handler's refusals share one lock and one set of live sockets (stop() shuts them all); the
+call itself is already apart (call.py).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loopproof.engine.run.proxy import pricing, refusals
-from loopproof.engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call
+from loopproof.engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call, shut
 from loopproof.engine.run.proxy.config import LlmConfig
 from loopproof.engine.run.proxy.messages import MessagesShape
 from loopproof.engine.run.proxy.pricing import Refused
@@ -50,14 +54,52 @@ from loopproof.engine.run.proxy.tokens import PromptCounter
 # Names that live in engine.run.proxy.call, importable from here as before.
 __all__ = ["MAX_RESPONSE", "WHAT", "Account", "Call", "Proxy"]
 
+MAX_CONNECTIONS = 128  # open connections of one attempt's proxy (a thread each)
+MAX_UNPAID = 64 * 1024 * 1024  # bytes stored of the calls nobody pays for (below)
+
+
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """One thread per connection, at most MAX_CONNECTIONS at once: a worker that opens
+    connections without end (the socket is in its sandbox; it need not go through the bridge,
+    whose threads its own process limit counts) has the ones past the cap closed at once,
+    instead of growing the engine's threads and memory without bound."""
+
     daemon_threads = False  # stop() joins every handler, so every hold is released
     block_on_close = True
     request_queue_size = 256  # an agent may open many connections at once
     proxy: Proxy
 
+    def __init__(self, path: str, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(path, handler)
+        self._open = 0  # connections being served
+        self._slots = threading.Lock()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client gone mid-reply; the call's own record says what happened
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._slots:
+            full = self._open >= MAX_CONNECTIONS
+            if not full:
+                self._open += 1
+        if full:
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError:  # no thread to be had: the connection is closed, not served
+            self._release()
+            self.shutdown_request(request)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        with self._slots:
+            self._open -= 1
 
 
 class Proxy:
@@ -87,6 +129,7 @@ class Proxy:
         # later call's previous_response_id makes the upstream prepend (engine/run/proxy/
         # responses.py)
         self._contexts: dict[str, int] = {}
+        self._unpaid = 0  # bytes stored for calls nobody pays for (refused, free)
 
     # ---- life ----------------------------------------------------------------------------------
     def start(self) -> Proxy:
@@ -107,7 +150,7 @@ class Proxy:
         self._server.shutdown()
         with self._lock:
             for s in list(self._live):
-                _shut(s)
+                shut(s)
         self._server.server_close()  # joins every handler thread
         if self._thread is not None:
             self._thread.join(5)
@@ -125,7 +168,7 @@ class Proxy:
             if on:
                 self._live.add(s)
                 if self.stopping:
-                    _shut(s)
+                    shut(s)
             else:
                 self._live.discard(s)
 
@@ -213,10 +256,21 @@ class Proxy:
     def record(self, call: str, **facts: Any) -> None:
         self.account.fact({"type": "llm_call", **self.where, "call": call, **facts})
 
+    def unpaid(self, data: bytes, field: str) -> dict[str, str]:
+        """`{field: sha256}` of `data`, stored, for a call nobody pays for (refused by the
+        proxy, or free): while the attempt's such bodies total at most MAX_UNPAID bytes, else
+        nothing is stored or recorded of it (a worker sending 8 MiB bodies that are refused,
+        without end, would otherwise fill the engine's disk)."""
+        with self._lock:
+            if self._unpaid + len(data) > MAX_UNPAID:
+                return {}
+            self._unpaid += len(data)
+        return {field: self.store.put(data)}
 
-def _shut(s: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        s.shutdown(socket.SHUT_RDWR)
+    def distrust_counts(self) -> None:
+        """The upstream billed more prompt tokens than its /tokenize counted: never asked
+        again in this attempt (the byte bound holds for every later call)."""
+        self.counter.works = False
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -344,8 +398,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.proxy.record(call, endpoint=endpoint, refused=True,
                               status=refusals.TABLE[shape.api][exc.reason].status,
                               why=exc.message, reserved=0.0, charged=0.0,
-                              request_sha256=self.proxy.store.put(raw),
-                              response_sha256=self.proxy.store.put(body))
+                              **self.proxy.unpaid(raw, "request_sha256"),
+                              **self.proxy.unpaid(body, "response_sha256"))
             return None
         with self.proxy.in_flight():
             Call(self, call, shape, self.proxy.tighten(endpoint, bound), t0).run()
@@ -384,8 +438,8 @@ class _Handler(BaseHTTPRequestHandler):
             a, data = refusals.answer(api, "upstream_failed",
                                       f"the upstream did not answer: {type(exc).__name__}")
             status = a.status
-        self.reply(status, data)
-        facts = {"request_sha256": self.proxy.store.put(raw)} if raw else {}
+        self.reply(status, redact(data, [self.proxy.key]))
+        facts = self.proxy.unpaid(raw, "request_sha256") if raw else {}
         self.proxy.record(call, endpoint=endpoint, refused=False, status=status, reserved=0.0,
                           charged=0.0, latency_s=round(time.monotonic() - t0, 6),
-                          response_sha256=self.proxy.store.put(data), **facts)
+                          **self.proxy.unpaid(data, "response_sha256"), **facts)

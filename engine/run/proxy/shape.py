@@ -94,23 +94,54 @@ class Shape:
         """The upstream's id of a whole answer, kept for a later call that chains to it."""
         return None
 
+    def content(self, doc: Any) -> tuple[int, int]:
+        """The content of a whole answer: (its non-empty text pieces, their bytes), what a
+        stream of it would have carried in its deltas. A usage below it is not believed."""
+        return 0, 0
+
 
 # ---- checks the shapes share ---------------------------------------------------------------
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_object(raw: bytes) -> dict[str, Any]:
+    """The request's JSON object. Refused: what is not strict JSON (NaN, Infinity: the
+    proxy would forward what the upstream cannot read), nesting past Python's recursion limit
+    (else the handler dies without an answer)."""
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise Refused("the request body is not JSON") from None
+        body = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise Refused("the request body is not JSON (strict: no NaN or Infinity, nested at "
+                      "most a few hundred deep)") from None
     if not isinstance(body, dict):
         raise Refused("the request body is not a JSON object")
     return body
 
 
-def model_of(body: dict[str, Any]) -> str:
+def model_of(body: dict[str, Any], cfg: LlmConfig) -> str:
+    """The model the request names, one of the node's `models` when it lists them (the prices
+    are the node's: a worker that names a dearer model would be billed above them)."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise Refused("the request names no model", param="model")
+    if cfg.models is not None and model not in cfg.models:
+        raise Refused(f"this node's llm table allows the models {', '.join(cfg.models)} only, "
+                      f"not {model!r}", param="model")
     return model
+
+
+def standard_price(body: dict[str, Any], allowed: Mapping[str, tuple[str, ...]]) -> None:
+    """Refuse a request option that makes the upstream bill a token above its standard price
+    (a priority tier, fast mode, a regional premium): the node's prices are the standard ones,
+    and it is the operator's choice, not the worker's, to pay more. `allowed`: each option
+    and the values it may take (absent or null is always allowed)."""
+    for name, values in allowed.items():
+        v = body.get(name)
+        if v is not None and v not in values:
+            raise Refused(f"{name} = {v!r} is billed above the node's prices; loopproof "
+                          f"allows {' or '.join(map(repr, values))} (or leave it out)",
+                          param=name)
 
 
 def stream_of(body: dict[str, Any]) -> bool:
@@ -160,7 +191,13 @@ def passed(names: tuple[str, ...], headers: Mapping[str, str]) -> tuple[tuple[st
 
 
 def encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    """The body as forwarded: compact UTF-8 (its length is the byte bound). A lone surrogate
+    (`"\\ud800"`, valid JSON) has no UTF-8: refused, not a handler that dies unanswered."""
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    except (UnicodeEncodeError, RecursionError):
+        raise Refused("the request body holds a string that is not Unicode text (a lone "
+                      "surrogate such as \\ud800)") from None
 
 
 def text_size(*values: Any) -> int:
@@ -169,8 +206,14 @@ def text_size(*values: Any) -> int:
 
 
 # ---- server-sent events --------------------------------------------------------------------
-def events(resp: http.client.HTTPResponse, keep: bytearray) -> Iterator[bytes]:
-    """Server-sent events as raw bytes (lines up to and including the blank line)."""
+class TooLarge(Exception):
+    """A stream passed the bytes the proxy keeps of one (engine/run/proxy/call.py)."""
+
+
+def events(resp: http.client.HTTPResponse, keep: bytearray, limit: int) -> Iterator[bytes]:
+    """Server-sent events as raw bytes (lines up to and including the blank line), each line
+    also appended to `keep`; TooLarge once `keep` passes `limit` (events that carry no
+    content, or a line that never ends, are not tokens: the content cut never sees them)."""
     buf = bytearray()
     while True:
         line = resp.readline(1 << 20)
@@ -179,6 +222,8 @@ def events(resp: http.client.HTTPResponse, keep: bytearray) -> Iterator[bytes]:
                 yield bytes(buf)
             return
         keep += line
+        if len(keep) > limit:
+            raise TooLarge(f"the stream passed {limit} bytes")
         buf += line
         if line in (b"\n", b"\r\n"):
             if buf.strip():

@@ -69,8 +69,8 @@ class FakeServer:
         # None: no /tokenize (a 404, like OpenAI's API). "exact": vLLM's /tokenize, whose count
         # is the usage.prompt_tokens this server then reports (`template_tokens`). "text": a
         # /tokenize that counts the messages' text without the chat template (a planted fault:
-        # below the usage)
-        self.tokenize: str | None = None
+        # below the usage), or a function of (request handler, body) that answers
+        self.tokenize: Any = None
         self.counted: list[dict[str, Any]] = []  # the /tokenize requests seen
         # path -> handler(request handler, body, raw) for the other API shapes
         # (tests/support/fake_apis.py); every request they see is in `requests` too
@@ -140,6 +140,8 @@ class FakeServer:
                                            "auth": self.headers.get("Authorization")})
                     if server.tokenize is None:
                         return self.send(404, b'{"detail": "Not Found"}')
+                    if callable(server.tokenize):  # a scripted answer (a hostile upstream)
+                        return server.tokenize(self, body)
                     n = template_tokens(body, with_template=server.tokenize == "exact")
                     return self.send(200, json.dumps({"count": n, "max_model_len": 32768,
                                                       "tokens": list(range(n))}).encode())

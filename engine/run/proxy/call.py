@@ -16,12 +16,12 @@ import contextlib
 import http.client
 import io
 import socket
-import threading
 import time
 from typing import Any, Protocol
 
 from loopproof.engine.run.proxy import pricing, refusals
 from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.deadline import Deadline
 from loopproof.engine.run.proxy.pricing import Bound, Usage
 from loopproof.engine.run.proxy.shape import Shape, TooLarge, data_of, events, json_of
 from loopproof.engine.run.proxy.store import BodyStore, redact
@@ -106,8 +106,7 @@ class Call:
         self.received = bytearray()
         self.error: str | None = None
         self.replied = False  # the client has had a status line
-        self.expired = False  # the call passed its timeout_s: the upstream was hung up on
-        self.sock: socket.socket | None = None  # the upstream connection's, once open
+        self.deadline: Deadline | None = None  # the upstream exchange's, once it starts
 
     def refuse(self, reason: str, message: str) -> bytes:
         """Answer the client with the refusal `reason` in the call's API; the body sent."""
@@ -181,43 +180,31 @@ class Call:
         upstream that sends a byte now and then hold the call, and its reservation, forever)."""
         b, p = self.bound, self.p
         conn = p.upstream()
-        deadline = threading.Timer(p.cfg.timeout_s, self.expire)
-        deadline.daemon = True
         try:
-            deadline.start()
-            conn.connect()
-            # kept: http.client drops conn.sock once an answer says "Connection: close" (the
-            # answer reads on), so the deadline and stop() shut this one
-            self.sock = conn.sock
-            p.track(self.sock, True)
-            if self.expired:  # the deadline fell during connect
-                self.expire()
-            self.sent = True
-            target = p.target(b.endpoint)
-            if self.shape.forward_query and b.query:
-                target += "?" + b.query
-            conn.request("POST", target, body=b.body,
-                         headers=p.headers(len(b.body), self.shape.api, b.headers))
-            resp = conn.getresponse()
-            self.status = resp.status
-            ctype = resp.getheader("Content-Type", "") or ""
-            if b.stream and resp.status == 200 and "event-stream" in ctype:
-                self.relay_stream(resp)
-            else:
-                self.relay_whole(resp, ctype or "application/json")
+            with Deadline(p.cfg.timeout_s, p.track) as self.deadline:
+                self.deadline.connect(conn)
+                self.sent = True
+                target = p.target(b.endpoint)
+                if self.shape.forward_query and b.query:
+                    target += "?" + b.query
+                conn.request("POST", target, body=b.body,
+                             headers=p.headers(len(b.body), self.shape.api, b.headers))
+                resp = conn.getresponse()
+                self.status = resp.status
+                ctype = resp.getheader("Content-Type", "") or ""
+                if b.stream and resp.status == 200 and "event-stream" in ctype:
+                    self.relay_stream(resp)
+                else:
+                    self.relay_whole(resp, ctype or "application/json")
         finally:
-            deadline.cancel()
-            if self.sock is not None:
-                p.track(self.sock, False)
             conn.close()
             if self.expired:
                 self.error = f"the upstream call passed its timeout_s ({p.cfg.timeout_s:g} s)"
 
-    def expire(self) -> None:
-        """The call's deadline: hang up on the upstream (the read in progress ends)."""
-        self.expired = True
-        if self.sock is not None:
-            shut(self.sock)
+    @property
+    def expired(self) -> bool:
+        """The call passed its timeout_s: the upstream was hung up on."""
+        return self.deadline is not None and self.deadline.expired
 
     def relay_whole(self, resp: http.client.HTTPResponse, ctype: str) -> None:
         data = resp.read(MAX_RESPONSE + 1)
@@ -308,12 +295,6 @@ class Call:
             # than it said, or goes on after the end, is charged the reservation
             self.usage, self.usage_kind = None, "implausible"
             self.remember(meter.response_id)
-
-
-def shut(s: socket.socket) -> None:
-    """Hang up both ways: a read blocked on `s` in another thread ends at once."""
-    with contextlib.suppress(OSError):
-        s.shutdown(socket.SHUT_RDWR)
 
 
 def floor(pieces: int, n_bytes: int) -> int:

@@ -136,7 +136,7 @@ def _check_betas(headers: tuple[tuple[str, str], ...]) -> None:
     for name, value in headers:
         if name != "anthropic-beta":
             continue
-        for beta in (b.strip() for b in value.split(",")):
+        for beta in (b.strip().lower() for b in value.split(",")):  # any case: the same
             if beta.startswith(DEAR_BETAS):
                 raise Refused(f"the beta {beta!r} is billed above the node's prices (the 1M "
                               "context window past 200K prompt tokens, fast mode); leave it "

@@ -42,8 +42,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loopproof.engine.run.proxy import pricing, refusals
-from loopproof.engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call, shut
+from loopproof.engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call
 from loopproof.engine.run.proxy.config import LlmConfig
+from loopproof.engine.run.proxy.deadline import Deadline, shut
 from loopproof.engine.run.proxy.messages import MessagesShape
 from loopproof.engine.run.proxy.pricing import Refused
 from loopproof.engine.run.proxy.shape import Asked, passed
@@ -116,7 +117,7 @@ class Proxy:
         self._base = parts.path.rstrip("/")
         root = self._base.removesuffix("/v1")  # vLLM serves /tokenize beside /v1, not in it
         self.counter = PromptCounter(cfg.tokenize, self.upstream, root + "/tokenize",
-                                     self.headers)
+                                     self.headers, self.track)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._live: set[socket.socket] = set()  # sockets to shut down on stop
@@ -425,13 +426,17 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             conn = self.proxy.upstream()
             try:
-                target = self.proxy.target(endpoint) + (f"?{query}" if query and api ==
-                                                        refusals.ANTHROPIC else "")
-                conn.request(method, target, body=raw if method == "POST" else None,
-                             headers=self.proxy.headers(len(raw) if method == "POST" else None,
-                                                        api, extra))
-                resp = conn.getresponse()
-                status, data = resp.status, resp.read(MAX_RESPONSE)
+                with Deadline(self.proxy.cfg.timeout_s, self.proxy.track) as deadline:
+                    deadline.connect(conn)
+                    target = self.proxy.target(endpoint) + (f"?{query}" if query and api ==
+                                                            refusals.ANTHROPIC else "")
+                    conn.request(method, target, body=raw if method == "POST" else None,
+                                 headers=self.proxy.headers(len(raw) if method == "POST"
+                                                            else None, api, extra))
+                    resp = conn.getresponse()
+                    status, data = resp.status, resp.read(MAX_RESPONSE)
+                    if deadline.expired:  # cut short: not the upstream's answer
+                        raise TimeoutError("past timeout_s")
             finally:
                 conn.close()
         except (OSError, http.client.HTTPException) as exc:

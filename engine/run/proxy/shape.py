@@ -192,12 +192,17 @@ def passed(names: tuple[str, ...], headers: Mapping[str, str]) -> tuple[tuple[st
 
 def encode(body: dict[str, Any]) -> bytes:
     """The body as forwarded: compact UTF-8 (its length is the byte bound). A lone surrogate
-    (`"\\ud800"`, valid JSON) has no UTF-8: refused, not a handler that dies unanswered."""
+    (`"\\ud800"`, valid JSON) has no UTF-8, and a number past a float's range (`1e999`, valid
+    JSON) would go on as `Infinity`, which is not: refused, not forwarded."""
     try:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    except (UnicodeEncodeError, RecursionError):
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode()
+    except UnicodeEncodeError:
         raise Refused("the request body holds a string that is not Unicode text (a lone "
                       "surrogate such as \\ud800)") from None
+    except (ValueError, RecursionError):
+        raise Refused("the request body holds a number out of a float's range (1e999), or "
+                      "is nested too deep") from None
 
 
 def text_size(*values: Any) -> int:

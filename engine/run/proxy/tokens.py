@@ -22,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from loopproof.engine.run.proxy.deadline import Deadline
 from loopproof.engine.run.proxy.shape import CHAT, COMPLETIONS
 
 ASK_TIMEOUT_S = 10.0
@@ -51,8 +53,10 @@ class PromptCounter:
     """Counts prompts through the upstream's /tokenize while it answers (see the module)."""
 
     def __init__(self, mode: str, connect: Callable[[float], http.client.HTTPConnection],
-                 path: str, headers: Callable[[int], dict[str, str]]) -> None:
+                 path: str, headers: Callable[[int], dict[str, str]],
+                 track: Callable[[socket.socket, bool], None]) -> None:
         self.mode, self.connect, self.path, self.headers = mode, connect, path, headers
+        self.track = track  # the proxy's live sockets (engine/run/proxy/deadline.py)
         self.works: bool | None = {"none": False, "vllm": True}.get(mode)  # None: not known
         self._lock = threading.Lock()
 
@@ -75,11 +79,13 @@ class PromptCounter:
         try:
             conn = self.connect(ASK_TIMEOUT_S)
             try:
-                conn.request("POST", self.path, body=data, headers=self.headers(len(data)))
-                resp = conn.getresponse()
-                raw = resp.read(1 << 22)
-                if resp.status != 200:
-                    return None
+                with Deadline(ASK_TIMEOUT_S, self.track) as deadline:
+                    deadline.connect(conn)
+                    conn.request("POST", self.path, body=data, headers=self.headers(len(data)))
+                    resp = conn.getresponse()
+                    raw = resp.read(1 << 22)
+                    if resp.status != 200 or deadline.expired:
+                        return None
             finally:
                 with contextlib.suppress(OSError):
                     conn.close()

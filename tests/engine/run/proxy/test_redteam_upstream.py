@@ -20,6 +20,7 @@ from pathlib import Path
 
 from experiments.crash.observables import prefix_excess
 from loopproof.engine.run.proxy import call as call_mod
+from loopproof.engine.run.proxy import tokens as tokens_mod
 from loopproof.engine.run.proxy.store import calls_root
 from tests.support.fake_apis import fake_upstream
 from tests.support.fake_openai import Reply
@@ -163,15 +164,8 @@ def test_an_upstream_that_drips_forever_is_cut_at_the_calls_timeout(tmp_path: Pa
     charged its reservation."""
     ping = event("ping", {"type": "ping"})
 
-    def trickle(h, body) -> None:
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", "1000")
-        h.end_headers()
-        drip(b" ", 0.2, 40.0)(h)
-
     answers = [stream([message_start({"input_tokens": 10, "output_tokens": 1})],
-                      then=drip(ping, 0.2, 40.0)), trickle]
+                      then=drip(ping, 0.2, 40.0)), _trickle]
     with hostile_upstream(answers) as up:
         out = run_calls(tmp_path, up.base_url, lambda s: [
             s.messages("q", stream=True)[0], s.messages("q")[0]], timeout_s=1.0)
@@ -267,3 +261,34 @@ def test_a_slow_upstream_does_not_outlive_its_deadline_even_before_headers(tmp_p
     assert time.monotonic() - t0 < 30.0
     (c,) = _checked(out)
     assert out.value == 502 and c["charged"] == c["reserved"], c
+
+
+def _trickle(h, body) -> None:
+    """A whole answer's body a byte every 0.2 s: each read is quick, the answer never done."""
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", "1000")
+    h.end_headers()
+    drip(b" ", 0.2, 40.0)(h)
+
+
+def test_a_free_call_or_a_token_count_that_drips_is_hung_up_on_at_its_deadline(
+        tmp_path: Path, monkeypatch):
+    """count_tokens (free) and vLLM's /tokenize are exchanges with the upstream too: one that
+    drips is hung up on at its deadline (timeout_s; ASK_TIMEOUT_S), not at the drip's end: the
+    worker has a 502 for the first, and the metered call after keeps the byte bound."""
+    monkeypatch.setattr(tokens_mod, "ASK_TIMEOUT_S", 1.0)
+    chat = {"id": "c", "object": "chat.completion", "model": "fake-model", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+    t0 = time.monotonic()
+    with hostile_upstream([_trickle, whole(200, json.dumps(chat).encode())]) as up:
+        up.tokenize = _trickle
+        out = run_calls(tmp_path, up.base_url, lambda s: [
+            s.send("/v1/messages/count_tokens", {"model": "m", "messages": []},
+                   {"x-api-key": s.token})[0], _chat(s)[0]], timeout_s=1.0)
+    assert time.monotonic() - t0 < 20.0  # the deadlines (1 s each), far from the drip's 40 s
+    assert out.value == [502, 200]
+    free, metered = _checked(out)
+    assert free["charged"] == 0.0 and free["status"] == 502, free
+    assert metered["prompt_counted_by"] == "bytes" and metered["usage"] == "reported", metered

@@ -140,9 +140,10 @@ class Call:
                      **p.unpaid(body, "response_sha256"),
                      latency_s=round(time.monotonic() - self.t0, 6))
             return
-        request_sha = p.store.put(b.body)  # paid for: its bytes are in the bound
+        stored: dict[str, str] = {}
         charged = b.cost
-        try:
+        try:  # from the hold on, whatever fails (even storing the body) settles it
+            stored["request_sha256"] = p.store.put(b.body)  # paid for: its bytes are bounded
             self.forward()
         except Exception as exc:  # noqa: BLE001 (any failure: the hold is still settled)
             self.error = f"{type(exc).__name__}: {exc}"[:300]
@@ -171,8 +172,7 @@ class Call:
                      cache_write_tokens=None if u is None else u.cache_write,
                      usage=self.usage_kind, cut=self.cut,
                      latency_s=round(time.monotonic() - self.t0, 6),
-                     request_sha256=request_sha,
-                     response_sha256=p.store.put(bytes(self.received)), **extra)
+                     response_sha256=p.store.put(bytes(self.received)), **stored, **extra)
 
     def forward(self) -> None:
         """Send the request and relay the answer, within the node's `timeout_s` of wall clock:

@@ -16,7 +16,7 @@ from typing import Any
 
 from experiments.crash.observables import prefix_excess
 from loopproof.engine.run.proxy import server as server_mod
-from loopproof.engine.run.proxy.store import calls_root
+from loopproof.engine.run.proxy.store import BodyStore, calls_root
 from tests.support.fake_apis import fake_upstream
 from tests.support.fake_openai import Reply
 from tests.support.proxy_helpers import Session, run_calls
@@ -187,3 +187,27 @@ def test_refused_bodies_are_stored_up_to_a_cap(tmp_path: Path, monkeypatch):
     assert sum((calls_root(out.ledger) / h).stat().st_size for h in stored) <= cap
     assert "request_sha256" in calls[0] and "request_sha256" not in calls[-1]
     out.verify()
+
+
+def test_a_body_that_cannot_be_stored_after_the_hold_still_settles_it(tmp_path: Path,
+                                                                      monkeypatch):
+    """A hostile environment (the engine's disk full) when a held call's request body is
+    stored: the hold is settled (nothing was sent: charged 0) and the worker has an answer, so
+    a second call that fits only if the first hold was released goes through."""
+    put = BodyStore.put
+
+    def full_disk(self: BodyStore, data: bytes) -> str:
+        if b"FULL-DISK" in data:
+            raise OSError(28, "No space left on device")
+        return put(self, data)
+
+    monkeypatch.setattr(BodyStore, "put", full_disk)
+    with fake_upstream([Reply("ok")]) as up:
+        out = run_calls(tmp_path, up.base_url, lambda s: [s.chat("FULL-DISK")[0],
+                                                          s.chat("hi")[0]],
+                        ceiling=0.3, budget=0.3)  # one call's hold fits, two do not
+    assert out.value == [502, 200]
+    first, second = out.calls()
+    assert first["charged"] == 0.0 and "No space left" in first["error"], first
+    assert second["reserved"] > 0.3 / 2 and not second["refused"]  # it fit: the first was released
+    assert prefix_excess(out.records) <= 1e-9

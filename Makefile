@@ -18,7 +18,7 @@ SETUP_QUIET := PYTHONWARNINGS=ignore
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments,agents]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments,agents,cluster]'
 	touch $(STAMP)
 
 venv: $(STAMP)

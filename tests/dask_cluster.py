@@ -31,13 +31,19 @@ T = TypeVar("T")
 DEADLINE_S = 240.0
 
 
-def until(what: str, probe: Callable[[], T | None], deadline_s: float = DEADLINE_S) -> T:
-    """Poll `probe` until it gives something; fail the test naming `what` after the deadline."""
+def until(what: str, probe: Callable[[], T | None], deadline_s: float = DEADLINE_S,
+          engine: subprocess.Popen[str] | None = None) -> T:
+    """Poll `probe` until it gives something; fail the test naming `what` after the deadline,
+    or as soon as `engine` (the engine's process, when given) has exited, with what it said."""
     end = time.monotonic() + deadline_s
     while True:
         got = probe()
         if got is not None and got is not False:
             return got
+        if engine is not None and engine.poll() is not None:
+            out, err = engine.communicate()
+            raise AssertionError(f"the engine exited ({engine.returncode}) before {what}: "
+                                 f"{err[-3000:]} {out[-2000:]}")
         if time.monotonic() > end:
             raise AssertionError(f"gave up waiting for {what} after {deadline_s:g} s")
         time.sleep(0.05)
@@ -69,10 +75,11 @@ class Cluster:
 
         self.root.mkdir(parents=True, exist_ok=True)
         info = self.root / "scheduler.json"
-        self.scheduler = subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-             "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
-            stdout=subprocess.DEVNULL, stderr=open(self.root / "scheduler.log", "wb"))
+        with open(self.root / "scheduler.log", "wb") as log:  # the child keeps its own copy
+            self.scheduler = subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                 "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+                stdout=subprocess.DEVNULL, stderr=log)
         until("the scheduler's file", lambda: info.is_file() and info.stat().st_size > 0)
         self.address = json.loads(info.read_text())["address"]
         self.client = Client(self.address, timeout=60, set_as_default=False)
@@ -87,9 +94,9 @@ class Cluster:
                 sys.executable, "-m", "distributed.cli.dask_worker", self.address,
                 "--name", name, "--nthreads", str(self.threads), "--no-nanny",
                 "--no-dashboard", "--local-directory", str(scratch)]
-        proc = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(scratch / "tmp")},
-                                stdout=subprocess.DEVNULL,
-                                stderr=open(self.root / f"{name}.log", "wb"))
+        with open(self.root / f"{name}.log", "wb") as log:
+            proc = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(scratch / "tmp")},
+                                    stdout=subprocess.DEVNULL, stderr=log)
         w = Worker(name, scratch, proc)
         self.workers.append(w)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +54,16 @@ if role == "a":
     wait_for_go()
     (ws / "solution.py").write_text("def double(x):\\n    return 2 * x\\n")
 elif role == "b":
+    # what a hostile worker looks for on its host: the blobs of the run (gate files among
+    # them), other attempts' files, the gates' files; walked from every folder above its own
+    found, here = [], ws.resolve()
+    hosts = os.environ["HOSTS_ROOT"] + "/"  # below it, a folder per worker (a stand-in host)
+    for top in [p for p in here.parents if str(p).startswith(hosts)]:
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if os.path.join(folder, d) != str(here)]
+            found += [os.path.join(folder, f) for f in files
+                      if len(f) == 64 or f.startswith(("cases_", "gate_", "L.jsonl"))]
+    (ws / "found.txt").write_text("\\n".join(sorted(set(found))))
     src = (ws / "inputs" / "a" / "solution.py").read_text()
     (ws / "prog.py").write_text(src + "import json, sys\\n"
                                 "print(json.dumps(double(json.load(sys.stdin))))\\n")
@@ -82,7 +92,7 @@ sys.exit(0 if pathlib.Path("report.txt").read_text() == "ok" else 1)
 '''
 
 
-def graph(spec: Path, upstream: str) -> Path:
+def graph(spec: Path, upstream: str, hosts: Path) -> Path:
     """a (calls judge) -> b (program judge); a -> c (llm node, command gate); b, c -> d."""
     spec.mkdir(parents=True)
     (spec / "work.py").write_text(WORK)
@@ -99,7 +109,8 @@ def graph(spec: Path, upstream: str) -> Path:
         "[node.a]\n" + node.format("a") +
         '[node.a.gate]\nkind = "calls"\nmodule = "solution"\nfunction = "double"\n'
         'cases = "cases_a.jsonl"\n'
-        '[node.b]\nneeds = ["a"]\n' + node.format("b") +
+        '[node.b]\nneeds = ["a"]\n' + node.format("b") + f'env = {{ HOSTS_ROOT = "{hosts}" }}\n'
+        +
         '[node.b.gate]\nkind = "program"\nrun = ["python3", "prog.py"]\ncases = "cases_b.jsonl"\n'
         '[node.c]\nneeds = ["a"]\n' + node.format("c") + 'gate = ["python3", "gate_c.py"]\n'
         f'[node.c.llm]\nupstream = "{upstream}"\napi_key_env = "UPSTREAM_KEY"\n'
@@ -128,10 +139,27 @@ def started(c: Cluster, node: str) -> tuple[Path, object] | None:
     return None
 
 
+def scratch_root(tmp_path: Path) -> Path:
+    """Where the Dask workers keep their scratch folders: outside every folder a sandbox masks
+    anyway (/tmp, the home), so that what hides a host's scratch from the commands it runs is
+    the far side's own view, and a test can see it fail."""
+    root = REPO / "build" / "test-dask" / tmp_path.name
+    shutil.rmtree(root, ignore_errors=True)
+    return root
+
+
 def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(tmp_path: Path) -> None:
     run = tmp_path / "run"  # the spec's folder and the ledger's: no Dask worker sees them
-    with fake_openai([REPLY]) as upstream, cluster(tmp_path / "cluster", hidden=[run]) as c:
-        spec = graph(run / "spec", upstream.base_url)
+    root = scratch_root(tmp_path)
+    try:
+        run_through_lost_workers(run, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_through_lost_workers(run: Path, root: Path) -> None:
+    with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run]) as c:
+        spec = graph(run / "spec", upstream.base_url, root)
         ledger = run / "L.jsonl"
         # the wall is real: a worker cannot see the spec's folder
         seen = c.client.run(lambda: os.listdir(str(run)))
@@ -140,22 +168,23 @@ def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(tmp_path: Path) -> 
                      c.address, "--json")
         try:
             # a: its first host dies while its worker runs
-            _marker, first = until("a's worker to start", lambda: started(c, "a"))
+            _marker, first = until("a's worker to start", lambda: started(c, "a"), engine=eng)
             c.kill(first)  # type: ignore[arg-type]
-            marker, second = until("a's worker to start again",
-                                   lambda: (got := started(c, "a")) and got[1] is not first
-                                   and got)
+            marker, _ = until("a's worker to start again",
+                              lambda: (got := started(c, "a")) and got[1] is not first and got,
+                              engine=eng)
             (marker.parent / "go").write_text("")
             # d: its worker leaves a file that makes its gate block, then its host dies there
-            marker, _ = until("d's worker to start", lambda: started(c, "d"))
+            marker, _ = until("d's worker to start", lambda: started(c, "d"), engine=eng)
             (marker.parent / "go-block-gate").write_text("")
-            gate_pid = until("d's gate to run", lambda: (processes_with("gate_d.py") or [None])[0])
+            gate_pid = until("d's gate to run",
+                             lambda: (processes_with("gate_d.py") or [None])[0], engine=eng)
             host = c.of_pid(gate_pid)
             assert host is not None, "d's gate runs under no Dask worker"
             c.kill(host)
             assert not c.live()  # no worker left: the run waits for one
             c.add_worker("w3")
-            marker, _ = until("d's worker to start again", lambda: started(c, "d"))
+            marker, _ = until("d's worker to start again", lambda: started(c, "d"), engine=eng)
             (marker.parent / "go").write_text("")
             out, err = eng.communicate(timeout=300)
         finally:
@@ -205,8 +234,67 @@ def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(tmp_path: Path) -> 
     assert KEY not in env and "OPENAI_API_KEY=lp-" in env
     assert not [p for w in c.workers for p in w.scratch.rglob("*")
                 if p.is_file() and KEY.encode() in p.read_bytes()]
+    # b's worker found nothing of the run on its host but its own files
+    assert (accepted(ledger, "b") / "found.txt").read_text() == ""
 
 
 def accepted(ledger: Path, node: str) -> Path:
     (tree,) = (Path(f"{ledger}.accepted") / node).iterdir()
     return tree
+
+
+def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: Path) -> None:
+    """SIGKILL the engine while a remote worker runs: the host sees that no one waits and kills
+    the command there; `resume --dask` reaps what the run left on the hosts, gives the attempt
+    back (charged its reservation) and runs it again to DONE."""
+    run = tmp_path / "run"
+    root = scratch_root(tmp_path)
+    try:
+        with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run], workers=1) as c:
+            spec = graph(run / "spec", upstream.base_url, root)
+            ledger = run / "L.jsonl"
+            eng = engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
+                         "--json")
+            try:
+                until("a's worker to start", lambda: started(c, "a"), engine=eng)
+                remote = [p for p in processes_with("work.py") if c.of_pid(p)]
+                assert remote, "a's command runs under no Dask worker"
+            finally:
+                eng.kill()
+                eng.communicate()
+            until("a's command on the host to end",
+                  lambda: not [p for p in processes_with("work.py") if c.of_pid(p)])
+            res = engine("resume", "--ledger", str(ledger), "--dask", c.address, "--json")
+            try:
+                for node in "ad":
+                    marker, _ = until(f"{node}'s worker to start", lambda n=node: started(c, n),
+                                      engine=res)
+                    (marker.parent / "go").write_text("")
+                out, err = res.communicate(timeout=300)
+            finally:
+                if res.poll() is None:
+                    res.kill()
+                    res.communicate()
+        assert res.returncode == 0, err
+        assert json.loads(out)["outcome"] == "DONE"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    recs = records(ledger)
+    assert_g3(recs)
+    (resumed,) = [r for r in recs if r["type"] == "resumed"]
+    assert isinstance(resumed["remote_reaped"], int)
+    (lost,) = [r for r in recs if r["type"] == "abandon"]
+    assert lost["node"] == "a" and lost["charged"] > 0
+    assert sorted(r["node"] for r in recs if r["type"] == "verdict" and r["passed"]) == \
+        list("abcd")
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    spec = graph(tmp_path / "spec", "http://127.0.0.1:9/v1", tmp_path)
+    ledger = tmp_path / "L.jsonl"
+    for argv in (("run", str(spec), "--ledger", str(ledger)), ("resume", "--ledger", str(ledger))):
+        eng = engine(*argv, "--dask", "tcp://127.0.0.1:9")
+        out, err = eng.communicate(timeout=120)
+        assert eng.returncode == 2, (out, err)
+        assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
+        assert not list(tmp_path.glob("L.jsonl*"))

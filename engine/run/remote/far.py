@@ -55,6 +55,7 @@ from loopproof.engine.system.process import (
     safe_environment,
 )
 from loopproof.engine.system.sandbox import Confinement, View, backend
+from loopproof.engine.system.sandbox.bwrap import masked_roots
 from loopproof.engine.system.trees import file_digest, remove_tree
 
 ROOT = "loopproof"
@@ -87,6 +88,21 @@ class Host:
     address: str
     stop: Callable[[], str | None] = lambda: None
     gone: Callable[[], bool] = lambda: False
+
+    @property
+    def hidden(self) -> tuple[Path, ...]:
+        """What no command here may see: this worker's scratch folder; Dask's folder of the
+        scratch folders of every worker of this host that uses the default layout (their
+        attempts and blobs); this process's temp folder (the gates' snapshots, the judged
+        code's copies) unless the sandbox masks it anyway (/tmp: there it is each command's own
+        private temp folder, which must stay writable)."""
+        out = [self.scratch]
+        if self.scratch.parent.name == "dask-scratch-space":
+            out.append(self.scratch.parent)
+        tmp = os.path.realpath(tempfile.gettempdir())
+        if not any(tmp == m or tmp.startswith(m.rstrip("/") + "/") for m in masked_roots()):
+            out.append(Path(tmp))
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -195,7 +211,7 @@ def relocate(obj: Any, where: Callable[[str], str]) -> Any:
     return obj
 
 
-def _confinement(c: Confine, scratch: Path, *, writable: tuple[Path, ...] = (),
+def _confinement(c: Confine, host: Host, *, writable: tuple[Path, ...] = (),
                  readable: tuple[Path, ...] = (), sockets: tuple[Path, ...] = (),
                  workspace: Path | None = None) -> Confinement:
     """The engine's confinement rebuilt here: its view's readable paths (the programs'
@@ -203,7 +219,8 @@ def _confinement(c: Confine, scratch: Path, *, writable: tuple[Path, ...] = (),
     this attempt's folders, with this host's whole scratch folder hidden."""
     def view(v: View, extra_readable: tuple[Path, ...]) -> View:
         return View(writable=writable, readable=(*extra_readable, *v.readable),
-                    hidden=(scratch, *v.hidden), sockets=sockets, network=v.network,
+                    hidden=(*host.hidden, *v.hidden), sockets=sockets,
+                    network=v.network,
                     private_home=v.private_home, tmp_bytes=v.tmp_bytes)
 
     hold = (dataclasses.replace(c.hold, workspace=workspace) if c.hold is not None else None)
@@ -240,7 +257,7 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
             argv = Access({}, sock).wrap(argv)  # this host's interpreter and bridge
             sockets = (sock,)
         inputs = work / "inputs"
-        confine = _confinement(job.confine, host.scratch, writable=(work,),
+        confine = _confinement(job.confine, host, writable=(work,),
                                readable=(files, *([inputs] if inputs.is_dir() else [])),
                                sockets=sockets, workspace=work)
         env = safe_environment(extra=job.env, home=work)
@@ -301,7 +318,7 @@ def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | 
             return GateResult.not_judged(f"the gate's program {changed[0]} on the Dask worker "
                                          f"{host.address} is not the file pinned at run start")
         gate = relocate(job.gate, moved(job.shipped, files))
-        confine = _confinement(job.confine, host.scratch, readable=(files,))
+        confine = _confinement(job.confine, host, readable=(files,))
         result = gate.judge(judged, confine)
         return dataclasses.replace(result, facts={**result.facts, "host": host.address})
     finally:

@@ -28,7 +28,7 @@ from bench.targets import figures, line
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
            "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check",
-           "bench.fan")
+           "bench.fan", "bench.cluster")
 
 
 # --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate
@@ -36,7 +36,7 @@ MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.s
 # verify` under its rate; the chain's overhead ratio is read at 2,000 nodes), best of one
 QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1,
                          "fan_nodes": 16}
-QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path")
+QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path", "dask")
 
 
 def _load_modules() -> None:

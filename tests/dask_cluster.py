@@ -33,12 +33,12 @@ DEADLINE_S = 240.0
 
 def until(what: str, probe: Callable[[], T | None], deadline_s: float = DEADLINE_S,
           engine: subprocess.Popen[str] | None = None) -> T:
-    """Poll `probe` until it gives something; fail the test naming `what` after the deadline,
+    """Poll `probe` until it gives something true; fail the test naming `what` after the deadline,
     or as soon as `engine` (the engine's process, when given) has exited, with what it said."""
     end = time.monotonic() + deadline_s
     while True:
         got = probe()
-        if got is not None and got is not False:
+        if got:
             return got
         if engine is not None and engine.poll() is not None:
             out, err = engine.communicate()

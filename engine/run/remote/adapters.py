@@ -98,12 +98,13 @@ def _source(blobs: Mapping[str, bytes], where: Mapping[str, bytes]) -> Callable[
 def replace_workspace(ws: Path, tree: Tree, blobs: Mapping[str, bytes],
                       where: Mapping[str, bytes]) -> None:
     """Make the local workspace the tree that came back: built beside it (a name no node can
-    have), checked blob by blob, then swapped in."""
+    have), each blob that came checked as it is written, each file the worker left as it was
+    sent linked from the old workspace, then swapped in."""
     parent = ws.parent
     incoming, old = parent / f".incoming-{ws.name}", parent / f".old-{ws.name}"
     for p in (incoming, old):
         remove_tree(p, within=parent)
-    materialize(tree, incoming, _source(blobs, where))
+    materialize(tree, incoming, _source(blobs, where), link=True)
     os.rename(ws, old)
     os.rename(incoming, ws)
     remove_tree(old, within=parent)

@@ -48,7 +48,7 @@ from loopproof.engine.system.errors import BadInput
 
 CONNECT_S = 10.0  # how long `connect` tries to reach the scheduler
 POLL_S = 0.1  # how often a waiting call looks at its future, its worker and its stop
-INFO_S = 0.25  # how old the scheduler's list of workers may be
+INFO_S = 5.0  # how old the scheduler's list of workers may be (its changes are also pushed)
 STOP_POLL_S = 0.25  # how often a host asks whether the engine stopped its worker
 GRACE_S = 30.0  # beyond a call's time limit, how long the engine waits for its answer
 INLINE_BYTES = 1 << 20  # blobs up to this size travel with the call, larger ones scattered
@@ -142,16 +142,27 @@ class DaskCluster:
         self.known: dict[str, set[str]] = {}  # worker id -> blobs it has
         self.hosts: dict[str, str] = {}  # node -> where its last worker ran
         self.expect: tuple[list[str], dict[str, str], str] = ([], {}, "bwrap")
-        self._info: tuple[float, dict[str, int]] = (-1.0, {})
+        # the scheduler tells of every worker it adds or removes (its "all" topic): each such
+        # event makes the list of workers stale, so a lost worker is known at once, and the
+        # list is asked for again only when it changed (or after INFO_S)
+        self._changes = 0
+        self._info: tuple[float, int, dict[str, int]] = (-1.0, -1, {})
+        client.subscribe_topic("all", self._event)
 
     # ---- workers -----------------------------------------------------------------------------
+    def _event(self, event: Any) -> None:
+        msg = event[1] if isinstance(event, tuple) and len(event) == 2 else {}
+        if isinstance(msg, dict) and msg.get("action") in ("add-worker", "remove-worker"):
+            self._changes += 1
+
     def workers(self, fresh: bool = False) -> dict[str, int]:
-        """Address -> threads of every worker the scheduler lists (at most INFO_S old)."""
-        at, info = self._info
-        if fresh or time.monotonic() - at > INFO_S:
+        """Address -> threads of every worker the scheduler lists now."""
+        at, seen, info = self._info
+        if fresh or seen != self._changes or time.monotonic() - at > INFO_S:
+            changes = self._changes  # an event during the question makes its answer stale
             listed = self.client.scheduler_info(n_workers=-1).get("workers", {})
             info = {a: int(w.get("nthreads", 1)) for a, w in listed.items()}
-            self._info = (time.monotonic(), info)
+            self._info = (time.monotonic(), changes, info)
         return info
 
     def _probe(self, addresses: Iterable[str]) -> dict[str, str]:

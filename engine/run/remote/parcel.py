@@ -183,14 +183,17 @@ class BlobStore:
 Source = Callable[[str], bytes | Path]  # a digest -> its bytes, or a file that holds them
 
 
-def materialize(tree: Tree, dst: Path | str, source: Source) -> None:
+def materialize(tree: Tree, dst: Path | str, source: Source, *, link: bool = False) -> None:
     """Build `tree` as the new folder `dst`: folders, files copied from `source` (each checked
     against its digest as it is written: `Corrupt` otherwise), links; then the permission bits,
-    folders last (a 0o555 folder is filled first)."""
+    folders last (a 0o555 folder is filled first). `link`: a file `source` names is hard-linked
+    instead of copied (the engine's own files, hashed just before and about to be removed;
+    each linked once, so two entries never share an inode and its permission bits)."""
     d = _b(dst)
     os.mkdir(d, 0o700)
     folders: list[tuple[bytes, int]] = [(d, tree.mode)]
     files: list[tuple[bytes, int]] = []
+    linked: set[Path] = set()
     for rel, kind, mode, data in tree.entries:
         if rel.startswith(b"/") or b".." in rel.split(b"/"):
             raise Corrupt(f"an entry {shown(rel)!r} climbs out of its tree")
@@ -201,7 +204,12 @@ def materialize(tree: Tree, dst: Path | str, source: Source) -> None:
         elif kind == LINK:
             os.symlink(os.fsencode(data), target)
         elif kind == FILE:
-            _write(target, data, source(data))
+            src = source(data)
+            if link and isinstance(src, Path) and src not in linked:
+                linked.add(src)
+                os.link(src, target)
+            else:
+                _write(target, data, src)
             files.append((target, mode))
         else:
             raise Corrupt(f"an entry {shown(rel)!r} of unknown kind {kind!r}")

@@ -11,7 +11,8 @@ Two figures, issue 38's:
 - *The engine's overhead per sandboxed attempt*: bench/attempt.py's node (a worker writes 20
   files, a gate reads them and rejects) for 40 attempts with `sandbox = "bwrap"`, run by the
   engine locally and on the cluster, against a bare loop of the same two commands launched in
-  the same bubblewrap sandboxes by `run_command` (no ledger, no staging, no hashing, no Dask).
+  the same bubblewrap sandboxes and resource limits by `run_command` (no ledger, no staging, no
+  hashing, no Dask).
   Targets: the local overhead at most 15 ms per attempt over the bare launches, and the remote
   overhead (the content-addressed transfers, the Dask round trips, the hashing on both sides)
   within 2 x the local one.
@@ -89,14 +90,18 @@ def _attempt_graph(folder: Path) -> Path:
 def _bare(folder: Path, i: int) -> float:
     """The two commands of each attempt, launched in the sandboxes the engine gives them (the
     worker's workspace writable; the gate's copy read-only) and nothing else."""
+    from loopproof.engine.system.limits import Hold, ResourceLimits
     from loopproof.engine.system.process import gate_environment, run_command, safe_environment
     from loopproof.engine.system.sandbox import Confinement, View, backend
 
     ws = folder / f"bare{i}"
     ws.mkdir()
     box = backend("bwrap")
-    worker = Confinement(box, View(writable=(ws,)))
-    gate = Confinement(box, View(readable=(ws,), private_home=True))
+    held = ResourceLimits(4 << 30, 1024, 1 << 30, 256 << 20)  # a node's default limits
+    worker = Confinement(box, View(writable=(ws,)),
+                         hold=Hold(held, "bare", "bench.worker", ws))
+    gate = Confinement(box, View(readable=(ws,), private_home=True),
+                       hold=Hold(held, "bare", "bench.gate"))
     t = time.perf_counter()
     for _ in range(ATTEMPTS):
         run_command(WORKER, ws, 10, env=safe_environment(home=ws), confine=worker)

@@ -51,6 +51,7 @@ POLL_S = 0.1  # how often a waiting call looks at its future, its worker and its
 INFO_S = 5.0  # how old the scheduler's list of workers may be (its changes are also pushed)
 STOP_POLL_S = 0.25  # how often a host asks whether the engine stopped its worker
 GRACE_S = 30.0  # beyond a call's time limit, how long the engine waits for its answer
+RUN_S = 60.0  # how long a probe or a reap of the workers may take (a hung worker: no answer)
 INLINE_BYTES = 1 << 20  # blobs up to this size travel with the call, larger ones scattered
 EXTRA = "pip install 'loopproof[cluster]' (dask.distributed) on the engine's machine and on " \
         "every worker host"
@@ -138,6 +139,10 @@ class DaskCluster:
         self.lock = threading.Lock()
         self.busy: dict[str, int] = {}  # worker id -> slots held
         self.ids: dict[str, str] = {}  # address -> the id of the process probed there
+        # address -> the worker process there now, as the scheduler lists it (its own scratch
+        # folder: a worker restarted at the same address is another process, probed again)
+        self.incarnation: dict[str, str] = {}
+        self.probed: dict[str, str] = {}  # address -> the incarnation its `ids` entry is of
         self.bad: dict[str, str] = {}  # worker id -> why it is not used
         self.known: dict[str, set[str]] = {}  # worker id -> blobs it has
         self.hosts: dict[str, str] = {}  # node -> where its last worker ran
@@ -162,20 +167,40 @@ class DaskCluster:
             changes = self._changes  # an event during the question makes its answer stale
             listed = self.client.scheduler_info(n_workers=-1).get("workers", {})
             info = {a: int(w.get("nthreads", 1)) for a, w in listed.items()}
+            self.incarnation = {a: str(w.get("local_directory", a)) for a, w in listed.items()}
             self._info = (time.monotonic(), changes, info)
         return info
+
+    def _run(self, fn: Callable[..., Any], *args: Any, workers: list[str] | None = None
+             ) -> dict[str, Any]:
+        """`fn` on each worker (outside Dask's task queue), at most RUN_S: a worker that has not
+        answered by then is left out of the answers."""
+        answers: dict[str, Any] = {}
+
+        def ask() -> None:
+            answers.update(self.client.run(fn, *args, workers=workers, on_error="return"))
+
+        asking = threading.Thread(target=ask, daemon=True, name="loopproof-dask-run")
+        asking.start()
+        asking.join(RUN_S)
+        return dict(answers)
 
     def _probe(self, addresses: Iterable[str]) -> dict[str, str]:
         """Probe each address; the problems found (address -> words). Usable ones get their
         process id recorded."""
         programs, pins, sandbox = self.expect
-        answers = self.client.run(_probe, programs, pins, sandbox, workers=list(addresses),
-                                  on_error="return")
+        asked = list(addresses)
+        answers = self._run(_probe, programs, pins, sandbox, workers=asked)
+        answers.update({a: TimeoutError(f"no answer in {RUN_S:g} s") for a in asked
+                        if a not in answers})
         mine = far.code_digest()
         problems: dict[str, str] = {}
         for addr, got in answers.items():
             if isinstance(got, BaseException) or not isinstance(got, dict):
                 problems[addr] = f"did not answer the probe ({got!r:.200})"
+                self.ids[addr] = f"unanswered {addr}"  # not asked again at every look
+                self.probed[addr] = self.incarnation.get(addr, addr)
+                self.bad[self.ids[addr]] = problems[addr]
                 continue
             why = ("it runs other engine code (another loopproof version or checkout)"
                    if got["code"] != mine else
@@ -184,6 +209,7 @@ class DaskCluster:
                    f"the gate's program {got['changed'][0]} differs from the engine's"
                    if got["changed"] else "")
             self.ids[addr] = got["id"]
+            self.probed[addr] = self.incarnation.get(addr, addr)
             if why:
                 self.bad[got["id"]] = why
                 problems[addr] = why
@@ -207,12 +233,12 @@ class DaskCluster:
 
     def _usable(self) -> dict[str, int]:
         live = self.workers()
-        new = [a for a in live if a not in self.ids]
+        new = [a for a in live if self.probed.get(a) != self.incarnation.get(a)]
         if new:
             for addr, why in self._probe(new).items():
                 print(f"loopproof: not using the Dask worker {addr}: {why}", file=sys.stderr)
         return {a: n for a, n in live.items()
-                if a in self.ids and self.ids[a] not in self.bad}
+                if self.probed.get(a) == self.incarnation.get(a) and self.ids[a] not in self.bad}
 
     # ---- slots -------------------------------------------------------------------------------
     def acquire(self, prefer: str | None = None) -> Slot:
@@ -253,6 +279,7 @@ class DaskCluster:
         """Is `slot`'s worker process still listed by the scheduler? Asked afresh before the
         answer is no (a loss gives an attempt back, charged)."""
         return any(slot.address in self.workers(fresh=fresh)
+                   and self.probed.get(slot.address) == self.incarnation.get(slot.address)
                    and self.ids.get(slot.address) == slot.worker_id for fresh in (False, True))
 
     # ---- calls -------------------------------------------------------------------------------
@@ -326,7 +353,7 @@ class DaskCluster:
     def reap(self, owner: str) -> int:
         """Kill what the run left running on every worker host (a killed engine's attempts)
         and remove its folders there; the processes found."""
-        answers = self.client.run(_reap, owner, on_error="return")
+        answers = self._run(_reap, owner)
         return sum(n for n in answers.values() if isinstance(n, int))
 
     def close(self, owner: str | None = None) -> None:

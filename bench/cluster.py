@@ -4,9 +4,9 @@ by side in one process, alternating, best of `ROUNDS` (`make bench-dask`).
 Two figures, issue 38's:
 
 - *The fan*: bench/fan.py's 40 independent nodes of 1-second workers (bwrap, as a fresh clone
-  runs them) at `--jobs 16`, on a real cluster of 2 Dask workers x 8 threads (a `LocalCluster` of
-  worker processes: each its own scratch folder, the same machine's cores) against `--jobs 16`
-  in the engine's process. Target: the cluster's wall clock within 1.25 x the local one. Every
+  runs them) at `--jobs 16`, on a real cluster of 2 Dask workers x 8 threads (a `dask scheduler`
+  and two `dask worker` processes, each its own scratch folder, on this machine's cores) against
+  `--jobs 16` in the engine's process. Target: the cluster's wall clock within 1.25 x the local one. Every
   ledger is verified and G3 checked at every prefix (bench/fan.py's `checked`).
 - *The engine's overhead per sandboxed attempt*: bench/attempt.py's node (a worker writes 20
   files, a gate reads them and rejects) for 40 attempts with `sandbox = "bwrap"`, run by the
@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,6 +36,7 @@ from typing import Any
 from bench.attempt import ATTEMPTS, FILES, GATE, WORKER
 from bench.fan import checked, fan_graph
 from bench.registry import register
+from bench.sandbox import attempt_graph
 from bench.targets import figure
 
 ROUNDS = 2
@@ -45,13 +49,36 @@ REMOTE_RATIO = 2.0  # the remote overhead within 2 x the local one
 
 @contextlib.contextmanager
 def local_cluster(folder: Path) -> Iterator[str]:
-    """A scheduler and `DASK_WORKERS` worker processes of `THREADS` threads on this machine."""
-    from distributed import LocalCluster
+    """A `dask scheduler` and `DASK_WORKERS` `dask worker` processes of `THREADS` threads on
+    this machine, each worker with its own scratch folder (processes of their own, as on a
+    real cluster: a scheduler inside the engine's process would share its interpreter)."""
+    from distributed import Client
 
-    with LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=THREADS, processes=True,
-                      dashboard_address=None, silence_logs=50,
-                      local_directory=str(folder / "dask")) as cluster:
-        yield cluster.scheduler_address
+    info = folder / "scheduler.json"
+    python = [sys.executable, "-m"]
+    procs = [subprocess.Popen([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        while not (info.is_file() and info.stat().st_size):
+            time.sleep(0.05)
+        address = json.loads(info.read_text())["address"]
+        for i in range(DASK_WORKERS):
+            procs.append(subprocess.Popen(
+                [*python, "distributed.cli.dask_worker", address, "--nthreads", str(THREADS),
+                 "--no-nanny", "--no-dashboard", "--local-directory", str(folder / f"w{i}")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(address, set_as_default=False) as client:
+            client.wait_for_workers(DASK_WORKERS, timeout=300)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def _run(spec_path: Path, ledger: Path, jobs: int, address: str | None) -> tuple[float, Any]:
@@ -76,15 +103,6 @@ def _run(spec_path: Path, ledger: Path, jobs: int, address: str | None) -> tuple
     if code != 0 and runner.state.attempts_total != ATTEMPTS:
         raise RuntimeError(f"{spec_path}: exit {code}, {runner.state.attempts_total} attempts")
     return seconds, runner
-
-
-def _attempt_graph(folder: Path) -> Path:
-    spec = folder / "attempt.toml"
-    spec.write_text(
-        "[graph]\nspend_budget = 1000000.0\n[node.bench]\n"
-        f"worker = {WORKER!r}\ngate = {GATE!r}\n".replace("'", '"')
-        + f"attempts = {ATTEMPTS}\nspend_ceiling = 10.0\ntimeout_s = 10\ngate_timeout_s = 10\n")
-    return spec
 
 
 def _bare(folder: Path, i: int) -> float:
@@ -124,7 +142,7 @@ def bench_dask(args: argparse.Namespace) -> dict[str, Any]:
         folder = Path(tmp)
         with local_cluster(folder) as address:
             fan_spec = fan_graph(folder, NODES, SLEEP_S)
-            one = _attempt_graph(folder)
+            one = attempt_graph(folder, "bwrap")
             for i in range(ROUNDS):
                 for where in ("local", "remote") if i % 2 == 0 else ("remote", "local"):
                     ledger = folder / f"fan-{where}-{i}.jsonl"
@@ -160,8 +178,8 @@ def bench_dask(args: argparse.Namespace) -> dict[str, Any]:
                     "remote_overhead_ms": round(remote_over, 2),
                     "remote_to_local": figure(remote_over / max(local_over, 1e-9),
                                               REMOTE_RATIO, "x the local overhead")},
-        "note": "same process, alternating order, best of rounds; the cluster is a "
-                "LocalCluster of worker processes on this machine",
+        "note": "same engine process, alternating order, best of rounds; the cluster is a "
+                "dask scheduler and two dask worker processes on this machine",
     }
 
 

@@ -17,11 +17,13 @@ Dask worker once it sees its attempt's command running there), never on timing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from dask_cluster import Cluster, cluster, processes_with, until
@@ -119,10 +121,18 @@ def graph(spec: Path, upstream: str, hosts: Path) -> Path:
     return spec / "graph.toml"
 
 
-def engine(*argv: str, **kw: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *argv], cwd=REPO,
+@contextlib.contextmanager
+def engine(*argv: str) -> Iterator[subprocess.Popen[str]]:
+    """`loopproof ARGV` in a process of its own, killed if it still runs when the block ends."""
+    proc = subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *argv], cwd=REPO,
                             env={**os.environ, "UPSTREAM_KEY": KEY}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)  # type: ignore[call-overload]
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def started(c: Cluster, node: str) -> tuple[Path, object] | None:
@@ -164,9 +174,8 @@ def run_through_lost_workers(run: Path, root: Path) -> None:
         # the wall is real: a worker cannot see the spec's folder
         seen = c.client.run(lambda: os.listdir(str(run)))
         assert all(v == [] for v in seen.values()), seen
-        eng = engine("run", str(spec), "--ledger", str(ledger), "--jobs", "2", "--dask",
-                     c.address, "--json")
-        try:
+        with engine("run", str(spec), "--ledger", str(ledger), "--jobs", "2", "--dask",
+                    c.address, "--json") as eng:
             # a: its first host dies while its worker runs
             _marker, first = until("a's worker to start", lambda: started(c, "a"), engine=eng)
             c.kill(first)  # type: ignore[arg-type]
@@ -187,10 +196,6 @@ def run_through_lost_workers(run: Path, root: Path) -> None:
             marker, _ = until("d's worker to start again", lambda: started(c, "d"), engine=eng)
             (marker.parent / "go").write_text("")
             out, err = eng.communicate(timeout=300)
-        finally:
-            if eng.poll() is None:
-                eng.kill()
-                eng.communicate()
         assert eng.returncode == 0, err
         report = json.loads(out)
         assert report["outcome"] == "DONE" and report["attempts_total"] == 4, report
@@ -253,28 +258,21 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: 
         with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run], workers=1) as c:
             spec = graph(run / "spec", upstream.base_url, root)
             ledger = run / "L.jsonl"
-            eng = engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
-                         "--json")
-            try:
+            with engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
+                        "--json") as eng:
                 until("a's worker to start", lambda: started(c, "a"), engine=eng)
                 remote = [p for p in processes_with("work.py") if c.of_pid(p)]
                 assert remote, "a's command runs under no Dask worker"
-            finally:
-                eng.kill()
-                eng.communicate()
+                eng.kill()  # SIGKILL, mid-attempt
             until("a's command on the host to end",
                   lambda: not [p for p in processes_with("work.py") if c.of_pid(p)])
-            res = engine("resume", "--ledger", str(ledger), "--dask", c.address, "--json")
-            try:
+            with engine("resume", "--ledger", str(ledger), "--dask", c.address,
+                        "--json") as res:
                 for node in "ad":
                     marker, _ = until(f"{node}'s worker to start", lambda n=node: started(c, n),
                                       engine=res)
                     (marker.parent / "go").write_text("")
                 out, err = res.communicate(timeout=300)
-            finally:
-                if res.poll() is None:
-                    res.kill()
-                    res.communicate()
         assert res.returncode == 0, err
         assert json.loads(out)["outcome"] == "DONE"
     finally:
@@ -293,8 +291,8 @@ def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(tmp_path: Path)
     spec = graph(tmp_path / "spec", "http://127.0.0.1:9/v1", tmp_path)
     ledger = tmp_path / "L.jsonl"
     for argv in (("run", str(spec), "--ledger", str(ledger)), ("resume", "--ledger", str(ledger))):
-        eng = engine(*argv, "--dask", "tcp://127.0.0.1:9")
-        out, err = eng.communicate(timeout=120)
+        with engine(*argv, "--dask", "tcp://127.0.0.1:9") as eng:
+            out, err = eng.communicate(timeout=120)
         assert eng.returncode == 2, (out, err)
         assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
         assert not list(tmp_path.glob("L.jsonl*"))

@@ -81,7 +81,10 @@ def connect(address: str) -> DaskCluster:
                        "extra)", EXTRA) from None
     _quiet()
     try:
-        client = distributed.Client(address, timeout=CONNECT_S, set_as_default=False)
+        # answers are fetched from the workers directly (the scheduler passing each one on cost
+        # a loaded machine about ten times the round trip); `check` makes sure they can be
+        client = distributed.Client(address, timeout=CONNECT_S, set_as_default=False,
+                                    direct_to_workers=True)
     except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
         words = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise BadInput(address, "--dask", f"no Dask scheduler answers there ({words})",
@@ -121,9 +124,11 @@ def _on_worker(fn: str, job: Any, blobs: dict[str, bytes], worker_id: str) -> An
     return getattr(far, fn)(job, blobs, host)
 
 
-def _probe(programs: list[str], pins: dict[str, str], sandbox: str,
-           dask_worker: Any = None) -> dict[str, Any]:
-    return {"id": dask_worker.id, **far.probe(programs, pins, sandbox)}
+def _probe(programs: list[str], pins: dict[str, str], sandbox: str) -> dict[str, Any]:
+    import distributed
+
+    return {"id": distributed.get_worker().id, "dask": distributed.__version__,
+            **far.probe(programs, pins, sandbox)}
 
 
 def _reap(owner: str, dask_worker: Any = None) -> int:
@@ -189,21 +194,36 @@ class DaskCluster:
         """Probe each address; the problems found (address -> words). Usable ones get their
         process id recorded."""
         programs, pins, sandbox = self.expect
-        asked = list(addresses)
-        answers = self._run(_probe, programs, pins, sandbox, workers=asked)
-        answers.update({a: TimeoutError(f"no answer in {RUN_S:g} s") for a in asked
-                        if a not in answers})
+        # a task pinned to each, its answer fetched as an attempt's is: so a worker the engine
+        # cannot reach directly is found here, not at its first attempt
+        asked = {a: self.client.submit(_probe, programs, pins, sandbox, workers=[a],
+                                       allow_other_workers=False, pure=False,
+                                       key=f"loopproof-probe-{a}-{time.monotonic_ns()}")
+                 for a in addresses}
+        answers: dict[str, Any] = {}
+        for a, fut in asked.items():
+            try:
+                answers[a] = fut.result(timeout=RUN_S)
+            except Exception as exc:  # not reached, no answer in time, the worker left
+                answers[a] = exc
+                fut.cancel()
+            fut.release()
+        import distributed
+
         mine = far.code_digest()
         problems: dict[str, str] = {}
         for addr, got in answers.items():
             if isinstance(got, BaseException) or not isinstance(got, dict):
-                problems[addr] = f"did not answer the probe ({got!r:.200})"
+                problems[addr] = (f"did not answer the engine's probe ({got!r:.200}); the "
+                                  f"engine must reach each worker's address directly")
                 self.ids[addr] = f"unanswered {addr}"  # not asked again at every look
                 self.probed[addr] = self.incarnation.get(addr, addr)
                 self.bad[self.ids[addr]] = problems[addr]
                 continue
             why = ("it runs other engine code (another loopproof version or checkout)"
                    if got["code"] != mine else
+                   f"it runs dask.distributed {got['dask']}, the engine "
+                   f"{distributed.__version__}" if got["dask"] != distributed.__version__ else
                    f"its sandbox cannot run: {got['sandbox']}" if got["sandbox"] else
                    f"program {got['missing'][0]} is not there" if got["missing"] else
                    f"the gate's program {got['changed'][0]} differs from the engine's"
@@ -364,4 +384,6 @@ class DaskCluster:
                     self.reap(owner)
         finally:
             with contextlib.suppress(Exception):
+                # no event is sent to a client that is leaving (the scheduler logs each one)
+                self.client.unsubscribe_topic("all")
                 self.client.close()

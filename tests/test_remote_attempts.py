@@ -350,6 +350,10 @@ def test_nodes_that_cannot_run_on_a_cluster_are_refused_before_anything_is_writt
         tmp_path: Path) -> None:
     from loopproof.engine.system.errors import BadInput
 
+    revision = REPO / "examples" / "regress-restore" / "graph.toml"  # runs in the engine
+    with pytest.raises(BadInput, match="cannot run on a Dask cluster"):
+        Runner.start(load(revision), tmp_path / "R.jsonl", cluster=InProcess(tmp_path / "r"))
+    assert not (tmp_path / "R.jsonl").exists()
     spec = tmp_path / "graph.toml"
     (tmp_path / "out").mkdir()
     spec.write_text('[graph]\nspend_budget = 10.0\n[node.a]\nworker = ["true"]\n'

@@ -151,6 +151,7 @@ class DaskCluster:
         self.bad: dict[str, str] = {}  # worker id -> why it is not used
         self.known: dict[str, set[str]] = {}  # worker id -> blobs it has
         self.hosts: dict[str, str] = {}  # node -> where its last worker ran
+        self.waiting = False  # an attempt waits for a thread (said once on stderr)
         self.expect: tuple[list[str], dict[str, str], str] = ([], {}, "bwrap")
         # the scheduler tells of every worker it adds or removes (its "all" topic): each such
         # event makes the list of workers stale, so a lost worker is known at once, and the
@@ -264,7 +265,6 @@ class DaskCluster:
     def acquire(self, prefer: str | None = None) -> Slot:
         """A free thread of a usable worker (`prefer`'s if it has one, else the least busy);
         waits for one."""
-        told = False
         while True:
             with self.lock:
                 live = self._usable()
@@ -274,11 +274,12 @@ class DaskCluster:
                         free, key=lambda a: (self.busy.get(self.ids[a], 0) / live[a], a))
                     wid = self.ids[pick]
                     self.busy[wid] = self.busy.get(wid, 0) + 1
+                    self.waiting = False
                     return Slot(pick, wid)
-            if not told:
-                print(f"loopproof: waiting for a free Dask worker thread at {self.address}",
-                      file=sys.stderr)
-                told = True
+                if not self.waiting:  # once per stretch of waiting, whichever attempt waits
+                    self.waiting = True
+                    print(f"loopproof: waiting for a free Dask worker thread at "
+                          f"{self.address} ({len(live)} worker(s) usable)", file=sys.stderr)
             time.sleep(2 * POLL_S)
 
     def release(self, slot: Slot) -> None:

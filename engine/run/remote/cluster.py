@@ -34,6 +34,7 @@ import logging
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,15 @@ class Elsewhere:
     same address): it ran nothing."""
 
     worker_id: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The far side raised: an engine bug (or a host that cannot do what the engine can), not
+    a lost worker. The engine stops as it would on a bug of its own, rather than give the
+    attempt back to fail the same way again."""
+
+    trace: str
 
 
 def _quiet() -> None:
@@ -121,7 +131,10 @@ def _on_worker(fn: str, job: Any, blobs: dict[str, bytes], worker_id: str) -> An
         return asked[1]
 
     host = far.Host(Path(w.local_directory), w.address, stop, gone)
-    return getattr(far, fn)(job, blobs, host)
+    try:
+        return getattr(far, fn)(job, blobs, host)
+    except Exception:
+        return Failed(traceback.format_exc()[-4000:])
 
 
 def _probe(programs: list[str], pins: dict[str, str], sandbox: str) -> dict[str, Any]:
@@ -322,6 +335,9 @@ class DaskCluster:
             if isinstance(out, Elsewhere):
                 raise OutcomeUnknown(f"the Dask worker process at {slot.address} that was "
                                      f"given the attempt is gone (another one answered there)")
+            if isinstance(out, Failed):
+                raise RuntimeError(f"engine error on the Dask worker {slot.address}: "
+                                   f"{out.trace}")
             return out
         raise OutcomeUnknown(f"the Dask worker {slot.address} lost the attempt's files twice")
 

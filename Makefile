@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser coq proofs explore check lint test fuzz reproduce reproduce-paper reproduce-llm figures notebook bench bench-peer latex paper clean bench-fan bench-dask
+.PHONY: all venv sandbox browser coq agents-cli proofs explore check lint test fuzz reproduce reproduce-paper reproduce-llm figures notebook bench bench-peer latex paper clean bench-fan bench-dask
 
 all: check
 
@@ -68,6 +68,38 @@ coq:
 	    echo "make: coq is missing; run: sudo apt-get install coq ocaml"; exit 1; \
 	  fi; }
 
+# Claude Code and Codex CLI run as workers under the metered proxy (examples/claude-code,
+# examples/codex, tests/test_agent_clis.py): the versions pinned in examples/agents-cli/ (with
+# the lock's hashes) installed from the npm registry into build/agents/, with codex-worker (the
+# script that points Codex at the attempt's proxy) in build/agents/bin/. Both CLIs are native
+# binaries shipped inside their npm packages; node and npm install them (Claude Code's
+# postinstall copies its binary into place) and node starts Codex's. Node is a system package: installed with apt when
+# missing and we can (root), else the one command is printed.
+AGENTS_CLI   := build/agents
+AGENTS_STAMP := $(AGENTS_CLI)/.installed-stamp
+$(AGENTS_STAMP): examples/agents-cli/package.json examples/agents-cli/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing nodejs and npm (they install the agent CLIs into $(AGENTS_CLI))"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm \
+	      >/dev/null || exit 1; \
+	  else \
+	    echo "make: npm is missing; run: sudo apt-get install nodejs npm"; exit 1; \
+	  fi; }
+	mkdir -p $(AGENTS_CLI)
+	cp examples/agents-cli/package.json examples/agents-cli/package-lock.json $(AGENTS_CLI)/
+	cd $(AGENTS_CLI) && npm ci --no-audit --no-fund --loglevel=error
+	$(AGENTS_CLI)/node_modules/.bin/claude --version | grep -q '^2\.1\.332 ' || { \
+	  echo "make: $(AGENTS_CLI)/node_modules/.bin/claude is not Claude Code 2.1.332"; exit 1; }
+	$(AGENTS_CLI)/node_modules/.bin/codex --version | grep -q '^codex-cli 0\.171\.0$$' || { \
+	  echo "make: $(AGENTS_CLI)/node_modules/.bin/codex is not Codex CLI 0.171.0"; exit 1; }
+	touch $(AGENTS_STAMP)
+
+$(AGENTS_CLI)/bin/codex-worker: examples/agents-cli/codex-worker
+	install -D -m 755 $< $@
+
+agents-cli: $(AGENTS_STAMP) $(AGENTS_CLI)/bin/codex-worker
+
 proofs: venv coq
 	$(BIN)/python -m loopproof.proofs --keep build/proofs
 
@@ -84,10 +116,10 @@ lint: venv
 # notebook kernels), and the extra workers fill the cores a waiting one leaves idle (side by side
 # on one clone: 245 s of tests with four, 262 s with three); worksteal hands the last long tests
 # to whichever worker is free.
-test: venv sandbox browser coq
+test: venv sandbox browser coq agents-cli
 	$(BIN)/python -m pytest -n 4 --dist worksteal
 
-check: venv sandbox browser coq lint proofs test
+check: venv sandbox browser coq agents-cli lint proofs test
 	@echo "make check: proofs and tests passed"
 
 # Random exploration, apart from make check (whose examples are the same on every machine):

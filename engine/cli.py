@@ -13,9 +13,10 @@ import importlib
 import sys
 from typing import NoReturn
 
+from loopproof.engine.kinds import register_builtin
+from loopproof.engine.system import exits
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
-
-EXIT_OK, EXIT_REJECT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUDGET, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
+from loopproof.engine.system.exits import Exit
 
 COMMANDS: dict[str, str] = {
     "run": "run a bounded-loop graph (GRAPH.toml) and write its ledger",
@@ -35,8 +36,11 @@ class Parser(argparse.ArgumentParser):
     other bad input, instead of the usage block and the error below it."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}; fix: see `{self.prog} --help`\n")
+        self.exit(Exit.BAD_INPUT, f"{self.prog}: {message}; fix: see `{self.prog} --help`\n")
 
+
+# the commands that load a graph spec (from its file, or from a ledger's first record)
+LOADS_SPECS = frozenset({"run", "resume", "bound", "audit", "cancel"})
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the `only` subcommand's module is imported, and none for `--help` or a
@@ -45,9 +49,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="loopproof",
         description="Bounded loops for agent harnesses: " + ", ".join(COMMANDS) + ".",
-        epilog="exit codes: 0 DONE/ok, 1 a check the command ran did not hold, 2 bad input "
-               "(nothing written), 3 FAILED, 4 BUDGET_EXHAUSTED, 5 ledger corrupt or pinned "
-               "file changed, 6 stopped by the kill switch (resume continues)",
+        epilog=exits.epilog(),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text in COMMANDS.items():
@@ -74,15 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     module = _module(args.command)
     if module is None:
         print(f"loopproof {args.command}: not available in this build", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return Exit.BAD_INPUT
+    if args.command in LOADS_SPECS:
+        register_builtin()  # the node kinds of the layers above the run layer
     try:
         return int(module.main(args))
     except BadInput as exc:
         print(f"loopproof {args.command}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return Exit.BAD_INPUT
     except LedgerCorrupt as exc:
         print(f"loopproof {args.command}: ledger corrupt: {exc}", file=sys.stderr)
-        return EXIT_CORRUPT
+        return Exit.CORRUPT
 
 
 if __name__ == "__main__":

@@ -40,9 +40,11 @@ def __getattr__(name: str) -> Any:
 
 def bound(graph: str | Path) -> dict[str, Any]:
     """W, W_c, B and whether W_c fits B for the spec at `graph`, before anything runs."""
+    from loopproof.engine.kinds import register_builtin
     from loopproof.engine.run import spec as spec_mod
     from loopproof.engine.run.spec_checks import refuse_unfit_model_calls
 
+    register_builtin()
     spec = spec_mod.load(Path(graph))
     refuse_unfit_model_calls(spec)
     return dict(spec.bounds())
@@ -51,9 +53,11 @@ def bound(graph: str | Path) -> dict[str, Any]:
 def run(graph: str | Path, ledger: str | Path, *, jobs: int | None = None,
         stop_file: str | Path | None = None) -> dict[str, Any]:
     """Run the graph at `graph` into a new ledger; the report `loopproof run --json` prints."""
+    from loopproof.engine.kinds import register_builtin
     from loopproof.engine.run import spec as spec_mod
     from loopproof.engine.run.runner import Runner
 
+    register_builtin()
     spec = spec_mod.load(Path(graph))
     runner = Runner.start(spec, Path(ledger), jobs=jobs,
                           stop_file=None if stop_file is None else Path(stop_file))
@@ -66,8 +70,10 @@ def run(graph: str | Path, ledger: str | Path, *, jobs: int | None = None,
 
 def resume(ledger: str | Path, *, stop_file: str | Path | None = None) -> dict[str, Any]:
     """Continue the run of `ledger` after a crash or a stop; a finished run is reported as is."""
+    from loopproof.engine.kinds import register_builtin
     from loopproof.engine.run.runner import Runner
 
+    register_builtin()
     runner = Runner.resume(Path(ledger), stop_file=None if stop_file is None else Path(stop_file))
     try:
         code = runner.continue_run()

@@ -121,3 +121,40 @@ def pinned_stages(s: PolicyState) -> str | None:
         return "a stage ran before the pin" if s.stages else None
     bad = [i for i, d in enumerate(s.stages) if d != s.pinned]
     return f"stage {bad[0]} ran under {s.stages[bad[0]][:12]}, not the pin" if bad else None
+
+
+# ---- release: what must hold before a run's result is released (the policy's
+# `release.conditions`; engine/policy/pin.py reads the policy, engine/run/finish.py asks this)
+
+RELEASE_CONDITIONS: dict[str, str] = {
+    "all_done": "the run ended DONE (every node has a PASS for its current activation)",
+    "ledger_verified": "the ledger's hash chain verifies",
+    "pins_unchanged": "the policy and every pinned file are unchanged at the end of the run",
+    "signed": "the ledger head is signed with the policy's signing key",
+    "approved": "a named human approver (release.approver) signed off",
+}
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """What the release check reads at the end of a run."""
+
+    outcome: str                    # the model's Outcome, by name
+    ledger_status: str              # "verified", "torn-tail" or "broken"
+    pins_unchanged: bool
+    signed: bool
+    approved_by: str | None = None  # who signed off, if anyone
+
+
+def release_unmet(conditions: tuple[str, ...] | list[str], approver: str | None,
+                  end: RunEnd) -> list[str]:
+    """The conditions of `conditions` that do not hold at `end`, in their order ([] means the
+    result may be released). `approved` holds only for the policy's own `approver`."""
+    holds = {
+        "all_done": end.outcome == "DONE",
+        "ledger_verified": end.ledger_status == "verified",
+        "pins_unchanged": end.pins_unchanged,
+        "signed": end.signed,
+        "approved": end.approved_by is not None and end.approved_by == approver,
+    }
+    return [c for c in conditions if not holds[c]]

@@ -21,3 +21,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # No test leaves a process behind (tests/leftover_processes.py: counted after every test).
 pytest_plugins = ["leftover_processes"]
+
+# The tests load specs directly, as a library user would: every shipped node kind first
+# (engine/kinds.py; the `loopproof` command does the same).
+from loopproof.engine.kinds import register_builtin  # noqa: E402
+
+register_builtin()

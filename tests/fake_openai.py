@@ -44,6 +44,13 @@ class Reply:
     status: int = 200
     extra_tokens: int = 0       # tokens past max_tokens (an upstream that ignores it)
     break_stream: bool = False  # close the stream half-way, without usage or [DONE]
+    # the other API shapes (tests/fake_apis.py): prompt tokens read from / written to the
+    # cache, reasoning tokens (billed as output), a tool call, a mid-stream error event
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    tool: dict[str, Any] | None = None
+    fail_stream: bool = False
 
 
 class FakeServer:
@@ -65,6 +72,12 @@ class FakeServer:
         # below the usage)
         self.tokenize: str | None = None
         self.counted: list[dict[str, Any]] = []  # the /tokenize requests seen
+        # path -> handler(request handler, body, raw) for the other API shapes
+        # (tests/fake_apis.py); every request they see is in `requests` too
+        self.routes: dict[str, Any] = {}
+        # body -> the prompt tokens an honest upstream reports for a chat or completions call
+        # (tests/fake_apis.py's worst case); None: a quarter of the body's bytes
+        self.count_prompt: Any = None
 
     @property
     def base_url(self) -> str:
@@ -108,8 +121,10 @@ class FakeServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                server.requests.append({"path": self.path, "body": None,
-                                        "auth": self.headers.get("Authorization")})
+                server.requests.append({"path": self.path, "body": None, "raw": b"",
+                                        "auth": self.headers.get("Authorization"),
+                                        "headers": {k.lower(): v for k, v in
+                                                    self.headers.items()}})
                 if self.path != "/v1/models":
                     return self.send(404, b"{}")
                 return self.send(200, json.dumps({"object": "list", "data": [
@@ -129,11 +144,16 @@ class FakeServer:
                     return self.send(200, json.dumps({"count": n, "max_model_len": 32768,
                                                       "tokens": list(range(n))}).encode())
                 server.requests.append({"path": self.path, "body": body, "bytes": len(raw),
-                                        "auth": self.headers.get("Authorization")})
+                                        "auth": self.headers.get("Authorization"), "raw": raw,
+                                        "headers": {k.lower(): v for k, v in
+                                                    self.headers.items()}})
                 server.events.append("request")
                 if server.on_request is not None:
                     server.on_request(body)
                 server.arrived.set()
+                route = server.routes.get(self.path.split("?")[0])
+                if route is not None:
+                    return route(self, body, raw)
                 reply = server.next_reply()
                 if isinstance(reply, Reply):
                     return self.scripted(reply, body, len(raw))
@@ -161,8 +181,11 @@ class FakeServer:
                 words = r.content.split(" ")
                 words = words[:limit] + ["more"] * r.extra_tokens
                 prompt = (template_tokens(body) if server.tokenize is not None
+                          else server.count_prompt(body) if server.count_prompt is not None
                           else max(1, n_bytes // 4))
-                usage = _usage(r.usage, prompt, len(words))
+                usage = _usage(r.usage, max(prompt, r.cache_read), len(words))
+                if r.cache_read and r.usage == "true":
+                    usage["prompt_tokens_details"] = {"cached_tokens": r.cache_read}
                 if body.get("stream"):
                     return self.stream(r, chat, words, usage,
                                        bool((body.get("stream_options") or {})

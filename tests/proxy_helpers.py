@@ -3,6 +3,7 @@ meter), so every test sees the ledger the engine writes."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import secrets
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.record.replay import open_replayed
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.gate import CallableGate
 from loopproof.engine.run.proxy import bridge
@@ -69,6 +71,37 @@ class Session:
         return self.request("POST", "/v1/chat/completions",
                             {"model": "fake-model", "messages": [{"role": "user",
                                                                   "content": content}], **more})
+
+    def send(self, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any, bytes]:
+        """POST `body` with exactly `headers` (no token unless they carry it): the status,
+        the answer's headers and its bytes."""
+        conn = UnixHTTPConnection(self.socket)
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            conn.request("POST", path, body=data,
+                         headers={"Content-Type": "application/json", **headers})
+            resp = conn.getresponse()
+            return resp.status, resp.headers, resp.read()
+        finally:
+            conn.close()
+
+    def messages(self, content: Any = "hello", *, path: str = "/v1/messages?beta=true",
+                 token: str | None = None, **more: Any) -> tuple[int, Any, bytes]:
+        """An Anthropic Messages call as Claude Code makes it: x-api-key, anthropic-version,
+        anthropic-beta, `?beta=true`, max_tokens 128000 unless given."""
+        body = {"model": "claude-fake", "max_tokens": 128000,
+                "messages": [{"role": "user", "content": content}], **more}
+        return self.send(path, body, {"x-api-key": self.token if token is None else token,
+                                      "anthropic-version": "2023-06-01",
+                                      "anthropic-beta": "claude-code-20250219,fake-beta"})
+
+    def responses(self, input: Any = "hello", *, token: str | None = None,
+                  **more: Any) -> tuple[int, Any, bytes]:
+        """An OpenAI Responses call as Codex makes it: Bearer, no max_output_tokens unless
+        given."""
+        body = {"model": "gpt-fake", "input": input, **more}
+        return self.send("/v1/responses", body,
+                         {"Authorization": f"Bearer {self.token if token is None else token}"})
 
     def base_url(self) -> str:
         """A loopback URL relayed to the socket by the bridge (as inside a sandbox)."""
@@ -127,10 +160,26 @@ class Outcome:
         return _TABLES[self.name]["out"]
 
     def calls(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["type"] == "llm_call"]
+        """The `llm_call` records in the order the calls arrived (c1, c2, ...), not the order
+        they were written: a call's record is written after its answer, so a client's next
+        call may be recorded first (the proxy does not order them, and need not)."""
+        calls = [r for r in self.records if r["type"] == "llm_call"]
+        return sorted(calls, key=lambda r: int(r["call"].lstrip("c")))
 
     def of_call(self, call: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("call") == call]
+
+    def verify(self) -> None:
+        """The ledger verifies and replays (chain, every record's fields, the model's state at
+        every step), and every call's stored bodies are the bytes their hashes name."""
+        ledger, _ = open_replayed(self.ledger)
+        ledger.close()
+        calls = calls_root(self.ledger)
+        for rec in self.calls():
+            for f in ("request_sha256", "response_sha256"):
+                if f in rec:
+                    data = (calls / rec[f]).read_bytes()
+                    assert hashlib.sha256(data).hexdigest() == rec[f], (rec, f)
 
 
 def run_calls(tmp_path: Path, upstream: str, body: Callable[[Session], Any], *,

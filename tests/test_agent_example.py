@@ -45,7 +45,9 @@ def test_the_agent_calls_until_the_budget_refuses_it(tmp_path: Path):
     result = json.loads((tmp_path / "agent.jsonl.work" / "agent" / "result.json").read_text())
     assert result["stopped_by"] == "budget" and result["calls"] >= 2
     recs = [json.loads(x) for x in ledger.read_text().splitlines()]
-    calls = [r for r in recs if r["type"] == "llm_call"]
+    # in the order the calls arrived: a call's record is written after its answer, so the
+    # refused last call may be recorded before the one the agent made just before it
+    calls = sorted((r for r in recs if r["type"] == "llm_call"), key=lambda r: int(r["call"][1:]))
     assert len(calls) == result["calls"] + 1
     assert calls[-1]["refused"] is True and calls[-1]["status"] == 402
     assert all(c["usage"] == "reported" for c in calls[:-1])

@@ -1,4 +1,4 @@
-"""The broker's status changes only through the declared lifecycle (engine/admission/lifecycle.py):
+"""The broker's status changes only through the declared lifecycle (model/lifecycle.py):
 every move the table does not declare is refused with a reason naming both ends, and no module
 of engine/admission sets a broker's status any other way."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loopproof.engine.admission.lifecycle import (
+from loopproof.model.lifecycle import (
     FINAL,
     TRANSITIONS,
     BrokerStatus,

@@ -451,7 +451,7 @@ def test_settle_with_a_tolerance_lets_spend_creep_past_the_budget():
     found = check_inductive(enc, lambda s: g3.spend_invariant(enc, s))
     assert found is not None and "Settle" in found.note
     # and the fixed model refuses exactly that step
-    s = step(graph, initial_state(graph), __import__("model").Begin("a"))
+    s = step(graph, initial_state(graph), __import__("loopproof.model", fromlist=["Begin"]).Begin("a"))
     s = step(graph, s, Reserve(1.0))
     with pytest.raises(Disabled):
         step(graph, s, Settle(1.0 + 0.5e-9))

@@ -19,6 +19,8 @@ from proxy_helpers import UPSTREAM_KEY, run_calls
 from experiments.crash.observables import prefix_excess
 from loopproof.engine.run.proxy import pricing
 from loopproof.engine.run.proxy.config import parse
+from loopproof.engine.run.proxy.shape import CHAT, COMPLETIONS, Asked
+from loopproof.engine.run.proxy.shapes import SHAPES
 
 
 def _cfg(**more):
@@ -231,14 +233,14 @@ def test_inputs_whose_tokens_bytes_cannot_bound_are_refused_before_any_reserve(t
 
 def test_completions_bound_counts_every_prompt_and_best_of():
     cfg = _cfg()
-    one = pricing.bound_request(pricing.COMPLETIONS, json.dumps(
-        {"model": "m", "prompt": "a", "max_tokens": 10}).encode(), cfg)
-    many = pricing.bound_request(pricing.COMPLETIONS, json.dumps(
+    one = SHAPES[COMPLETIONS].bound(json.dumps(
+        {"model": "m", "prompt": "a", "max_tokens": 10}).encode(), cfg, Asked())
+    many = SHAPES[COMPLETIONS].bound(json.dumps(
         {"model": "m", "prompt": ["a", "b", "c"], "max_tokens": 10, "n": 2,
-         "best_of": 3}).encode(), cfg)
+         "best_of": 3}).encode(), cfg, Asked())
     assert one.completion_tokens == 10 and many.completion_tokens == 10 * 3 * 3
-    none = pricing.bound_request(pricing.CHAT, json.dumps(
-        {"model": "m", "messages": [{"role": "user", "content": "q"}]}).encode(), cfg)
+    none = SHAPES[CHAT].bound(json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "q"}]}).encode(), cfg, Asked())
     assert json.loads(none.body)["max_tokens"] == 64 and none.completion_tokens == 64
     assert none.prompt_tokens == len(none.body)
 

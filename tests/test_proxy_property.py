@@ -1,5 +1,6 @@
-"""Property: no schedule of model calls -- streamed or not, concurrent or not, honest or lying
-upstream, with or without a crash -- makes settled + reserved exceed B at any ledger prefix.
+"""Property: no schedule of model calls -- in any API shape (OpenAI chat, Anthropic Messages,
+OpenAI Responses), streamed or not, concurrent or not, honest or lying or failing upstream, with
+or without a crash -- makes settled + reserved exceed B at any ledger prefix.
 
 A crash is a SIGKILL at any point: what it leaves is a prefix of the records (a write that
 returned is in the kernel; docs/engine.md "Durability"), possibly with a torn last line. So each
@@ -14,7 +15,8 @@ import contextlib
 import json
 import threading
 
-from fake_openai import Reply, fake_openai
+from fake_apis import fake_upstream
+from fake_openai import Reply
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from proxy_helpers import run_calls
@@ -25,7 +27,10 @@ from loopproof.engine.run.runner import Runner
 EPS = 1e-9
 
 calls = st.fixed_dictionaries({
+    "shape": st.sampled_from(["chat", "chat", "messages", "responses"]),
     "stream": st.booleans(),
+    "broken": st.sampled_from([None, None, None, "break", "fail"]),
+    "cache": st.sampled_from([0, 0, 30]),
     "usage": st.sampled_from(["true", "missing", "low", "high", "string"]),
     "extra": st.sampled_from([0, 0, 5, 40]),
     "prompt": st.integers(1, 3000),
@@ -37,11 +42,15 @@ schedules = st.lists(st.lists(calls, min_size=1, max_size=4), min_size=1, max_si
 
 def _run_group(s, group):
     def one(c):
-        more = {"stream": True, "stream_options": {"include_usage": True}} if c["stream"] else {}
+        more: dict = {"stream": True} if c["stream"] else {}
+        if c["shape"] == "chat" and c["stream"]:
+            more["stream_options"] = {"include_usage": True}
         if c["max_tokens"] is not None:
-            more["max_tokens"] = c["max_tokens"]
+            more["max_output_tokens" if c["shape"] == "responses" else "max_tokens"] = \
+                c["max_tokens"]
+        send = {"chat": s.chat, "messages": s.messages, "responses": s.responses}[c["shape"]]
         with contextlib.suppress(OSError):
-            s.chat("p" * c["prompt"], **more)
+            send("p" * c["prompt"], **more)
     threads = [threading.Thread(target=one, args=(c,)) for c in group]
     for t in threads:
         t.start()
@@ -50,14 +59,17 @@ def _run_group(s, group):
 
 
 @settings(max_examples=30)
-@given(schedules, st.sampled_from([1.0, 2.5, 6.0]), st.floats(0.0, 1.0),
+@given(schedules, st.sampled_from([1.0, 2.5, 6.0, 12.0]), st.floats(0.0, 1.0),
        st.sampled_from(["none", "anywhere", "mid_call"]), st.booleans())
 def test_no_call_schedule_overspends_at_any_prefix(tmp_path_factory, schedule, budget, cut_at,
                                                     crash, torn):
     tmp = tmp_path_factory.mktemp("sched")
     script = [Reply(" ".join(["w"] * 6), usage=c["usage"], extra_tokens=c["extra"],
-                    status=c["status"]) for g in schedule for c in g]
-    with fake_openai(script) as up:
+                    status=c["status"], break_stream=c["broken"] == "break",
+                    fail_stream=c["broken"] == "fail", cache_read=c["cache"],
+                    cache_write=c["cache"] if c["shape"] == "messages" else 0)
+              for g in schedule for c in g]
+    with fake_upstream(script) as up:
         def body(s):
             if s.out.get("resumed"):
                 return None  # the re-run after the crash makes no call: nothing is replayed

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fake_apis import fake_upstream
 from fake_openai import Reply, fake_openai
 from oracles import records
 
@@ -38,7 +39,24 @@ for i in range(int(sys.argv[1])):
 open("agent.json", "w").write(json.dumps(out))
 """
 ATTACKER = """
-import glob, json, os, sys
+import glob, json, os, sys, urllib.request
+env = os.environ
+def call(url, body, head):  # one call in each API, as the agents make them, first
+    req = urllib.request.Request(url, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json", **head})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return resp.status, resp.read().decode()
+calls = [
+    call(env["ANTHROPIC_BASE_URL"] + "/v1/messages?beta=true",
+         {"model": "claude-fake", "max_tokens": 128000, "stream": True,
+          "messages": [{"role": "user", "content": "hi"}]},
+         {"x-api-key": env["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"}),
+    call(env["OPENAI_BASE_URL"] + "/responses",
+         {"model": "gpt-fake", "input": "hi", "stream": True, "store": False},
+         {"Authorization": "Bearer " + env["OPENAI_API_KEY"]}),
+    call(env["OPENAI_BASE_URL"] + "/chat/completions",
+         {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+         {"Authorization": "Bearer " + env["OPENAI_API_KEY"]})]
 key = open(sys.argv[1]).read().strip().encode()  # the test's needle, outside the run
 found = []
 def scan(path):
@@ -68,8 +86,10 @@ for root, dirs, files in os.walk(run_dir):
         scan(os.path.join(root, f))
 if any(key.decode() in v for v in os.environ.values()):
     found.append("os.environ")
-open("attack.json", "w").write(json.dumps({"found": found, "chain": chain,
-                                           "api_key": os.environ.get("OPENAI_API_KEY", "")}))
+open("attack.json", "w").write(json.dumps({
+    "found": found, "chain": chain, "api_key": os.environ.get("OPENAI_API_KEY", ""),
+    "anthropic_key": env.get("ANTHROPIC_API_KEY"), "anthropic_url": env.get("ANTHROPIC_BASE_URL"),
+    "openai_url": env.get("OPENAI_BASE_URL"), "calls": calls}))
 """
 GATE = "import sys, os; sys.exit(0 if os.path.exists(sys.argv[1]) else 1)\n"
 
@@ -125,23 +145,45 @@ def test_a_command_worker_calls_through_the_proxy_until_the_budget_refuses(tmp_p
     assert agent["calls"] == n_requests > 1 and agent["refused"] == 1 and agent["status"] == 402
     assert auths == {f"Bearer {KEY}"}
     recs = records(tmp_path / "l.jsonl")
-    calls = [r for r in recs if r["type"] == "llm_call"]
+    # in the order the calls arrived: a call's record is written after its answer, so the
+    # refused last call may be recorded before the one the agent made just before it
+    calls = sorted((r for r in recs if r["type"] == "llm_call"), key=lambda r: int(r["call"][1:]))
     assert len(calls) == n_requests + 1 and calls[-1]["refused"] is True
     assert prefix_excess(recs) <= 1e-9 and report["spend"]["settled"] <= 0.5
 
 
 def test_the_upstream_key_is_nowhere_the_worker_can_look(tmp_path: Path):
+    """The worker calls in each API through the variables the engine set (ANTHROPIC_BASE_URL
+    without /v1, the attempt's token as ANTHROPIC_API_KEY and OPENAI_API_KEY), then looks for
+    the key everywhere it can."""
     (tmp_path / "attack.py").write_text(ATTACKER)
     needle = tmp_path.parent / f"{tmp_path.name}.needle"  # outside the run folder
     needle.write_text(KEY)
-    with fake_openai([]) as up:
+    with fake_upstream([Reply("one two"), Reply("three"), Reply("four")]) as up:
         spec = graph(tmp_path, up.base_url, [str(tmp_path / "attack.py"), str(needle)],
                      "attack.json")
         proc = loopproof("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"))
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
+        sent = list(up.requests)
     report = json.loads((tmp_path / "l.jsonl.work" / "agent" / "attack.json").read_text())
     assert report["found"] == [], report
+    assert report["anthropic_key"] == report["api_key"]
+    assert report["openai_url"] == report["anthropic_url"] + "/v1"
+    assert [status for status, _ in report["calls"]] == [200, 200, 200]
+    assert "message_stop" in report["calls"][0][1]
+    assert "response.completed" in report["calls"][1][1]
+    assert [r["path"] for r in sent] == ["/v1/messages?beta=true", "/v1/responses",
+                                         "/v1/chat/completions"]
+    for r in sent:  # the key only in its API's auth header; the worker's token nowhere
+        assert [k for k, v in r["headers"].items() if KEY in v] == [
+            "x-api-key" if r["path"].startswith("/v1/messages") else "authorization"]
+        assert report["api_key"] not in json.dumps(r["headers"]) + r["raw"].decode()
+    calls = [c for c in records(tmp_path / "l.jsonl") if c["type"] == "llm_call"]
+    assert [c["usage"] for c in calls] == ["reported"] * 3
+    assert calls[0]["completion_tokens"] == 2 and calls[0]["reserved"] > calls[0]["charged"]
+    verify = loopproof("verify", str(tmp_path / "l.jsonl"))
+    assert verify.wait(60) == 0, verify.communicate()
     # in its sandbox the worker's parent, the bridge, is PID 2 of its own PID namespace, under
     # bwrap's init (PID 1): no process of the engine is there to read (without a sandbox it
     # reads their environ instead)

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from loopproof.engine.admission.proposals import store_proposal, stored_proposals
 from loopproof.engine.admission.receipt import verify_receipt
+from loopproof.engine.policy.guards import switched_off
 from loopproof.engine.system.canonical import digest
 from loopproof.engine.system.errors import LedgerCorrupt
-from loopproof.engine.system.guards import switched_off
 from loopproof.model import receipts as mr
 from loopproof.proofs import g5_receipts as g5r
 from loopproof.proofs.obligations import OBLIGATIONS, discharge

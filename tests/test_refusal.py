@@ -87,16 +87,18 @@ def ended(tmp_path_factory) -> tuple[Path, float, list[dict], int]:
     return (tmp, *run(tmp, None))  # the default is "end-attempt"
 
 
-def test_a_refusal_ends_the_attempt_within_a_second_and_show_says_why(ended):
-    tmp_path, took, recs, sent = ended
+def test_a_refusal_ends_the_attempt_at_once_and_show_says_why(ended):
+    """The worker is killed for the refusal, not by its timeout (6 s): deterministic, unlike a
+    wall-clock figure (it took 5.8 s of the test's own clock under a loaded machine, where the
+    old `took < 5` failed)."""
+    tmp_path, _took, recs, sent = ended
     calls = [r for r in recs if r["type"] == "llm_call"]
     refused = [c for c in calls if c["refused"]]
     stop = [r for r in recs if r["type"] == "worker_stopped"]
     assert len(refused) == 1 and len(stop) == 1 and stop[0]["call"] == refused[0]["call"]
     assert stop[0]["cost"] > stop[0]["left"] and len(calls) == sent + 1
     wall = [r for r in recs if r["type"] == "settle" and r.get("what") == "wall_clock"]
-    assert wall[0]["killed"] == "refused" and wall[0]["seconds"] < 4  # timeout_s is 6
-    assert took < 5
+    assert wall[0]["killed"] == "refused"  # not "timeout": stopped before timeout_s = 6
     assert prefix_excess(recs) <= 1e-9
     refusal = json.loads((tmp_path / "l.jsonl.work" / "agent" / "refusal.json").read_text())
     assert refusal["status"] == 402 and refusal["error"]["code"] == "budget_exceeded"

@@ -57,7 +57,17 @@ def test_env_reaches_the_worker_and_never_the_gate(tmp_path: Path):
 REFUSED = {"PATH": "PATH", "HOME": "HOME", "OPENAI_BASE_URL": "OPENAI_BASE_URL",
            "openai_api_key": "openai_api_key", "LOOPPROOF_NODE": "LOOPPROOF_NODE",
            "GITHUB_TOKEN": "GITHUB_TOKEN", "MY_API_KEY": "MY_API_KEY",
-           "DB_PASSWORD": "DB_PASSWORD", "1BAD": "1BAD", "LD_PRELOAD": "LD_PRELOAD"}
+           "DB_PASSWORD": "DB_PASSWORD", "1BAD": "1BAD", "LD_PRELOAD": "LD_PRELOAD",
+           "ANTHROPIC_BASE_URL": "ANTHROPIC_BASE_URL",
+           "anthropic_api_key": "anthropic_api_key"}
+
+
+def test_an_agents_own_anthropic_variable_is_its_own(tmp_path: Path):
+    """Only the two ANTHROPIC_ names the engine sets are refused: Claude Code's model and
+    feature switches are the agent's to set."""
+    spec = write(tmp_path, 'worker = ["true"]\ngate = ["true"]\n'
+                 'env = { ANTHROPIC_MODEL = "claude-fake", DISABLE_AUTOUPDATER = "1" }\n')
+    assert ("ANTHROPIC_MODEL", "claude-fake") in spec_mod.load(spec).nodes["a"].env
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

@@ -27,8 +27,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.canonical import digest
-from loopproof.engine.system.guards import refuse
 
 MAX_REPLY_BYTES = 4 << 20  # a reply larger than this is malformed, not parsed
 InvalidPolicy = Literal["keep", "escalate"]

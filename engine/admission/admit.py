@@ -27,12 +27,12 @@ from loopproof.engine.admission.binding import Binding
 from loopproof.engine.admission.checkpoint import CheckpointError
 from loopproof.engine.admission.evidence import Evidence
 from loopproof.engine.admission.guard import Decision, Disposition
-from loopproof.engine.admission.lifecycle import BrokerStatus
 from loopproof.engine.admission.proposals import store_proposal
-from loopproof.engine.system.guards import refuse
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.trees import copy_tree, remove_tree, tree_hash
 from loopproof.model import checkpoint as mc
 from loopproof.model import evidence as me
+from loopproof.model.lifecycle import BrokerStatus
 
 
 class Admission(Binding):

@@ -13,18 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopproof.engine.admission.evidence import Check, Evidence, run_check, suite_hash
-from loopproof.engine.admission.lifecycle import BrokerStatus
 from loopproof.engine.admission.state import BrokerState
-from loopproof.engine.system.guards import refuse
+from loopproof.engine.policy.guards import refuse
 from loopproof.model import checkpoint as mc
 from loopproof.model import evidence as me
 from loopproof.model import policy as mp
+from loopproof.model.lifecycle import BrokerStatus
 
 
 class Binding(BrokerState):
     """Issuing, binding and delivering evidence (see the module docstring). Every decision is
     the evidence model's (model/evidence.py), asked through a named guard
-    (engine/system/guards.py); every event is applied to the broker's model states."""
+    (engine/policy/guards.py); every event is applied to the broker's model states."""
 
     def _observe_suites(self) -> None:
         """Tell the model what each pinned suite hashes to now (the environment's ChangeSuite)."""

@@ -43,7 +43,7 @@ engine/admission/guard.py (policy, outcomes, logs), state.py (the broker's state
 (the proposal store). This module adds `start` and the loops that drive a broker.
 
 Every decision is a rule of the executable model -- model/evidence.py (G4) and
-model/checkpoint.py (G5) -- asked through a named guard (engine/system/guards.py), as the runner
+model/checkpoint.py (G5) -- asked through a named guard (engine/policy/guards.py), as the runner
 asks `model.step`; the broker keeps the model's states (`g4`, `g5`) and applies to them each
 event that happens.
 """
@@ -64,7 +64,6 @@ from loopproof.engine.admission.guard import (
     MemoryLog,
     file_policy,
 )
-from loopproof.engine.admission.lifecycle import BrokerStatus, moved
 from loopproof.engine.admission.proposals import stored_proposals
 from loopproof.engine.admission.receipt import (
     RECEIPT_VERSION,
@@ -73,10 +72,11 @@ from loopproof.engine.admission.receipt import (
     verify_receipt_in_run,
 )
 from loopproof.engine.admission.recertify import Recertification
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.errors import BadInput
-from loopproof.engine.system.guards import refuse
 from loopproof.model import checkpoint as mc
 from loopproof.model import evidence as me
+from loopproof.model.lifecycle import BrokerStatus, moved
 
 __all__ = [  # the broker's public names (most defined in the modules named above)
     "RECEIPT_VERSION", "AdmissionBroker", "Completion", "Decision", "EventLog", "GuardPolicy",

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopproof.engine.admission.evidence import Evidence
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.canonical import canonical
-from loopproof.engine.system.guards import refuse
 from loopproof.engine.system.trees import (
     clear_dir,
     copy_tree,

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.canonical import digest
-from loopproof.engine.system.guards import refuse
 from loopproof.engine.system.process import ProcessError, gate_environment, run_command
 from loopproof.engine.system.sandbox import UNSANDBOXED, Confinement
 from loopproof.engine.system.secrets import redact_text, secret_values

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.ledger import canonical
 from loopproof.engine.system.canonical import digest
 from loopproof.engine.system.errors import LedgerCorrupt
-from loopproof.engine.system.guards import refuse
 from loopproof.model import receipts as mr
 
 

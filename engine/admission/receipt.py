@@ -17,10 +17,10 @@ from typing import Any
 from loopproof.engine.admission.checkpoint import CheckpointError, CheckpointStore
 from loopproof.engine.admission.evidence import Evidence
 from loopproof.engine.admission.state import BrokerState
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.ledger import verify as verify_chain
 from loopproof.engine.system.canonical import digest
 from loopproof.engine.system.errors import BadInput
-from loopproof.engine.system.guards import refuse
 from loopproof.model import receipts as mr
 
 RECEIPT_VERSION = 1

@@ -13,11 +13,11 @@ from __future__ import annotations
 from loopproof.engine.admission.admit import Admission
 from loopproof.engine.admission.checkpoint import CheckpointError
 from loopproof.engine.admission.guard import Completion
-from loopproof.engine.admission.lifecycle import BrokerStatus, moved
 from loopproof.engine.admission.receipt import build_receipt
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.ledger import canonical
-from loopproof.engine.system.guards import refuse
 from loopproof.model import checkpoint as mc
+from loopproof.model.lifecycle import BrokerStatus, moved
 
 
 class Recertification(Admission):

@@ -24,13 +24,13 @@ from loopproof.engine.admission.guard import (
     GuardPolicy,
     MemoryLog,
 )
-from loopproof.engine.admission.lifecycle import FINAL, BrokerStatus, moved
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.record_types import GUARD_RECORDS
 from loopproof.engine.system.errors import BadInput
-from loopproof.engine.system.guards import refuse
 from loopproof.engine.system.trees import UnsafeTree, tree_hash
 from loopproof.model import checkpoint as mc
 from loopproof.model import evidence as me
+from loopproof.model.lifecycle import FINAL, BrokerStatus, moved
 from loopproof.model.rules import Item
 
 
@@ -69,7 +69,7 @@ class BrokerState:
         self.proposals_dir = self.state_dir / "proposals"
         self.scratch = self.state_dir / "scratch"
         # run state
-        self.status = BrokerStatus.NEW  # changed only by `moved` (engine/admission/lifecycle.py)
+        self.status = BrokerStatus.NEW  # changed only by `moved` (model/lifecycle.py)
         self.status_reason = ""
         self.base: str = ""  # the current candidate: the checkpoint, or the initial tree
         self.checkpoint: str | None = None

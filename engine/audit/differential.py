@@ -32,7 +32,7 @@ from loopproof.engine.system.process import ProcessError, gate_environment, run_
 from loopproof.engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
 from loopproof.engine.system.trees import remove_tree
 
-CHILD = Path(__file__).with_name("difference.py")
+CHILD = Path(__file__).resolve().with_name("difference.py")  # real path: the sandbox binds it
 MAX_EXAMPLES = 200
 CALL_TIMEOUT_S = 1.0
 IMPORT_TIMEOUT_S = 5.0  # a module that loops at import is a mutant that differs

@@ -19,8 +19,7 @@ from loopproof.engine.admission.checkpoint import CheckpointStore
 from loopproof.engine.record.ledger import holds_no_record, verify
 from loopproof.engine.record.record_types import GUARD_RECORDS, RUN_RECORDS
 from loopproof.engine.system.errors import BadInput
-
-EXIT_OK, EXIT_CORRUPT = 0, 5
+from loopproof.engine.system.exits import Exit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,4 +72,4 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"{args.receipt}: {out['status']}"
               + "".join(f"\n  - {p}" for p in problems))
-    return EXIT_CORRUPT if problems else EXIT_OK
+    return Exit.CORRUPT if problems else Exit.OK

@@ -28,9 +28,10 @@ from loopproof.engine.record.timeline_words import (
     stream_text,
 )
 from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.exits import Exit
 from loopproof.model.bounds import GLOSS
 
-EXIT_OK, EXIT_CORRUPT = 0, 5
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ledger", type=Path, metavar="LEDGER", help="the run's ledger")
     parser.add_argument("--json", action="store_true", help="print the timeline as JSON")
@@ -56,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         print(text(t))
         if args.html is not None:
             print(f"page: {args.html}")
-    return EXIT_CORRUPT if t.check.status == "broken" else EXIT_OK
+    return Exit.CORRUPT if t.check.status == "broken" else Exit.OK
 
 
 # ---- text ------------------------------------------------------------------------------------

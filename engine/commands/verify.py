@@ -14,8 +14,7 @@ from pathlib import Path
 
 from loopproof.engine.record.ledger import Verification, holds_no_record, verify
 from loopproof.engine.record.timeline import run_status
-
-EXIT_OK, EXIT_CORRUPT = 0, 5
+from loopproof.engine.system.exits import Exit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,4 +52,4 @@ def main(args: argparse.Namespace) -> int:
         if run is not None:
             line += f"; {run['unfinished'] or run['error'] or 'run ended ' + run['outcome']}"
         print(line)
-    return EXIT_CORRUPT if result.status == "broken" else EXIT_OK
+    return Exit.CORRUPT if result.status == "broken" else Exit.OK

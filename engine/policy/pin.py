@@ -10,7 +10,7 @@ recorded at start, so a change made while the run was down is caught too.
 
 The decision is the policy model's (model/policy.py): the pin holds a `PolicyState` pinned to
 the recorded digests, and `check()` asks it whether a stage may run, through the guard
-"policy.pinned" (engine/system/guards.py).
+"policy.pinned" (engine/policy/guards.py).
 
 Workers have no write path to the policy: the runner gives a worker only its own workspace as
 working directory and a filtered environment (engine.system.process.safe_environment), and
@@ -34,20 +34,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.canonical import digest as canonical_digest
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
-from loopproof.engine.system.guards import refuse
 from loopproof.engine.system.trees import file_sha256
 from loopproof.model import budget as mb
 from loopproof.model import policy as mp
 
-RELEASE_CONDITIONS: dict[str, str] = {
-    "all_done": "the run ended DONE (every node has a PASS for its current activation)",
-    "ledger_verified": "the ledger's hash chain verifies",
-    "pins_unchanged": "the policy and every pinned file are unchanged at the end of the run",
-    "signed": "the ledger head is signed with the policy's signing key",
-    "approved": "a named human approver (release.approver) signed off",
-}
+RELEASE_CONDITIONS = mp.RELEASE_CONDITIONS  # the rule lives in model/policy.py
 
 
 class PolicyChanged(LedgerCorrupt):
@@ -195,16 +189,12 @@ class Policy:
 
     def release_unmet(self, *, outcome: str, ledger_status: str, pins_unchanged: bool,
                       signed: bool, approved_by: str | None = None) -> list[str]:
-        """The release conditions that do not hold ([] means the result may be released)."""
-        holds = {
-            "all_done": outcome == "DONE",
-            "ledger_verified": ledger_status == "verified",
-            "pins_unchanged": pins_unchanged,
-            "signed": signed,
-            "approved": approved_by is not None
-            and approved_by == self.values.get("release.approver"),
-        }
-        return [c for c in self.values["release.conditions"] if not holds[c]]
+        """The release conditions that do not hold ([] means the result may be released): the
+        model's rule (model/policy.py) on this policy's conditions and approver."""
+        return mp.release_unmet(self.values["release.conditions"],
+                                self.values.get("release.approver"),
+                                mp.RunEnd(outcome, ledger_status, pins_unchanged, signed,
+                                          approved_by))
 
 
 def load_policy(path: Path | str) -> Policy:

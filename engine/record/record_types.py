@@ -1,8 +1,8 @@
 """Every record type a run ledger (`loopproof-run/1`) or a guard ledger holds, declared once: its
 stored `type`, the model event it stands for, its fields and their JSON types.
 
-Why here and nowhere else: the writers (engine/run/, engine/policy/evolution.py, the growth loop
-of experiments/growth/loop.py) build records as plain dicts, and the readers (replay, `show`,
+Why here and nowhere else: the writers (engine/run/, engine/policy/evolution.py) build records
+as plain dicts, and the readers (replay, `show`,
 `verify`, the timeline page) read them back; both check them against this table
 (engine/record/registry.py), so a field written but not declared, or read with a type no run
 writes, fails at once, naming the type and the field. docs/engine.md's record table is generated
@@ -24,7 +24,6 @@ from loopproof.engine.record.registry import RecordType, Registry, field
 
 RUN_FORMAT = "loopproof-run/1"
 ENGINE = "engine"  # engine/run/ and engine/policy/
-GROWTH = "growth"  # experiments/growth/loop.py: the growth loop's ledger, same format
 
 # fields many types share
 _NODE = field("node", "string", "the node", required=True)
@@ -33,7 +32,7 @@ _ATTEMPT = field("attempt", "integer", "the attempt's number in its activation")
 _WHERE = (_NODE, _ACTIVATION, _ATTEMPT)
 _SETTLED = field("settled", "number", "spend settled when written")
 _WHY = field("why", "string", "the reason in words")
-_ROUND = field("round", "integer", "the growth round")
+_ROUND = field("round", "integer", "the planner's round")
 _STAGE = field("stage", "string", "`round` or `idle`")
 
 RECORD_TYPES: tuple[RecordType, ...] = (
@@ -52,11 +51,8 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("price", "number", "spend units per wall-clock second"),
         field("jobs", "integer", "`run --jobs N`: attempts in flight at once, in place of the "
               "spec's `max_parallel` (the graph says `max_parallel`, written only when not 1)"),
-        field("growth", "object", "the growth loop's seed, arm, resources, catalogue"),
     ), "record 0: what the run is", ENGINE),
-    RecordType("begin", "Begin", (
-        *_WHERE, field("budget", "number", "B (growth loop)")),
-        "an attempt starts", ENGINE),
+    RecordType("begin", "Begin", _WHERE, "an attempt starts", ENGINE),
     RecordType("reserve", "Reserve", (
         _NODE, field("amount", "number", required=True),
         field("what", "string", "`wall_clock`, `evaluation`, `llm` or the worker's label"),
@@ -74,8 +70,7 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("claimed", "number|string", "a worker's settle claim above its reservation"),
         field("staging", "object", "the evaluation's: `seconds` spent staging the workspace"),
         field("call", "string", "a model call's id"), field("usage", "string|null"),
-        field("price", "number"), field("work", "number", "growth loop"),
-        field("ticks", "integer", "growth loop")),
+        field("price", "number")),
         "a reservation released, what was used charged", ENGINE,
         open_to="a worker's labelled settle facts (`worker_<key>`)"),
     RecordType("overrun", "Overrun", (
@@ -89,7 +84,10 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("refused", "boolean"), field("why", "string"),
         field("reserved", "number"), field("charged", "number"),
         field("prompt_bound", "integer"), field("prompt_counted_by", "string|null"),
-        field("prompt_tokens", "integer|null"), field("completion_tokens", "integer|null"),
+        field("prompt_tokens", "integer|null", "every prompt token, cached or not"),
+        field("completion_tokens", "integer|null", "output, reasoning included"),
+        field("cache_read_tokens", "integer|null", "of the prompt, read from the cache"),
+        field("cache_write_tokens", "integer|null", "of the prompt, written to the cache"),
         field("usage", "string|null"), field("cut", "boolean|string|null"),
         field("latency_s", "number"), field("request_sha256", "string"),
         field("response_sha256", "string"), field("error", "string")),
@@ -118,7 +116,6 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("failing", "array", "the failing cases' labels"),
         field("forged", "array", "the planted cases that came back otherwise"),
         field("harness", "string", "the judge harness's sha256 (first 16)"),
-        field("round", "integer", "growth loop"), field("to_target", "number|null"),
         _SETTLED),
         "the gate's verdict", ENGINE,
         open_to="the gate's own facts (a callable gate's third value, a judge kind's)"),
@@ -156,7 +153,7 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("torn_kept", "string", "the side file holding a torn tail's bytes")),
         "`loopproof resume`", ENGINE),
     RecordType("stopped", None, (
-        field("reason", "string"), _SETTLED, field("boundary", "integer", "growth loop")),
+        field("reason", "string"), _SETTLED),
         "the run stopped at a safe point", ENGINE),
     RecordType("pin_changed", None, (
         field("node", "string|null"), field("file", "string"),
@@ -199,26 +196,6 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("step_old", "number"), field("step", "number")),
         "a change of price on resume (replay refuses one whose `old_price` is not the current "
         "price)", ENGINE),
-    # the growth loop's (experiments/growth/loop.py): its own facts, same format and chain
-    RecordType("idle_finished", None, (_ROUND, field("applied", "array"),
-                                       field("config", "object")),
-               "an idle stage committed", GROWTH),
-    RecordType("round", None, (_ROUND, field("work", "number"), _SETTLED),
-               "a training round starts", GROWTH),
-    RecordType("round_cut", None, (_ROUND, field("done", "number"), _SETTLED),
-               "a round cut short", GROWTH),
-    RecordType("tick", None, (
-        _ROUND, field("tick", "integer"), field("work", "number"), field("charge", "number"),
-        field("gpus", "integer"), field("step", "number"), field("price", "number")),
-        "one tick of training work", GROWTH),
-    RecordType("evaluation", None, (
-        _ROUND, field("successes", "array"), field("episodes", "integer"),
-        field("rate", "number"), field("rates", "object"), field("target", "number"),
-        field("target_met", "boolean"), field("hours", "number"), field("charge", "number"),
-        field("config", "object")),
-        "a round's evaluation", GROWTH),
-    RecordType("planner_call", None, (_STAGE, _ROUND), "the planner is asked", GROWTH),
-    RecordType("loop_broken", None, (field("error", "string"),), "the loop broke", GROWTH),
 )
 
 RUN_RECORDS = Registry(RUN_FORMAT, RECORD_TYPES)

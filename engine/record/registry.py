@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -114,6 +114,19 @@ class Registry:
 
     def __iter__(self) -> Iterator[RecordType]:
         return iter(self.types.values())
+
+    def extended(self, types: Iterable[RecordType] = (),
+                 fields: Mapping[str, Iterable[Field]] | None = None) -> Registry:
+        """A new registry of the same format: this one's types, `types` added, and the named
+        types' fields extended. How a study that drives the engine's primitives (the growth
+        loop of experiments/growth/) declares its own records without the engine naming them;
+        a field or type declared twice is refused as in the constructor."""
+        more = dict(fields or {})
+        unknown = sorted(set(more) - set(self.types))
+        if unknown:
+            raise ValueError(f"extended: no record type {unknown[0]!r} to add fields to")
+        return Registry(self.format, [
+            *(replace(t, fields=(*t.fields, *more.get(t.name, ()))) for t in self), *types])
 
     def why_not(self, record: Mapping[str, Any]) -> tuple[str, str] | None:
         """None when `record` matches its declared type, else (field, problem)."""

@@ -30,6 +30,7 @@ from typing import Any, TypeGuard
 
 from loopproof.engine.record.ledger import Ledger
 from loopproof.engine.record.record_types import RUN_FORMAT, RUN_RECORDS
+from loopproof.engine.record.registry import Registry
 from loopproof.engine.system.errors import LedgerCorrupt
 from loopproof.model import Disabled, GraphError, LoopGraph, NodeSpec, RunState, initial_state, step
 from loopproof.model.transitions import EVENT_NAMES, EVENT_OF_NAME, Event
@@ -140,11 +141,12 @@ class Replayed:
     price: float = 1.0  # spend units per wall-clock second now (record 0, then `resources`)
     prices: list[dict[str, Any]] = field(default_factory=list)
     source: str = "the ledger"  # the file read, for a record that is not one a run writes
+    registry: Registry = RUN_RECORDS  # the record types a reader accepts (a study may extend it)
 
     def apply(self, rec: dict[str, Any]) -> None:
         """Fold one more record read back: it must be a record type of the registry with its
         declared fields (engine/record/record_types.py), else RecordInvalid (exit 2)."""
-        RUN_RECORDS.check_read(rec, self.source)
+        self.registry.check_read(rec, self.source)
         self.apply_written(rec)
 
     def apply_written(self, rec: dict[str, Any]) -> None:
@@ -271,19 +273,20 @@ def run_bounds(first: dict[str, Any]) -> dict[str, Any]:
             "W_c": b.get("W_c", b.get("spend"))}
 
 
-def replay(ledger: Any, source: object = None) -> Replayed:
+def replay(ledger: Any, source: object = None, registry: Registry = RUN_RECORDS) -> Replayed:
     """Rebuild a run from a ledger (an open `Ledger`, or its records in order, read from
-    `source`)."""
+    `source`), each record checked against `registry`."""
     records: Sequence[dict[str, Any]] = getattr(ledger, "records", ledger)
     if not records:
         raise LedgerCorrupt("the ledger is empty; fix: start the run with `loopproof run`")
-    r = _start(records[0], source if source is not None else getattr(ledger, "path", None))
+    r = _start(records[0], source if source is not None else getattr(ledger, "path", None),
+               registry)
     for rec in records[1:]:
         r.apply(rec)
     return r
 
 
-def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
+def open_replayed(path: Any, registry: Registry = RUN_RECORDS) -> tuple[Ledger, Replayed]:
     """`Ledger.open(path)` and `replay` in one streaming pass: each verified record is folded
     in as it is read and none is kept (`ledger.records` is not available)."""
     state: list[Replayed] = []
@@ -292,7 +295,7 @@ def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
         if state:
             state[0].apply(rec)
         else:
-            state.append(_start(rec, path))
+            state.append(_start(rec, path, registry))
 
     ledger = Ledger.open(path, keep=False, fold=fold, allow_empty=False)
     if not state:
@@ -301,20 +304,22 @@ def open_replayed(path: Any) -> tuple[Ledger, Replayed]:
     return ledger, state[0]
 
 
-def _start(first: dict[str, Any], source: object = None) -> Replayed:
+def _start(first: dict[str, Any], source: object = None,
+           registry: Registry = RUN_RECORDS) -> Replayed:
     """The replay of record 0 alone: the graph and price it stores, the initial state."""
     if first.get("type") != "run" or first.get("format") != RUN_FORMAT:
         raise LedgerCorrupt(f"record 0 is not the start of a loopproof run (type "
                             f"{first.get('type')!r}, format {first.get('format')!r}); fix: give "
                             f"the ledger written by `loopproof run`")
     where = "the ledger" if source is None else str(source)
-    RUN_RECORDS.check_read(first, where)
+    registry.check_read(first, where)
     graph = graph_from_record(first.get("graph"))
     price = first.get("price", 1.0)  # ledgers written before prices existed: 1 unit/second
     if not _is_price(price):
         raise LedgerCorrupt(f"record 0: price {price!r} is not a number > 0; fix: restore the "
                             f"ledger from a trusted copy")
-    r = Replayed(graph, initial_state(graph), first, price=float(price), source=where)
+    r = Replayed(graph, initial_state(graph), first, price=float(price), source=where,
+                 registry=registry)
     r.records, r.head = 1, first.get("hash", "")
     return r
 

@@ -36,6 +36,7 @@ from loopproof.engine.record.ledger import (
 )
 from loopproof.engine.system.canonical import canonical
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.exits import Exit
 
 DOMAIN = b"loopproof-ledger-head-v1\n"
 
@@ -282,11 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"signed {args.ledger}: {side['records']} records, head {side['head'][:16]}")
     except BadInput as exc:
         print(f"loopproof.engine.record.signing: {exc}", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     except LedgerCorrupt as exc:
         print(f"loopproof.engine.record.signing: ledger corrupt: {exc}", file=sys.stderr)
-        return 5
-    return 0
+        return Exit.CORRUPT
+    return Exit.OK
 
 
 if __name__ == "__main__":

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.replay import Replayed, run_bounds
 from loopproof.engine.run.integrity import Integrity
 from loopproof.engine.run.journal import Journal
 from loopproof.engine.run.spec import Spec
-from loopproof.engine.system.guards import refuse
+from loopproof.engine.system.exits import Exit
 from loopproof.model import Finish, Outcome
 
-EXIT_CODES = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
-EXIT_PIN_CHANGED = 5
-EXIT_STOPPED = 6
+EXIT_CODES = {Outcome.DONE: Exit.OK, Outcome.FAILED: Exit.FAILED,
+              Outcome.BUDGET_EXHAUSTED: Exit.BUDGET_EXHAUSTED}
+EXIT_PIN_CHANGED = Exit.CORRUPT  # a pinned file or the policy changed mid-run
+EXIT_STOPPED = Exit.STOPPED
 # The report's outcome when the ledger on disk is not the chain the engine wrote (replaced,
 # removed, appended to, truncated, edited, or a write failed): no end state is claimed.
 LEDGER_LOST = "LEDGER_LOST"
@@ -32,7 +34,7 @@ def finish(journal: Journal, integrity: Integrity, facts: dict[str, Any],
     journal.ledger.verify_owned()  # never a Finish after a chain the engine did not write
     unmet = integrity.release_unmet(approved_by)
     if refuse("policy.release", ", ".join(unmet) or None):
-        from loopproof.engine.policy.pin import RELEASE_CONDITIONS
+        from loopproof.model.policy import RELEASE_CONDITIONS
         journal.note({"type": "release_unmet", "unmet": unmet, "settled": journal.state.settled,
                       "why": {c: RELEASE_CONDITIONS[c] for c in unmet}})
         return False

@@ -21,11 +21,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.ledger import Ledger
 from loopproof.engine.run.journal import Journal
 from loopproof.engine.run.spec import Spec
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
-from loopproof.engine.system.guards import refuse
 from loopproof.engine.system.trees import file_digest
 from loopproof.model import policy as mp
 

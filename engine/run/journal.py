@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 from loopproof.engine.record.ledger import Ledger
-from loopproof.engine.record.record_types import RUN_RECORDS
 from loopproof.engine.record.replay import Replayed, event_record
 from loopproof.engine.run.progress import Progress
 from loopproof.engine.system.secrets import redact, secret_values
@@ -74,7 +73,8 @@ class Journal:
             self._batch = contextlib.ExitStack()
             self._batch.enter_context(self.ledger.group())
         record = redact(record, self._secrets)
-        RUN_RECORDS.check_append(record, self.ledger.path)  # declared type, declared fields
+        # declared type, declared fields (the replayed run's registry: a study may extend it)
+        self.replayed.registry.check_append(record, self.ledger.path)
         stored = self.ledger.append(record)
         self.replayed.apply_written(stored)
         if self.progress is not None:

@@ -2,7 +2,7 @@
 built-in "command" kind.
 
 Why a module of its own: a kind is the one place where graph.toml grows without editing the spec
-loader (engine.admission.revision registers "revision"). A factory is called as
+loader (engine/admission/revision.py registers "revision" from above: engine/kinds.py). A factory is called as
 `factory(node_table, spec_dir) -> (Worker, Gate)` and rejects its own bad fields with
 `node_table.error(field, problem, fix)`; `NodeTable` gives it the readers every kind shares (a
 wall-clock limit, an argv whose program is resolved once per load).
@@ -43,9 +43,7 @@ class Kind:
     fields: frozenset[str]
 
 
-KINDS: dict[str, Kind] = {}
-# Kinds defined in other engine modules, imported the first time a spec names them.
-KIND_MODULES: dict[str, str] = {"revision": "loopproof.engine.admission.revision"}
+KINDS: dict[str, Kind] = {}  # kinds of higher layers register here (engine/kinds.py)
 
 
 def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:

@@ -22,7 +22,6 @@ which the tests of careless input pin, so the phases and the `Spec` they make ar
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import stat
 from collections.abc import Mapping
@@ -34,7 +33,6 @@ from loopproof.engine.run.gate import Gate
 from loopproof.engine.run.kinds import (
     COMMAND_FIELDS,
     DEFAULT_TIMEOUT_S,
-    KIND_MODULES,
     KINDS,
     Factory,
     Kind,
@@ -82,7 +80,7 @@ from loopproof.model.bounds import attempt_bound, spend_bound
 
 # Names that live in engine.run.kinds and engine.run.spec_checks, importable from here as before.
 __all__ = [
-    "COMMAND_FIELDS", "GATE_ERRORS", "GRAPH_FIELDS", "KINDS", "KIND_MODULES", "LIMIT_FIELDS",
+    "COMMAND_FIELDS", "GATE_ERRORS", "GRAPH_FIELDS", "KINDS", "LIMIT_FIELDS",
     "NODE_FIELDS", "BadInput", "Factory", "Kind", "NodeConfig", "NodeTable", "PlannerConfig",
     "DEFAULT_RESOURCES", "Spec", "is_price", "load", "register_kind", "resolve_arg",
 ]
@@ -128,15 +126,17 @@ NODE_FIELDS: dict[str, str] = {
                    "fails the attempt like a reject; the node tries again) or \"stop\" (the run "
                    "stops after recording it, exit 6; fix what broke the gate, then resume)",
     "llm": "a table: the model calls a command worker may make through the attempt's metered "
-           "proxy (upstream, api_key_env, price_prompt_per_1k, price_completion_per_1k, "
-           "max_tokens, timeout_s; docs/proxy.md)",
+           "proxy, in the OpenAI chat, OpenAI Responses or Anthropic Messages API (upstream, "
+           "api_key_env, price_prompt_per_1k, price_completion_per_1k, price_cache_read_per_1k, "
+           "price_cache_write_per_1k, max_tokens, timeout_s; docs/proxy.md)",
     "network": "true: the node's worker shares the host's network (default false: none; see "
                "docs/threat-model.md for what it opens)",
     "writable": "existing files or folders (relative to the spec) the worker may write besides "
                 "its workspace, e.g. a cache or a counter: outside every judged tree, and not "
                 "confined (see docs/threat-model.md); default []",
     "env": "the command worker's own variables (never its gate's), names to strings; no PATH, "
-           "HOME, TMPDIR, OPENAI_*, LOOPPROOF_*, LD_* or secret-looking name (docs/proxy.md)",
+           "HOME, TMPDIR, OPENAI_*, ANTHROPIC_BASE_URL, LOOPPROOF_*, LD_* or secret-looking name "
+           "(docs/proxy.md)",
     "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
                  "an error verdict, checked before anything is copied",
     "max_workspace_bytes": "bytes the workspace's files may add up to while the worker runs "
@@ -367,11 +367,10 @@ def _node(node_name: Any, nt: Any, path: Path, spec_dir: Path, programs: dict[st
         raise BadInput(name, f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
     node = NodeTable(node_name, nt, path, programs, args)
     kind_name = nt.get("kind", "command")
-    if isinstance(kind_name, str) and kind_name in KIND_MODULES and kind_name not in KINDS:
-        importlib.import_module(KIND_MODULES[kind_name])  # registers itself on import
     if not isinstance(kind_name, str) or kind_name not in KINDS:
-        raise node.error("kind", f"unknown kind {kind_name!r}",
-                         f"use one of {sorted(set(KINDS) | set(KIND_MODULES))}")
+        raise node.error("kind", f"unknown kind {kind_name!r}", f"use one of {sorted(KINDS)}"
+                         + ("" if len(KINDS) > 1 else " (a program that loads specs itself "
+                            "registers the shipped kinds first: engine.kinds.register_builtin())"))
     kind = KINDS[kind_name]
     fields = allowed.get(kind_name) or allowed.setdefault(
         kind_name, frozenset(NODE_FIELDS) | kind.fields)

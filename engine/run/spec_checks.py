@@ -248,7 +248,8 @@ def _room_fix(worker_c: float, call: float, timeout_s: float) -> str:
 
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-ENGINE_ENV = frozenset({"PATH", "HOME", "TMPDIR"})  # set by the engine for every worker
+# set by the engine for every worker (the ANTHROPIC_ pair: for a worker with model access)
+ENGINE_ENV = frozenset({"PATH", "HOME", "TMPDIR", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"})
 ENGINE_ENV_PREFIXES = ("OPENAI_", "LOOPPROOF_")  # the model proxy's and the attempt's own
 MAX_ENV_VALUE = 32 * 1024
 
@@ -256,8 +257,8 @@ MAX_ENV_VALUE = 32 * 1024
 def env_table(t: Mapping[str, Any], where: str, file: str) -> dict[str, str]:
     """An `env` table (names to strings) for a command worker. Refused, one line each: a name
     that is not a variable name, one the engine sets (PATH, HOME, TMPDIR, OPENAI_*,
-    LOOPPROOF_*), LD_* (it would reach bwrap itself), one whose name says it holds a secret
-    (engine/system/secrets.py's rule: the spec is stored in the ledger, so a secret reaches a
+    ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, LOOPPROOF_*), LD_* (it would reach bwrap itself),
+    one whose name says it holds a secret (engine/system/secrets.py's rule: the spec is stored in the ledger, so a secret reaches a
     worker only through `api_key_env`), a value that is not a string (or holds a NUL byte, or
     is over 32 KiB)."""
     v = t.get("env", {})
@@ -273,7 +274,8 @@ def env_table(t: Mapping[str, Any], where: str, file: str) -> dict[str, str]:
         upper = name.upper()
         if upper in ENGINE_ENV or upper.startswith(ENGINE_ENV_PREFIXES):
             raise BadInput(file, field, "is set by the engine for every worker (PATH, HOME, "
-                           "TMPDIR, OPENAI_*, LOOPPROOF_*)", "remove it: the engine's value "
+                           "TMPDIR, OPENAI_*, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, "
+                           "LOOPPROOF_*)", "remove it: the engine's value "
                            "is the one the worker gets (docs/proxy.md says which)")
         if upper.startswith("LD_"):
             raise BadInput(file, field, "would reach the sandbox launcher itself (bwrap starts "

@@ -13,6 +13,8 @@ import argparse
 import contextlib
 import json
 import os
+import socket
+import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +39,23 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def send_events(self, events: list[tuple[str, Any]], *, close: bool = False) -> None:
+        """Server-sent events (`event: NAME` and `data: JSON` each), as the Anthropic Messages
+        and OpenAI Responses streams are sent; `close`: the connection drops after the last one
+        written, with no end of stream (a stream that broke off: the connection is reset)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for name, data in events:
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        if close:  # a reset, not an orderly end: the client cannot take it for one
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
 
 
 def serve(port: int = 0, key: str | None = None) -> ThreadingHTTPServer:

@@ -1,5 +1,9 @@
 """The guarded meta-agent learning loop, driven on loopproof's engine primitives.
 
+It writes through the engine's journal (engine/run/journal.py: the model check, the redaction of
+the engine's secrets, the record check, append and fold, under one lock), with its own record
+types registered by this study (experiments/growth/records.py), not by the engine.
+
 A run is one attempt of a one-node graph whose spend ceiling and budget are the pinned policy's
 `budget.spend` (GPU-hours): the model's `Reserve` guard is then the prefix budget check itself,
 and every stage is a `Reserve`/`Settle` pair through `engine.run.meter.Meter`, like any metered
@@ -21,7 +25,7 @@ resources now in force (a `resources` record when GPUs, step or price changed).
 
 `FAULTS` plants one fault each, for the negative controls of the studies; none is on by default.
 
-Why one module: about 470 lines on purpose, since the stages and their recovery are one state
+Why one module: about 490 lines on purpose, since the stages and their recovery are one state
 machine over one ledger (which record comes next, and how resume finds its place among them);
 split, the stage order and the resume that must agree with it would live in different files.
 """
@@ -31,27 +35,29 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.growth import catalogue, sim
 from experiments.growth.folder import CALLS, EVALUATION, LEDGER, POLICY, prepare
 from experiments.growth.progress import DEFAULT_RESOURCES, FULL_LOOP, Arm, Resources, View
+from experiments.growth.records import GROWTH_RECORDS
 from loopproof.engine.policy.evolution import Decision, evolve, replay_config
 from loopproof.engine.policy.pin import PolicyChanged, PolicyPin
 from loopproof.engine.record.ledger import Ledger, verify
-from loopproof.engine.record.record_types import RUN_RECORDS
-from loopproof.engine.record.replay import RUN_FORMAT, Replayed, event_record, graph_record, replay
+from loopproof.engine.record.replay import RUN_FORMAT, Replayed, graph_record, replay
+from loopproof.engine.run.finish import EXIT_CODES
+from loopproof.engine.run.journal import Journal
 from loopproof.engine.run.meter import BudgetOverrun, Meter
 from loopproof.engine.system import faults as crash
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.exits import Exit
 from loopproof.model import (
     Fail,
     Finish,
     LoopGraph,
     NodeSpec,
-    Outcome,
     Settle,
     Status,
     Verdict,
@@ -60,8 +66,9 @@ from loopproof.model import (
 from loopproof.model.transitions import EPS, Begin, Event
 
 NODE = "growth"
-EXIT = {Outcome.DONE: 0, Outcome.FAILED: 3, Outcome.BUDGET_EXHAUSTED: 4}
-EXIT_PIN_CHANGED, EXIT_STOPPED, EXIT_BROKEN = 5, 6, 7
+EXIT = EXIT_CODES  # the engine's: the loop's outcomes exit as a run's do
+EXIT_PIN_CHANGED, EXIT_STOPPED = Exit.CORRUPT, Exit.STOPPED
+EXIT_BROKEN = 7  # the loop's own: a planted fault broke the run (the studies' negative controls)
 WORK_GRID = 8  # work is planned in 1/8 GPU-hour steps, so charges are exact to 6 decimals
 
 # The loop's own crash boundaries (engine.system.faults.crashpoint), in run order. With the
@@ -104,6 +111,9 @@ class GrowthLoop:
                  planner: Planner | None, faults: Iterable[str], on_boundary: Boundary | None
                  ) -> None:
         self.folder, self.ledger, self.replayed, self.pin = folder, ledger, replayed, pin
+        # the engine's journal is the one writer: the model check, redaction of the engine's
+        # secrets, the record check against GROWTH_RECORDS, append and fold, under one lock
+        self.journal = Journal(ledger, replayed, progress=lambda _r, stored: self._fold(stored))
         self.graph: LoopGraph = replayed.graph
         first = replayed.first["growth"]
         self.seed = int(first["seed"])
@@ -150,9 +160,10 @@ class GrowthLoop:
                                                   "idle": arm.idle_growth},
                             "resources": {"gpus": resources.gpus, "step": resources.step},
                             "catalogue": catalogue.digest(), "planner": catalogue.PLANNER}}
-        RUN_RECORDS.check_append(first, folder / LEDGER)
+        GROWTH_RECORDS.check_append(first, folder / LEDGER)
         ledger = Ledger.create(folder / LEDGER, first)
-        loop = cls(folder, ledger, replay(ledger), pin, planner=planner, faults=faults,
+        loop = cls(folder, ledger, replay(ledger, registry=GROWTH_RECORDS), pin, planner=planner,
+                   faults=faults,
                    on_boundary=on_boundary)
         crash.crashpoint("growth.after_create")
         return loop
@@ -165,7 +176,7 @@ class GrowthLoop:
         nothing; `run()` records the resume and recovers first."""
         folder = folder.absolute()
         ledger = Ledger.open(folder / LEDGER)
-        replayed = replay(ledger)
+        replayed = replay(ledger, registry=GROWTH_RECORDS)
         growth = replayed.first.get("growth")
         if not isinstance(growth, dict) or growth.get("catalogue") != catalogue.digest():
             raise LedgerCorrupt(f"{folder / LEDGER}: record 0 is not a growth run of this "
@@ -186,25 +197,21 @@ class GrowthLoop:
     def _fold(self, rec: Mapping[str, Any]) -> None:
         self.view.apply(rec)
 
-    def _append(self, record: dict[str, Any]) -> None:
-        RUN_RECORDS.check_append(record, self.ledger.path)
-        stored = self.ledger.append(record)
-        self.replayed.apply_written(stored)
-        self._fold(stored)
-
     def commit(self, event: Event, facts: dict[str, Any]):  # noqa: ANN201 - model.RunState
-        """A model event: the model must allow it, then its record is appended."""
-        reason = event.why_not(self.graph, self.state)
-        if reason is not None:
-            raise RuntimeError(f"loop bug: {event} is not enabled: {reason}")
-        self._append(event_record(event, **facts))
-        return self.state
+        """A model event: the model must allow it, then its record is appended (the journal's
+        commit, as every engine run's)."""
+        return self.journal.commit(event, facts)
 
     def note(self, record: dict[str, Any]) -> None:
-        self._append(record)
+        self.journal.note(record)
 
-    def group(self) -> contextlib.AbstractContextManager[None]:
-        return self.ledger.group()
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """One durable batch: the records appended inside are made durable together at its end."""
+        try:
+            yield
+        finally:
+            self.journal.sync()
 
     def append(self, record: dict[str, Any]) -> None:
         """The recorder evolution writes to: crash sites before its commit record."""
@@ -212,7 +219,7 @@ class GrowthLoop:
             crash.crashpoint("growth.before_commit")
         elif record["type"] == "idle_finished":
             crash.crashpoint("growth.before_idle_commit")
-        self._append(record)
+        self.journal.note(record)
 
     def _call(self, what: str) -> None:
         """Count a real execution (planner call or evaluation) outside the ledger."""
@@ -238,7 +245,7 @@ class GrowthLoop:
             self.note({"type": "loop_broken", "error": self.error[:500]})
             return EXIT_BROKEN
         finally:
-            self.ledger.close()
+            self.journal.close()
         return self.exit_code()
 
     def exit_code(self) -> int:
@@ -353,8 +360,9 @@ class GrowthLoop:
         return float(min(sim.ROUND_WORK, math.floor(self._affordable_work() + 1e-9)))
 
     def _meter(self, eval_reserve: float) -> Meter:
-        return Meter(self.graph, NODE, self.commit, lambda: self.state,
-                     price=self.view.resources.price, eval_reserve=eval_reserve, note=self.note)
+        return Meter(self.graph, NODE, self.commit, lambda: self.state, self.journal.sync,
+                     price=self.view.resources.price, eval_reserve=eval_reserve, note=self.note,
+                     lock=self.journal.lock)
 
     def _train(self) -> None:
         v, res = self.view, self.view.resources

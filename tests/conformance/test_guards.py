@@ -1,6 +1,6 @@
 """Every guard switched off alone makes a conformance case fail.
 
-The guards are the registry's (engine/system/guards.py), not a list kept here: a guard added
+The guards are the registry's (engine/policy/guards.py), not a list kept here: a guard added
 there is tested here without a change. For each one, the test switches it off (and nothing
 else) and runs the conformance cases it names, in order, until one fails; none failing means
 the guard can be broken without anything noticing -- defence in depth hiding it, or no case
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from loopproof.engine.admission.conformance import suite as conformance
-from loopproof.engine.system import guards
+from loopproof.engine.policy import guards
 
 CASES = conformance.load_cases()
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,6 +18,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.system.exits import Exit
+
 
 def load_cases() -> dict[str, Any]:
     """The registered cases, by id (engine/admission/conformance/cases/)."""
@@ -77,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
     cases = load_cases()
     if args.markdown:
         print(markdown(cases), end="")
-        return 0
+        return Exit.OK
     unknown = [cid for cid in args.case if cid not in cases]
     if unknown:
         print(f"conformance: --case: unknown ids {unknown}; fix: use one of "
               f"{min(cases)}..{max(cases)}", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     chosen = [cases[cid] for cid in (args.case or list(cases))]
     failures: dict[str, str] = {}
     for c in chosen:
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, sort_keys=True))
     else:
         print(f"{summary['passed']}/{summary['cases']} conformance cases passed")
-    return 0 if not failures else 1
+    return Exit.CHECK_FAILED if failures else Exit.OK
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """Model access for one attempt: the proxy with its socket and token, and what the worker gets.
 
-Why per attempt: the token the worker gets as OPENAI_API_KEY is made for this attempt and dies
-with its proxy, so it is worthless after the attempt, in a later attempt and outside the run.
-The upstream key is taken out of the engine's environment (engine/system/secret_env.py) and
-lives only in the proxy's memory; the worker's argv is wrapped by `bridge.py`, which relays a
-loopback port inside the worker's sandbox to the socket and sets OPENAI_BASE_URL.
+Why per attempt: the token the worker gets as OPENAI_API_KEY (and as ANTHROPIC_API_KEY: one
+token, whichever API the agent speaks) is made for this attempt and dies with its proxy, so it
+is worthless after the attempt, in a later attempt and outside the run. The upstream key is
+taken out of the engine's environment (engine/system/secret_env.py) and lives only in the
+proxy's memory; the worker's argv is wrapped by `bridge.py`, which relays a loopback port inside
+the worker's sandbox to the socket and sets OPENAI_BASE_URL and ANTHROPIC_BASE_URL.
 """
 
 from __future__ import annotations
 
 import glob
 import hashlib
+import os
 import secrets
 import shutil
 import sys
@@ -27,7 +29,10 @@ from loopproof.engine.run.proxy.server import Proxy
 from loopproof.engine.run.proxy.store import BodyStore, calls_root
 from loopproof.engine.system import secret_env
 
-BRIDGE = Path(__file__).with_name("bridge.py")
+# by its real path: the sandbox binds what argv names at its real path, so a path through a link
+# (loopproof/engine -> engine/ in a checkout) would not resolve inside it when the checkout lies
+# in a folder the sandbox masks (/tmp, the engine user's home)
+BRIDGE = Path(os.path.realpath(Path(__file__).with_name("bridge.py")))
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,8 @@ def model_access(cfg: LlmConfig, account: Account, *, ledger: Path,
                   store=BodyStore(calls_root(ledger), [key, token]), where=where)
     proxy.start()
     try:
-        yield Access({"OPENAI_API_KEY": token}, sock, proxy.stop_reason)
+        yield Access({"OPENAI_API_KEY": token, "ANTHROPIC_API_KEY": token}, sock,
+                     proxy.stop_reason)
     finally:
         proxy.stop()
         shutil.rmtree(folder, ignore_errors=True)

@@ -2,9 +2,10 @@
 
 Why: the worker runs without a network (its own network namespace), so the proxy is reachable
 only through a Unix socket bound into the sandbox; most agent CLIs and SDKs take an http URL
-(OPENAI_BASE_URL), not a socket. This program runs inside the sandbox as the worker's parent:
-it listens on 127.0.0.1 (the namespace's own loopback), sets OPENAI_BASE_URL to it, runs the
-worker's argv and exits with its exit code. It holds no secret (the worker has the same token)
+(OPENAI_BASE_URL, ANTHROPIC_BASE_URL), not a socket. This program runs inside the sandbox as
+the worker's parent: it listens on 127.0.0.1 (the namespace's own loopback), sets
+OPENAI_BASE_URL (and OPENAI_API_BASE) to it with `/v1`, ANTHROPIC_BASE_URL without (Anthropic's
+clients append `/v1/messages` themselves), runs the worker's argv and exits with its exit code. It holds no secret (the worker has the same token)
 and imports only the standard library, run as `python -I -S bridge.py` so nothing in the
 worker's folder or environment can shadow a module.
 
@@ -68,8 +69,9 @@ def main(argv: list[str]) -> int:
         print("usage: bridge.py --socket PATH -- argv...", file=sys.stderr)
         return 2
     server = serve(argv[1])
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    env = dict(os.environ, OPENAI_BASE_URL=url, OPENAI_API_BASE=url)
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    env = dict(os.environ, OPENAI_BASE_URL=root + "/v1", OPENAI_API_BASE=root + "/v1",
+               ANTHROPIC_BASE_URL=root)
     try:
         child = subprocess.Popen(argv[3:], env=env)
     except OSError as exc:

@@ -1,11 +1,13 @@
 """One metered call of the attempt's proxy: hold the request's bound through the meter, forward
-it upstream, relay the answer (a stream chunk by chunk, cut at the reserved completion tokens),
+it upstream, relay the answer (a stream event by event, cut at the reserved completion tokens),
 settle the hold, record the call.
 
 Why a module of its own: the accounting of a call is the proxy's promise (a hold released
-exactly once, however the call ends); engine/run/proxy/server.py owns the socket, the refusals
-that never reach the meter and the endpoints, and hands an admitted request to `Call`. `Call`
-sees the server only through `Upstream` and `Client`, so this module imports nothing of it.
+exactly once, however the call ends), the same for every API shape; what differs between the
+shapes (their fields, usage and stream events) is asked of the call's `Shape`
+(engine/run/proxy/shape.py). engine/run/proxy/server.py owns the socket, the refusals that
+never reach the meter and the endpoints, and hands an admitted request to `Call`. `Call` sees
+the server only through `Upstream` and `Client`, so this module imports nothing of it.
 """
 
 from __future__ import annotations
@@ -13,15 +15,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import io
-import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any, Protocol
 
-from loopproof.engine.run.proxy import pricing
+from loopproof.engine.run.proxy import pricing, refusals
 from loopproof.engine.run.proxy.config import LlmConfig
-from loopproof.engine.run.proxy.pricing import CHAT, Bound, error_body
+from loopproof.engine.run.proxy.pricing import Bound, Usage
+from loopproof.engine.run.proxy.shape import Shape, data_of, events, json_of
 from loopproof.engine.run.proxy.store import BodyStore
 
 WHAT = "llm"  # the meter label of a model call's reserve and settle records
@@ -51,7 +52,10 @@ class Upstream(Protocol):
 
     def target(self, endpoint: str) -> str: ...
 
-    def headers(self, length: int | None = None) -> dict[str, str]: ...
+    def headers(self, length: int | None = None, api: str = refusals.OPENAI,
+                extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]: ...
+
+    def remember(self, response_id: str, tokens: int) -> None: ...
 
     def track(self, s: socket.socket, on: bool) -> None: ...
 
@@ -71,7 +75,8 @@ class Client(Protocol):
     @property
     def proxy(self) -> Upstream: ...
 
-    def reply(self, status: int, body: bytes, ctype: str = "application/json") -> None: ...
+    def reply(self, status: int, body: bytes, ctype: str = "application/json",
+              headers: tuple[tuple[str, str], ...] = ()) -> None: ...
 
     def send_response(self, code: int, message: str | None = None) -> None: ...
 
@@ -83,16 +88,26 @@ class Client(Protocol):
 class Call:
     """One metered call: hold, forward, relay, settle, record."""
 
-    def __init__(self, h: Client, call: str, bound: Bound, t0: float) -> None:
-        self.h, self.p, self.call, self.bound, self.t0 = h, h.proxy, call, bound, t0
+    def __init__(self, h: Client, call: str, shape: Shape, bound: Bound, t0: float) -> None:
+        self.h, self.p, self.call, self.shape, self.bound, self.t0 = (h, h.proxy, call, shape,
+                                                                      bound, t0)
         self.status = 0
-        self.usage: tuple[int, int] | None = None
+        self.usage: Usage | None = None
         self.usage_kind = "missing"
         self.cut = False
         self.sent = False  # the request reached the upstream (or may have)
         self.received = bytearray()
         self.error: str | None = None
         self.replied = False  # the client has had a status line
+
+    def refuse(self, reason: str, message: str) -> bytes:
+        """Answer the client with the refusal `reason` in the call's API; the body sent."""
+        a, body = refusals.answer(self.shape.api, reason, message)
+        self.h.close_connection = True
+        self.replied = True
+        self.h.reply(a.status, body, headers=a.headers)
+        self.status = a.status
+        return body
 
     def run(self) -> None:
         b, p = self.bound, self.p
@@ -104,18 +119,15 @@ class Call:
             if ending is None:
                 p.refused(self.call, b.cost, left)
             ends = p.ending is not None
-            body = error_body(
+            body = self.refuse("budget", (
                 f"loopproof: this call may cost up to {b.cost:g} spend units "
                 f"({b.prompt_tokens} prompt tokens at most, {b.completion_tokens} completion "
                 f"tokens at most); the attempt may spend {left:g} more"
-                + ("; the attempt ends here (on_refusal = \"end-attempt\")" if ends else ""),
-                "insufficient_quota", "budget_exceeded")
-            self.h.close_connection = True
-            self.h.reply(402, body)
+                + ("; the attempt ends here (on_refusal = \"end-attempt\")" if ends else "")))
             why = ("the attempt is ending: a call was refused" if ending is not None
                    else "the reservation does not fit")
             p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
-                     refused=True, status=402, why=why, prompt_bound=b.prompt_tokens,
+                     refused=True, status=self.status, why=why, prompt_bound=b.prompt_tokens,
                      prompt_counted_by=b.prompt_counted_by,
                      reserved=b.cost, charged=0.0, request_sha256=request_sha,
                      response_sha256=p.store.put(body),
@@ -128,24 +140,27 @@ class Call:
             self.error = f"{type(exc).__name__}: {exc}"[:300]
             if not self.replied:
                 with contextlib.suppress(OSError):
-                    self.h.close_connection = True
-                    self.h.reply(502, error_body(f"the upstream did not answer: {self.error}",
-                                                 "api_error", "upstream_failed"))
+                    status = self.status
+                    self.refuse("upstream_failed", f"the upstream did not answer: {self.error}")
+                    self.status = status  # the record keeps the upstream's (0: none)
         finally:
             if self.cut or (self.sent and self.usage is None):
                 used = b.cost  # a cut, a missing or unbelievable usage: the whole hold
             elif self.usage is not None:
-                used = min(b.cost, pricing.cost(p.cfg, *self.usage))
+                used = min(b.cost, pricing.charge(p.cfg, self.usage))
             else:
                 used = 0.0  # the request never left: nothing was used
             charged = p.account.release(self.call, used, WHAT, call=self.call,
                                         usage=self.usage_kind)
-            tokens = self.usage or (None, None)
+            u = self.usage
             extra = {"error": self.error} if self.error else {}
             p.record(self.call, endpoint=b.endpoint, model=b.model, stream=b.stream,
                      refused=False, status=self.status, reserved=b.cost, charged=charged,
                      prompt_bound=b.prompt_tokens, prompt_counted_by=b.prompt_counted_by,
-                     prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                     prompt_tokens=None if u is None else u.prompt,
+                     completion_tokens=None if u is None else u.output,
+                     cache_read_tokens=None if u is None else u.cache_read,
+                     cache_write_tokens=None if u is None else u.cache_write,
                      usage=self.usage_kind, cut=self.cut,
                      latency_s=round(time.monotonic() - self.t0, 6),
                      request_sha256=request_sha,
@@ -158,8 +173,11 @@ class Call:
             conn.connect()
             p.track(conn.sock, True)
             self.sent = True
-            conn.request("POST", p.target(b.endpoint), body=b.body,
-                         headers=p.headers(len(b.body)))
+            target = p.target(b.endpoint)
+            if self.shape.forward_query and b.query:
+                target += "?" + b.query
+            conn.request("POST", target, body=b.body,
+                         headers=p.headers(len(b.body), self.shape.api, b.headers))
             resp = conn.getresponse()
             self.status = resp.status
             ctype = resp.getheader("Content-Type", "") or ""
@@ -177,23 +195,40 @@ class Call:
         self.received += data[:MAX_RESPONSE]
         if len(data) > MAX_RESPONSE:
             self.cut = True
-            data = error_body("the upstream's answer is too large", "api_error")
-            self.h.close_connection = True
-            self.replied = True
-            self.h.reply(502, data)
+            self.refuse("upstream_failed", "the upstream's answer is too large")
+            self.status = resp.status
             return
         if resp.status == 200:
-            self.believe(_json(data), seen=0)
+            doc = json_of(data)
+            self.believe(doc, seen=0)
+            self.remember(self.shape.response_id(doc))
         self.replied = True
         self.h.reply(resp.status, data, ctype)
 
     def believe(self, doc: Any, seen: int) -> None:
-        usage = doc.get("usage") if isinstance(doc, dict) else None
-        if usage is None:
-            self.usage_kind = "missing"
+        """Keep the usage `doc` reports if it is believable for the bound (after `seen`
+        content deltas were relayed); else none, and say why (`usage_kind`)."""
+        self.usage = None
+        try:
+            u = self.shape.usage(doc)
+        except ValueError:
+            self.usage_kind = "implausible"
             return
-        self.usage = pricing.believed(usage, self.bound, seen)
-        self.usage_kind = "reported" if self.usage is not None else "implausible"
+        if u is None:
+            self.usage_kind = "missing"
+        elif pricing.believed(u, self.bound, seen):
+            self.usage, self.usage_kind = u, "reported"
+        else:
+            self.usage_kind = "implausible"
+
+    def remember(self, response_id: str | None) -> None:
+        """A stored response's context, for a later call that chains to it: known before the
+        client has the answer (it may chain at once). Its believed usage, else its bound."""
+        b = self.bound
+        if b.remember and response_id is not None and self.status == 200:
+            u = self.usage
+            self.p.remember(response_id, u.prompt + u.output if u is not None
+                            else b.prompt_tokens + b.completion_tokens)
 
     def relay_stream(self, resp: http.client.HTTPResponse) -> None:
         b, h = self.bound, self.h
@@ -204,80 +239,25 @@ class Call:
         h.send_header("Cache-Control", "no-cache")
         h.send_header("Connection", "close")
         h.end_headers()
+        meter = self.shape.stream(b)
         seen = n_bytes = 0
-        usage: Any = None
-        last: dict[str, Any] = {}
-        done = False
-        for event in _events(resp, self.received):
-            data = _data(event)
-            if data is None or data == b"[DONE]":
-                done = done or data == b"[DONE]"
-                h.wfile.write(event)
-                h.wfile.flush()
-                continue
-            chunk = _json(data)
-            deltas, size = pricing.content_tokens(chunk)
-            if (seen + deltas > b.completion_tokens
-                    or n_bytes + size > b.completion_tokens * pricing.MAX_TOKEN_BYTES):
+        ended = False
+        for event in events(resp, self.received):
+            data = data_of(event)
+            step = meter.step(event, data, json_of(data) if data != b"[DONE]" else None)
+            if (seen + step.tokens > b.completion_tokens
+                    or n_bytes + step.size > b.completion_tokens * pricing.MAX_TOKEN_BYTES):
                 self.cut = True  # past what was reserved: nothing more is relayed
-                h.wfile.write(_cut_event(b, last))
+                h.wfile.write(meter.cut(seen))
                 h.wfile.flush()
                 return
-            seen, n_bytes = seen + deltas, n_bytes + size
-            if isinstance(chunk, dict):
-                last = chunk
-                if chunk.get("usage") is not None:
-                    usage = chunk
-                    if not b.client_usage and not chunk.get("choices"):
-                        continue  # the usage chunk the proxy asked for, not the client
-            h.wfile.write(event)
-            h.wfile.flush()
-        if usage is not None:
-            self.believe(usage, seen)
-        if not done:
+            seen, n_bytes = seen + step.tokens, n_bytes + step.size
+            if meter.complete and not ended:  # its last event: settled before it is relayed
+                ended = True
+                self.believe(meter.usage, seen)
+                self.remember(meter.response_id)
+            if step.relay:
+                h.wfile.write(event)
+                h.wfile.flush()
+        if not meter.complete:
             self.usage, self.usage_kind = None, "missing"  # the stream broke off
-
-
-def _events(resp: http.client.HTTPResponse, keep: bytearray) -> Iterator[bytes]:
-    """Server-sent events as raw bytes (lines up to and including the blank line)."""
-    buf = bytearray()
-    while True:
-        line = resp.readline(1 << 20)
-        if not line:
-            if buf.strip():
-                yield bytes(buf)
-            return
-        keep += line
-        buf += line
-        if line in (b"\n", b"\r\n"):
-            if buf.strip():
-                yield bytes(buf)
-            buf.clear()
-
-
-def _data(event: bytes) -> bytes | None:
-    """The payload of an event's `data:` lines, or None for a comment or other field."""
-    parts = [ln[5:].strip() for ln in event.splitlines() if ln.startswith(b"data:")]
-    return b"\n".join(parts) if parts else None
-
-
-def _json(data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def _cut_event(b: Bound, last: dict[str, Any]) -> bytes:
-    """A last chunk that ends the client's stream as the upstream should have: at length."""
-    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
-    if b.endpoint == CHAT:
-        choice["delta"] = {}
-        kind = "chat.completion.chunk"
-    else:
-        choice["text"] = ""
-        kind = "text_completion"
-    chunk = {"id": last.get("id", "loopproof-cut"), "object": kind,
-             "created": last.get("created", int(time.time())), "model": b.model,
-             "choices": [choice]}
-    return b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n"

@@ -16,7 +16,14 @@ from urllib.parse import urlsplit
 from loopproof.engine.system import secret_env
 
 FIELDS = ("upstream", "api_key_env", "price_prompt_per_1k", "price_completion_per_1k",
-          "max_tokens", "timeout_s", "on_refusal", "tokenize")
+          "price_cache_read_per_1k", "price_cache_write_per_1k", "max_tokens", "timeout_s",
+          "on_refusal", "tokenize")
+# When a cache price is not given: a cached prompt token read at the full prompt price, and a
+# token written to the cache at twice it. Why these never under-count a provider's bill:
+# providers bill a cache read below an uncached token (Anthropic 0.1x, OpenAI 0.1x to 0.5x,
+# DeepSeek less than a miss) and a cache write at most twice (Anthropic: 1.25x for a 5-minute
+# entry, 2x for a 1-hour one; OpenAI and DeepSeek write for free, billed as a plain prompt).
+CACHE_READ_FACTOR, CACHE_WRITE_FACTOR = 1.0, 2.0
 ON_REFUSAL = ("end-attempt", "continue")  # what a 402 does to the attempt (docs/proxy.md)
 TOKENIZE = ("auto", "vllm", "none")  # how the upstream counts a prompt's tokens
 DEFAULT_TIMEOUT_S = 300.0  # wall clock of one upstream call
@@ -37,6 +44,20 @@ class LlmConfig:
     # the attempt goes on to its gate; "continue": the worker decides what a 402 means
     on_refusal: str = "end-attempt"
     tokenize: str = "auto"  # engine/run/proxy/tokens.py: exact prompt counts where offered
+    # spend units per 1,000 prompt tokens read from / written to the provider's prompt cache;
+    # None: derived from price_prompt_per_1k (CACHE_READ_FACTOR, CACHE_WRITE_FACTOR)
+    price_cache_read_per_1k: float | None = None
+    price_cache_write_per_1k: float | None = None
+
+    @property
+    def cache_read_price(self) -> float:
+        return (self.price_prompt_per_1k * CACHE_READ_FACTOR
+                if self.price_cache_read_per_1k is None else self.price_cache_read_per_1k)
+
+    @property
+    def cache_write_price(self) -> float:
+        return (self.price_prompt_per_1k * CACHE_WRITE_FACTOR
+                if self.price_cache_write_per_1k is None else self.price_cache_write_per_1k)
 
     def key(self) -> str | None:
         """The upstream key, whether or not the engine has taken it out of its environment."""
@@ -50,6 +71,9 @@ class LlmConfig:
                                "on_refusal": self.on_refusal, "tokenize": self.tokenize}
         if self.api_key_env is not None:
             out["api_key_env"] = self.api_key_env
+        for f in ("price_cache_read_per_1k", "price_cache_write_per_1k"):
+            if getattr(self, f) is not None:  # absent: derived (kept out, as older specs)
+                out[f] = getattr(self, f)
         return out
 
 
@@ -78,9 +102,14 @@ def parse(table: Any, problem: Problem) -> LlmConfig:
     if key_env is not None and (not isinstance(key_env, str) or not key_env.isidentifier()):
         raise problem("llm.api_key_env", f"{key_env!r} is not a variable name",
                       'name the engine\'s environment variable, e.g. api_key_env = "UPSTREAM_KEY"')
-    prices = {}
-    for f in ("price_prompt_per_1k", "price_completion_per_1k"):
-        v = table.get(f, 0.0)
+    prices: dict[str, float | None] = {}
+    for f in ("price_prompt_per_1k", "price_completion_per_1k", "price_cache_read_per_1k",
+              "price_cache_write_per_1k"):
+        v = table.get(f, 0.0 if f in ("price_prompt_per_1k", "price_completion_per_1k")
+                      else None)
+        if v is None:
+            prices[f] = None
+            continue
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
             raise problem(f"llm.{f}", f"{v!r} is not a number >= 0",
                           f"set {f} to the spend units per 1,000 tokens")
@@ -101,6 +130,7 @@ def parse(table: Any, problem: Problem) -> LlmConfig:
             raise problem(f"llm.{f}", f"{v!r} is not one of {list(allowed)}",
                           f'write {f} = "{allowed[0]}" (or leave it out)')
         picked[f] = v
-    return LlmConfig(up.rstrip("/"), key_env, prices["price_prompt_per_1k"],
-                     prices["price_completion_per_1k"], mt, float(t), picked["on_refusal"],
-                     picked["tokenize"])
+    return LlmConfig(up.rstrip("/"), key_env, prices["price_prompt_per_1k"] or 0.0,
+                     prices["price_completion_per_1k"] or 0.0, mt, float(t),
+                     picked["on_refusal"], picked["tokenize"],
+                     prices["price_cache_read_per_1k"], prices["price_cache_write_per_1k"])

@@ -1,15 +1,16 @@
-"""The metered proxy of one attempt: an OpenAI-compatible HTTP server on a Unix socket.
+"""The metered proxy of one attempt: an HTTP server on a Unix socket speaking three model APIs.
 
 Why a Unix socket: the worker's sandbox has no network; a socket file bound into it is the one
 way out, and only to this server (`bridge.py` relays it to a loopback port inside the sandbox, so
-any client that honours OPENAI_BASE_URL works unchanged). Only three endpoints are served:
-/v1/chat/completions and /v1/completions (streamed or not: metered) and /v1/models (free);
-anything else is a 404 and never reaches the upstream.
+any client that honours OPENAI_BASE_URL or ANTHROPIC_BASE_URL works unchanged). Served: the
+metered shapes of engine/run/proxy/shapes.py (OpenAI /v1/chat/completions and /v1/completions,
+OpenAI /v1/responses, Anthropic /v1/messages; streamed or not) and the free /v1/models and
+/v1/messages/count_tokens; anything else is a 404 and never reaches the upstream.
 
-One call: check the per-attempt token; bound the request (engine/run/proxy/pricing.py) and hold
-that bound through the meter (`Meter.hold`: one atomic check-and-`Reserve`, durable before the
-request leaves); a hold that does not fit is answered 402 with an OpenAI-style error, recorded,
-and the attempt goes on. Forward with the upstream key; relay the answer (a stream chunk by
+One call: check the per-attempt token (`Authorization: Bearer` or `x-api-key`); bound the request
+(its shape) and hold that bound through the meter (`Meter.hold`: one atomic check-and-`Reserve`,
+durable before the request leaves); a hold that does not fit is refused in the request's own API
+(engine/run/proxy/refusals.py: chosen so the agent stops), recorded, and the attempt goes on. Forward with the upstream key; relay the answer (a stream chunk by
 chunk, cut when its content reaches the reserved completion tokens); settle the hold with the
 upstream's usage if it is believable, else the whole hold (`Meter.release`); record the call
 (`llm_call`: bodies' SHA-256, model, tokens, cost, latency, refused or not). However a call ends
@@ -36,11 +37,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from loopproof.engine.run.proxy import pricing
+from loopproof.engine.run.proxy import pricing, refusals
 from loopproof.engine.run.proxy.call import MAX_RESPONSE, WHAT, Account, Call
 from loopproof.engine.run.proxy.config import LlmConfig
-from loopproof.engine.run.proxy.pricing import CHAT, COMPLETIONS, MODELS, Refused, error_body
-from loopproof.engine.run.proxy.store import BodyStore
+from loopproof.engine.run.proxy.messages import MessagesShape
+from loopproof.engine.run.proxy.pricing import Refused
+from loopproof.engine.run.proxy.shape import Asked, passed
+from loopproof.engine.run.proxy.shapes import FREE, SHAPES, api_of
+from loopproof.engine.run.proxy.store import BodyStore, redact
 from loopproof.engine.run.proxy.tokens import PromptCounter
 
 # Names that live in engine.run.proxy.call, importable from here as before.
@@ -79,6 +83,10 @@ class Proxy:
         self.stopping = False
         self.ending: str | None = None  # why the worker is to be stopped (on_refusal)
         self._flight = 0  # metered calls between their hold and their settle
+        # Responses: the context (tokens) of each stored response relayed, by its id, which a
+        # later call's previous_response_id makes the upstream prepend (engine/run/proxy/
+        # responses.py)
+        self._contexts: dict[str, int] = {}
 
     # ---- life ----------------------------------------------------------------------------------
     def start(self) -> Proxy:
@@ -176,14 +184,31 @@ class Proxy:
     def target(self, endpoint: str) -> str:
         return self._base + endpoint.removeprefix("/v1")
 
-    def headers(self, length: int | None = None) -> dict[str, str]:
+    def headers(self, length: int | None = None, api: str = refusals.OPENAI,
+                extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+        """The upstream request's headers: made here, never copied from the worker's (whose
+        token stays with the proxy), but for the shape's passed-on ones in `extra`; the key as
+        the API takes it (`x-api-key` for Anthropic's, `Authorization: Bearer` else)."""
         h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
              "User-Agent": "loopproof-proxy"}
+        for name, value in extra:
+            h[name] = redact(value.encode(), [self.token]).decode()
         if length is not None:
             h["Content-Length"] = str(length)
         if self.key:
-            h["Authorization"] = f"Bearer {self.key}"
+            if api == refusals.ANTHROPIC:
+                h["x-api-key"] = self.key
+            else:
+                h["Authorization"] = f"Bearer {self.key}"
         return h
+
+    def remember(self, response_id: str, tokens: int) -> None:
+        with self._lock:  # an id seen twice (an upstream that repeats one): the larger
+            self._contexts[response_id] = max(tokens, self._contexts.get(response_id, 0))
+
+    def prior(self, response_id: str) -> int | None:
+        with self._lock:
+            return self._contexts.get(response_id)
 
     def record(self, call: str, **facts: Any) -> None:
         self.account.fact({"type": "llm_call", **self.where, "call": call, **facts})
@@ -218,31 +243,46 @@ class _Handler(BaseHTTPRequestHandler):
     def proxy(self) -> Proxy:
         return self.server.proxy
 
-    def reply(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+    def reply(self, status: int, body: bytes, ctype: str = "application/json",
+              headers: tuple[tuple[str, str], ...] = ()) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
+    def refuse(self, reason: str, message: str, param: str | None = None) -> bytes:
+        """Answer with the refusal `reason` in the request's API; the body sent."""
+        a, body = refusals.answer(api_of(self.endpoint, self.headers), reason, message, param)
+        self.reply(a.status, body, headers=a.headers)
+        return body
+
+    @property
+    def endpoint(self) -> str:
+        return self.path.split("?")[0]
+
     def authorized(self) -> bool:
-        got = self.headers.get("Authorization", "")
-        want = f"Bearer {self.proxy.token}"
-        if hmac.compare_digest(got.encode(), want.encode()):
+        """The attempt's token, as `Authorization: Bearer <token>` (OpenAI's clients) or
+        `x-api-key: <token>` (Anthropic's)."""
+        want = self.proxy.token.encode()
+        bearer = self.headers.get("Authorization", "").encode()
+        key = self.headers.get("x-api-key", "").encode()
+        if hmac.compare_digest(bearer, b"Bearer " + want) or hmac.compare_digest(key, want):
             return True
         self.close_connection = True
         self.discard_body()
-        self.reply(401, error_body("this proxy takes the attempt's OPENAI_API_KEY only",
-                                   "invalid_request_error", "invalid_api_key"))
+        self.refuse("unauthorized", "this proxy takes the attempt's OPENAI_API_KEY "
+                    "(ANTHROPIC_API_KEY) only")
         self.proxy.record(self.proxy.next_id(), endpoint=self.path, refused=True, status=401,
                           why="unauthorized", reserved=0.0, charged=0.0)
         return False
 
     def not_found(self) -> None:
         self.discard_body()
-        self.reply(404, error_body(f"loopproof's proxy serves {CHAT}, {COMPLETIONS} and "
-                                   f"{MODELS} only, not {self.path}", "invalid_request_error",
-                                   "unknown_url"))
+        served = ", ".join([*SHAPES, *FREE])
+        self.refuse("not_found", f"loopproof's proxy serves {served} only, not {self.path}")
 
     def discard_body(self) -> None:
         """Read and drop the request's body before refusing it. Why: a refusal answered before
@@ -262,7 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
     def read_body(self) -> bytes | None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
-            self.reply(411, error_body("send a Content-Length", "invalid_request_error"))
+            self.refuse("length_required", "send a Content-Length")
             return None
         try:
             length = int(self.headers.get("Content-Length", "0"))
@@ -270,39 +310,22 @@ class _Handler(BaseHTTPRequestHandler):
             length = -1
         if not 0 <= length <= pricing.MAX_BODY:
             self.close_connection = True
-            self.reply(413, error_body(f"the request body must be 0..{pricing.MAX_BODY} bytes",
-                                       "invalid_request_error"))
+            self.refuse("too_large", f"the request body must be 0..{pricing.MAX_BODY} bytes")
             return None
         return self.rfile.read(length)
 
     # ---- endpoints -----------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        if self.path.split("?")[0] != MODELS:
+        if FREE.get(self.endpoint) != "GET":
             return self.not_found()
-        if not self.authorized():
-            return None
-        call, t0 = self.proxy.next_id(), time.monotonic()
-        status, data = 502, b""
-        try:
-            conn = self.proxy.upstream()
-            try:
-                conn.request("GET", self.proxy.target(MODELS), headers=self.proxy.headers())
-                resp = conn.getresponse()
-                status, data = resp.status, resp.read(MAX_RESPONSE)
-            finally:
-                conn.close()
-        except OSError as exc:
-            data = error_body(f"the upstream did not answer: {type(exc).__name__}",
-                              "api_error", "upstream_unreachable")
-        self.reply(status, data)
-        self.proxy.record(call, endpoint=MODELS, refused=False, status=status, reserved=0.0,
-                          charged=0.0, latency_s=round(time.monotonic() - t0, 6),
-                          response_sha256=self.proxy.store.put(data))
+        if self.authorized():
+            self.free(b"")
         return None
 
     def do_POST(self) -> None:  # noqa: N802
-        endpoint = self.path.split("?")[0]
-        if endpoint not in (CHAT, COMPLETIONS):
+        endpoint = self.endpoint
+        shape = SHAPES.get(endpoint)
+        if shape is None and FREE.get(endpoint) != "POST":
             self.close_connection = True
             return self.not_found()
         if not self.authorized():
@@ -310,17 +333,59 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.read_body()
         if raw is None:
             return None
+        if shape is None:
+            return self.free(raw)
         call, t0 = self.proxy.next_id(), time.monotonic()
+        query = self.path.partition("?")[2]
         try:
-            bound = pricing.bound_request(endpoint, raw, self.proxy.cfg)
+            bound = shape.bound(raw, self.proxy.cfg, Asked(query, self.headers, self.proxy.prior))
         except Refused as exc:
-            body = exc.body()
-            self.reply(exc.status, body)
-            self.proxy.record(call, endpoint=endpoint, refused=True, status=exc.status,
+            body = self.refuse(exc.reason, exc.message, exc.param)
+            self.proxy.record(call, endpoint=endpoint, refused=True,
+                              status=refusals.TABLE[shape.api][exc.reason].status,
                               why=exc.message, reserved=0.0, charged=0.0,
                               request_sha256=self.proxy.store.put(raw),
                               response_sha256=self.proxy.store.put(body))
             return None
         with self.proxy.in_flight():
-            Call(self, call, self.proxy.tighten(endpoint, bound), t0).run()
+            Call(self, call, shape, self.proxy.tighten(endpoint, bound), t0).run()
         return None
+
+    def free(self, raw: bytes) -> None:
+        """Forward a request that generates nothing (/v1/models, Anthropic's count_tokens) and
+        record it, charged nothing. Its body is the worker's, as sent; in Anthropic's API (an
+        `anthropic-version` header, or count_tokens) the key goes as `x-api-key` and the
+        Anthropic headers are passed on, as for a metered call."""
+        endpoint, api = self.endpoint, api_of(self.endpoint, self.headers)
+        call, t0 = self.proxy.next_id(), time.monotonic()
+        query = self.path.partition("?")[2]
+        extra: tuple[tuple[str, str], ...] = ()
+        if api == refusals.ANTHROPIC:
+            try:
+                extra = passed(MessagesShape.passed_headers, self.headers)
+            except Refused as exc:
+                self.refuse(exc.reason, exc.message, exc.param)
+                return
+        method = FREE[endpoint]
+        status, data = 502, b""
+        try:
+            conn = self.proxy.upstream()
+            try:
+                target = self.proxy.target(endpoint) + (f"?{query}" if query and api ==
+                                                        refusals.ANTHROPIC else "")
+                conn.request(method, target, body=raw if method == "POST" else None,
+                             headers=self.proxy.headers(len(raw) if method == "POST" else None,
+                                                        api, extra))
+                resp = conn.getresponse()
+                status, data = resp.status, resp.read(MAX_RESPONSE)
+            finally:
+                conn.close()
+        except (OSError, http.client.HTTPException) as exc:
+            a, data = refusals.answer(api, "upstream_failed",
+                                      f"the upstream did not answer: {type(exc).__name__}")
+            status = a.status
+        self.reply(status, data)
+        facts = {"request_sha256": self.proxy.store.put(raw)} if raw else {}
+        self.proxy.record(call, endpoint=endpoint, refused=False, status=status, reserved=0.0,
+                          charged=0.0, latency_s=round(time.monotonic() - t0, 6),
+                          response_sha256=self.proxy.store.put(data), **facts)

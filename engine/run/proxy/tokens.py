@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from loopproof.engine.run.proxy.pricing import CHAT, COMPLETIONS
+from loopproof.engine.run.proxy.shape import CHAT, COMPLETIONS
 
 ASK_TIMEOUT_S = 10.0
 # request fields vLLM's chat template reads besides messages: passed on as they are

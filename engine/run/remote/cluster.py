@@ -25,6 +25,11 @@ What it owns:
   is seen on the host within a poll, and its command is killed there. `resume --dask` reaps
   what a killed engine left on every worker (`far.reap`: the run's cgroups, its folders).
 - *Blobs*: which blobs each worker process has (sent, or sent back), so each is sent once.
+
+Why one module: over 400 lines because it is, by design, the only module of the engine that
+imports Dask (the `dask-one-module` import contract), so everything that speaks Dask lives
+here, the engine's side and the three small functions that run on the workers (`_on_worker`,
+`_probe`, `_reap`) alike; what the workers do is in far.py, which imports no Dask.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopproof.engine.run.confine import argv_paths
 from loopproof.engine.run.gate import Gate, GateResult
 from loopproof.engine.run.proxy.access import Access
 from loopproof.engine.run.remote.parcel import (
@@ -256,9 +257,10 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
             relay = UnixToTcp(sock, job.proxy)
             argv = Access({}, sock).wrap(argv)  # this host's interpreter and bridge
             sockets = (sock,)
-        inputs = work / "inputs"
+        inputs = work / "inputs"  # and what the argv names (the bridge: this host's file)
         confine = _confinement(job.confine, host, writable=(work,),
-                               readable=(files, *([inputs] if inputs.is_dir() else [])),
+                               readable=(files, *([inputs] if inputs.is_dir() else []),
+                                         *argv_paths(argv)),
                                sockets=sockets, workspace=work)
         env = safe_environment(extra=job.env, home=work)
         try:

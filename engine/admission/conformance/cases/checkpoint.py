@@ -9,6 +9,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from loopproof.engine.admission import revision  # noqa: F401  (registers the revision kind)
 from loopproof.engine.admission.broker import (
     Disposition,
     load_receipt,

@@ -106,7 +106,7 @@ _off: set[str] = set()
 def refuse(name: str, why: str | None) -> str | None:
     """The guard `name` asked: `why` (the reason it refuses, or None), unless switched off."""
     if name not in BY_NAME:
-        raise KeyError(f"unknown guard {name!r}: add it to engine/system/guards.py")
+        raise KeyError(f"unknown guard {name!r}: add it to engine/policy/guards.py")
     return None if name in _off else why
 
 

@@ -245,6 +245,7 @@ class InProcess:
         self.forgotten: set[int] = set()
         self.last: dict[str, str] = {}
         self.watch: Path | None = None
+        self.transfer_s = 0.0
         self.watched: list[list[str]] = []
 
     def check(self, programs: Iterable[str], pins: Mapping[str, str], sandbox: str,
@@ -272,6 +273,7 @@ class InProcess:
              stop: Callable[[], str | None] | None = None) -> Any:
         self.calls.append(fn)
         n = len(self.calls)
+        time.sleep(self.transfer_s)  # the way there and back, which the engine's clock sees
         if self.watch is not None:  # what the engine's folder holds as each call starts
             self.watched.append(sorted(os.listdir(self.watch)) if self.watch.is_dir() else [])
         if n in self.lost:
@@ -361,3 +363,16 @@ def test_nodes_that_cannot_run_on_a_cluster_are_refused_before_anything_is_writt
     with pytest.raises(BadInput, match="writable"):
         Runner.start(load(spec), tmp_path / "L.jsonl", cluster=InProcess(tmp_path / "h"))
     assert not (tmp_path / "L.jsonl").exists()
+
+
+def test_a_remote_worker_is_charged_by_the_engines_clock(tmp_path: Path) -> None:
+    """The host measures its command; the engine charges what its own clock saw from sending
+    the attempt to its answer (here a slow way there and back), within the reservation."""
+    cluster = InProcess(tmp_path / "hosts")
+    cluster.transfer_s = 2.0
+    run_graph(REPO / "examples" / "median" / "graph.toml", tmp_path / "L.jsonl", cluster)
+    recs = records(tmp_path / "L.jsonl")
+    (settle,) = [r for r in recs if r["type"] == "settle" and r["what"] == "wall_clock"]
+    (claim,) = [r for r in recs if r["type"] == "claim"]
+    assert settle["seconds"] >= 2.0 and settle["amount"] >= 2.0
+    assert settle["amount"] <= settle["reserved"] and claim["claims"]["seconds"] >= 2.0

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,13 +142,17 @@ class RemoteWorker(CommandWorker):
             came: list[WorkerDone] = []
 
             def remote(limit_s: float) -> Any:
+                start = time.monotonic()
                 done = cluster.call(slot, "run_worker", dataclasses.replace(job, limit_s=limit_s),
                                     tree.digests() | files.digests(), {**where, **found},
                                     within_s=limit_s, stop=ctx.stop)
                 came.append(done)
                 if done.result is None:
                     raise ProcessError(f"on the Dask worker {done.host}: {done.error}")
-                return done.result
+                # charged by the engine's clock (sending, running, answering), never by less
+                # than the host measured; the meter caps it at the reservation
+                took = max(done.result.seconds, time.monotonic() - start)
+                return dataclasses.replace(done.result, seconds=took)
 
             try:
                 m = ctx.meter.metered(self.timeout_s, remote)

@@ -136,10 +136,11 @@ def engine(*argv: str) -> Iterator[subprocess.Popen[str]]:
 
 
 def started(c: Cluster, node: str) -> tuple[Path, object] | None:
-    """A marker `started` written by `node`'s worker in a remote workspace, and its worker."""
+    """A marker `started` written by `node`'s worker in its workspace on a host (engine/run/
+    remote/far.py: `loopproof/<owner>/ws/<node>/`), and that host's worker."""
     for w in c.live():
         for folder, _dirs, files in os.walk(w.scratch):  # folders come and go meanwhile
-            if "started" in files and os.path.basename(folder) == "work":
+            if "started" in files and os.path.basename(os.path.dirname(folder)) == "ws":
                 marker = Path(folder) / "started"
                 try:
                     if marker.read_text() == node:
@@ -260,12 +261,14 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: 
             ledger = run / "L.jsonl"
             with engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
                         "--json") as eng:
-                until("a's worker to start", lambda: started(c, "a"), engine=eng)
+                marker, _ = until("a's worker to start", lambda: started(c, "a"), engine=eng)
                 remote = [p for p in processes_with("work.py") if c.of_pid(p)]
                 assert remote, "a's command runs under no Dask worker"
                 eng.kill()  # SIGKILL, mid-attempt
             until("a's command on the host to end",
                   lambda: not [p for p in processes_with("work.py") if c.of_pid(p)])
+            # and its workspace there with it: no one knows what it holds
+            until("a's workspace on the host to go", lambda: not marker.exists())
             with engine("resume", "--ledger", str(ledger), "--dask", c.address,
                         "--json") as res:
                 for node in "ad":

@@ -38,6 +38,7 @@ from loopproof.engine.run.remote.parcel import (
     mirror,
     pack,
     read_blobs,
+    sync,
 )
 from loopproof.engine.run.runner import Runner
 from loopproof.engine.run.spec import load
@@ -72,10 +73,32 @@ def test_a_tree_lands_as_the_same_tree(tmp_path: Path) -> None:
     store.put_all(read_blobs(tree.digests(), where))
     materialize(tree, tmp_path / "dst", store.path)
     assert tree_digest(tmp_path / "dst") == want
-    # linked from the source instead (the engine's own workspace): the same tree, and the two
-    # files of equal bytes keep their own permission bits
-    materialize(tree, tmp_path / "linked", lambda d: Path(os.fsdecode(where[d])), link=True)
-    assert tree_digest(tmp_path / "linked") == want
+
+
+def test_a_folder_synced_to_a_tree_holds_it_and_writes_only_what_differs(tmp_path: Path
+                                                                        ) -> None:
+    src = tree_of(tmp_path / "src")
+    before, where = pack(src)
+    dst = tmp_path / "dst"
+    materialize(before, dst, lambda d: Path(os.fsdecode(where[d])))
+    kept = os.stat(dst / "sub" / "run.sh").st_ino
+    # the worker changed a file, removed one, added one, turned a folder into a file and
+    # changed a mode
+    (src / "a.txt").write_text("beta")
+    (src / "same.txt").unlink()
+    (src / "new.txt").write_text("new")
+    (src / "sub" / "empty").rmdir()
+    (src / "sub" / "empty").write_text("now a file")
+    (src / "sub").chmod(0o700)
+    (src / os.fsdecode(b"caf\xe9.bin")).chmod(0o600)
+    after, found = pack(src)
+    store = BlobStore(tmp_path / "blobs")
+    store.put_all(read_blobs(after.digests(), found))
+    sync(after, dst, store.path, before)
+    assert tree_digest(dst) == tree_digest(src)
+    assert os.stat(dst / "sub" / "run.sh").st_ino == kept  # unchanged: not written again
+    sync(after, dst, store.path, None)  # nothing known: built anew, the same tree
+    assert tree_digest(dst) == tree_digest(src)
 
 
 def test_bytes_that_do_not_hash_to_their_name_are_never_used(tmp_path: Path) -> None:
@@ -134,7 +157,7 @@ def confine(workspace: Path | None = None) -> far.Confine:
 def worker_job(workspace: Path, argv: tuple[str, ...], **kw: Any) -> far.WorkerJob:
     tree, _ = pack(workspace)
     files, _ = mirror([])
-    return far.WorkerJob(OWNER, f"n-0-1-{time.monotonic_ns()}", argv, {}, 30.0, tree, files, (),
+    return far.WorkerJob(OWNER, "n", f"n-0-1-{time.monotonic_ns()}", argv, {}, 30.0, tree, files, (),
                          confine(workspace), kw.pop("limits", Limits()), **kw)
 
 
@@ -148,7 +171,7 @@ def test_the_host_runs_the_worker_sandboxed_and_hides_its_scratch(tmp_path: Path
     store = BlobStore(far.owner_root(h.scratch, OWNER) / "blobs")
     secret = hashlib.sha256(b"the answers").hexdigest()
     store.put(secret, b"the answers")  # a gate file's bytes, cached by an earlier attempt
-    script = ("ls -a \"$(dirname \"$PWD\")\" > up.txt; "
+    script = ("ls -a \"$(dirname \"$(dirname \"$PWD\")\")\" > up.txt; "
               f"cat {store.path(secret)} > seen.txt 2>/dev/null; echo done > out.txt")
     job = worker_job(ws, ("/bin/sh", "-c", script))
     done = far.run_worker(job, send(job, pack(ws)[1]), h)
@@ -161,7 +184,8 @@ def test_the_host_runs_the_worker_sandboxed_and_hides_its_scratch(tmp_path: Path
     assert (back / "out.txt").read_text() == "done\n"
     # the run's blobs (a gate file's bytes among them) and other attempts are out of sight
     assert (back / "seen.txt").read_text() == ""
-    assert set((back / "up.txt").read_text().split()) <= {".", "..", "work", "files"}
+    up = set((back / "up.txt").read_text().split())  # the run's folder on the host
+    assert "blobs" not in up and "ws" in up, up
     # what was sent came back unchanged, and only the new files' blobs travelled back
     assert set(done.blobs) == {d for d in done.tree.digests()} - job.workspace.digests()
     assert not list(far.owner_root(h.scratch, OWNER).glob("n-*"))  # the attempt's folder goes
@@ -195,7 +219,7 @@ def test_a_gate_judges_on_the_host_what_the_engine_staged(tmp_path: Path) -> Non
     tree, where = pack(judged)
     files, found = mirror([gate_file])
     pins = {python: far._pinned_digest(python)}
-    job = far.GateJob(OWNER, "n-0-1-gate", gate, tree, files, (str(gate_file),), pins,
+    job = far.GateJob(OWNER, "n", "n-0-1-gate", gate, tree, files, (str(gate_file),), pins,
                       confine())
     h = host(tmp_path)
     result = far.run_gate(job, read_blobs(tree.digests() | files.digests(), {**where, **found}),

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from loopproof.engine.run.confine import argv_paths
 from loopproof.engine.run.gate import Gate, GateResult, TimedGate
 from loopproof.engine.run.remote.far import Confine, GateJob, WorkerDone, WorkerJob
-from loopproof.engine.run.remote.parcel import Tree, TreeRefused, materialize, mirror, pack
+from loopproof.engine.run.remote.parcel import Tree, TreeRefused, mirror, pack, sync
 from loopproof.engine.run.remote.relay import TcpToUnix
 from loopproof.engine.run.spec import Spec
 from loopproof.engine.run.worker import AttemptContext, CommandWorker, Wrap, command_claims
@@ -44,7 +44,7 @@ from loopproof.engine.system.judged import Limits
 from loopproof.engine.system.process import ProcessError
 from loopproof.engine.system.programs import installed
 from loopproof.engine.system.sandbox import Confinement
-from loopproof.engine.system.trees import file_digest, remove_tree
+from loopproof.engine.system.trees import file_digest
 
 
 @dataclass(frozen=True)
@@ -96,19 +96,12 @@ def _source(blobs: Mapping[str, bytes], where: Mapping[str, bytes]) -> Callable[
     return get
 
 
-def replace_workspace(ws: Path, tree: Tree, blobs: Mapping[str, bytes],
+def replace_workspace(ws: Path, tree: Tree, sent: Tree, blobs: Mapping[str, bytes],
                       where: Mapping[str, bytes]) -> None:
-    """Make the local workspace the tree that came back: built beside it (a name no node can
-    have), each blob that came checked as it is written, each file the worker left as it was
-    sent linked from the old workspace, then swapped in."""
-    parent = ws.parent
-    incoming, old = parent / f".incoming-{ws.name}", parent / f".old-{ws.name}"
-    for p in (incoming, old):
-        remove_tree(p, within=parent)
-    materialize(tree, incoming, _source(blobs, where), link=True)
-    os.rename(ws, old)
-    os.rename(incoming, ws)
-    remove_tree(old, within=parent)
+    """Make the local workspace the tree that came back. It still holds `sent` (nothing runs
+    in it while its attempt is away), so only what the worker changed is written, each blob
+    that came checked as it is written."""
+    sync(tree, ws, _source(blobs, where), sent)
 
 
 @dataclass(frozen=True)
@@ -129,14 +122,15 @@ class RemoteWorker(CommandWorker):
         cluster: Cluster = self.cluster
         names = shipped(self.argv)
         files, found = mirror(names, self.limits, exclude=box.view.hidden)
-        slot = cluster.acquire()
+        slot = cluster.acquire(prefer=cluster.last_host(ctx.node))  # its workspace is there
         gateway = (TcpToUnix(cluster.listen, ctx.sockets[0])
                    if self.bridged and ctx.sockets else None)
         try:
             cluster.last_host(ctx.node, slot.address)
             tree, where = pack(ctx.workspace)  # the engine's own folder, as it prepared it
             owner = box.hold.owner if box.hold is not None else "0" * 16
-            job = WorkerJob(owner, label(ctx.node, ctx.activation, ctx.attempt), self.argv,
+            job = WorkerJob(owner, ctx.node, label(ctx.node, ctx.activation, ctx.attempt),
+                            self.argv,
                             dict(ctx.env), 0.0, tree, files, names, Confine.of(box),
                             self.limits, gateway.address if gateway is not None else None)
             came: list[WorkerDone] = []
@@ -163,7 +157,7 @@ class RemoteWorker(CommandWorker):
             if done.refused:
                 ctx.unstaged = f"the workspace on the Dask worker {done.host}: {done.refused}"
             elif done.tree is not None:
-                replace_workspace(ctx.workspace, done.tree, done.blobs, where)
+                replace_workspace(ctx.workspace, done.tree, tree, done.blobs, where)
                 cluster.learn(slot, done.tree.digests())
             return {**command_claims(self.argv, m), "host": done.host}
         finally:
@@ -207,8 +201,8 @@ class RemoteGate(Gate):
         files, found = mirror(names, exclude=confine.view.hidden)
         tree, where = pack(workspace)  # the staged copy: the engine's, its hash recorded
         owner = confine.hold.owner if confine.hold is not None else "0" * 16
-        job = GateJob(owner, label(self.node, workspace.name, "gate"), self.inner, tree, files,
-                      names, self.pins, Confine.of(confine))
+        job = GateJob(owner, self.node, label(self.node, workspace.name, "gate"), self.inner,
+                      tree, files, names, self.pins, Confine.of(confine))
         slot = cluster.acquire(prefer=cluster.last_host(self.node))
         try:
             result: GateResult = cluster.call(

@@ -14,9 +14,11 @@ host's whole scratch folder hidden (its blob cache, other attempts' workspaces, 
 Where things live on the host, below the Dask worker's local directory:
 
     loopproof/<owner>/blobs/<sha256>              the run's blobs, each checked on arrival
-    loopproof/<owner>/<node>-<act>-<att>-<key>/   one attempt: work/ (the workspace), files/
-                                                  (what its argv names, at their engine paths),
-                                                  judged/ (the tree the engine staged)
+    loopproof/<owner>/ws/<node>/                  the node's workspace here, kept between its
+                                                  attempts (only what differs is written)
+    loopproof/<owner>/<node>-<act>-<att>-<key>/   one attempt: files/ (what its argv names, at
+                                                  their engine paths), judged/ (the tree the
+                                                  engine staged, unless it is the workspace's)
 
 `<owner>` is the run's key (engine/system/limits: from its ledger's path); `reap` removes it and
 kills what is left in the run's cgroups on this host.
@@ -45,6 +47,7 @@ from loopproof.engine.run.remote.parcel import (
     TreeRefused,
     materialize,
     pack,
+    sync,
 )
 from loopproof.engine.run.remote.relay import UnixToTcp
 from loopproof.engine.system import limits
@@ -112,6 +115,7 @@ class WorkerJob:
     it needs."""
 
     owner: str
+    node: str
     label: str  # <node>-<activation>-<attempt>-<key>: the attempt's folder here
     argv: tuple[str, ...]
     env: dict[str, str]
@@ -129,6 +133,7 @@ class GateJob:
     """One attempt's gate run on the tree the engine staged."""
 
     owner: str
+    node: str
     label: str
     gate: Gate
     tree: Tree
@@ -164,13 +169,29 @@ def owner_root(scratch: Path, owner: str) -> Path:
     return Path(scratch) / ROOT / owner
 
 
+def _name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,160}", name) or name.startswith("."):
+        raise Corrupt(f"{name[:80]!r} is not a node's name or an attempt's label")
+    return name
+
+
 def _attempt_dir(root: Path, label: str) -> Path:
-    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,160}", label) or label.startswith("."):
-        raise Corrupt(f"{label[:80]!r} is not an attempt's label")
-    path = root / label
+    path = root / _name(label)
     remove_tree(path, within=root)  # a worker lost half-way left it
     path.mkdir(parents=True)
     return path
+
+
+# A node's workspace here -> the tree it holds, as packed after its last worker here (nothing
+# runs in it between attempts: the sandbox's processes are gone, a gate reads it only). The next
+# attempt of the node here then writes only what differs, and its gate judges it in place when
+# the engine staged exactly that tree. Dropped while a worker runs (a failure leaves it unknown:
+# built anew).
+_HELD: dict[Path, Tree] = {}
+
+
+def _workspace(root: Path, node: str) -> Path:
+    return root / "ws" / _name(node)
 
 
 def _received(root: Path, blobs: dict[str, bytes], trees: Iterable[Tree]) -> tuple[
@@ -247,8 +268,10 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
     at = _attempt_dir(root, job.label)
     relay: UnixToTcp | None = None
     try:
-        work, files = at / "work", at / "files"
-        materialize(job.workspace, work, store.path)
+        work, files = _workspace(root, job.node), at / "files"
+        held = _HELD.pop(work, None)
+        work.parent.mkdir(exist_ok=True)
+        sync(job.workspace, work, store.path, held)
         materialize(job.files, files, store.path)
         argv = tuple(moved(job.shipped, files)(a) for a in job.argv)
         sockets: tuple[Path, ...] = ()
@@ -269,13 +292,15 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
         except ProcessError as exc:
             return WorkerDone(None, host.address, error=str(exc))
         res = dataclasses.replace(res, argv=job.argv)  # as the engine named it
-        if host.gone():  # the engine cancelled it or is gone: nothing travels back
+        if host.gone():  # the engine cancelled it or is gone: nothing travels back, and what
+            remove_tree(work, within=root)  # the workspace holds is no one's to know
             return WorkerDone(res, host.address)
         try:
             tree, _where = pack(work, job.limits)
         except TreeRefused as exc:
             return WorkerDone(res, host.address, refused=str(exc))
         store.adopt(tree, work)
+        _HELD[work] = tree
         back = job.workspace.digests()
         out = {d: store.path(d).read_bytes() for d in tree.digests() - back}
         return WorkerDone(res, host.address, tree=tree, blobs=out)
@@ -312,8 +337,10 @@ def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | 
         return missing
     at = _attempt_dir(root, job.label)
     try:
-        judged, files = at / "judged", at / "files"
-        materialize(job.tree, judged, store.path)
+        judged, files = _workspace(root, job.node), at / "files"
+        if _HELD.get(judged) != job.tree:  # not what its worker here left: built for it
+            judged = at / "judged"
+            materialize(job.tree, judged, store.path)
         materialize(job.files, files, store.path)
         changed = sorted(p for p, sha in job.pins.items() if _pinned_digest(p) != sha)
         if changed:
@@ -362,5 +389,7 @@ def reap(scratch: Path, owner: str) -> int:
     attempt the engine gave up on), remove its folders. The processes found."""
     found = limits.reap(owner)
     root = owner_root(scratch, owner)
+    for held in [p for p in _HELD if p.is_relative_to(root)]:
+        del _HELD[held]
     remove_tree(root, within=root.parent, best_effort=True)
     return found

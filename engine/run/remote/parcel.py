@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopproof.engine.system.judged import Limits, TreeRefused, _unreadable, _walk
-from loopproof.engine.system.trees import _b, shown
+from loopproof.engine.system.trees import _b, remove_tree, shown
 
 DIR, FILE, LINK = "d", "f", "l"
 _CHUNK = 1 << 20
@@ -183,36 +183,59 @@ class BlobStore:
 Source = Callable[[str], bytes | Path]  # a digest -> its bytes, or a file that holds them
 
 
-def materialize(tree: Tree, dst: Path | str, source: Source, *, link: bool = False) -> None:
-    """Build `tree` as the new folder `dst`: folders, files copied from `source` (each checked
+def materialize(tree: Tree, dst: Path | str, source: Source) -> None:
+    """Build `tree` as the new folder `dst` (see `sync`)."""
+    sync(tree, dst, source, None)
+
+
+def sync(tree: Tree, dst: Path | str, source: Source, held: Tree | None) -> None:
+    """Make the folder `dst` hold `tree`: folders, files copied from `source` (each checked
     against its digest as it is written: `Corrupt` otherwise), links; then the permission bits,
-    folders last (a 0o555 folder is filled first). `link`: a file `source` names is hard-linked
-    instead of copied (the engine's own files, hashed just before and about to be removed;
-    each linked once, so two entries never share an inode and its permission bits)."""
+    folders last (a 0o555 folder is filled first). `held`: the tree `dst` holds now, as the
+    caller packed it and nothing has changed it since (its own folder): only what differs is
+    removed and written, so a workspace that comes back as it went costs no write. None: `dst`
+    is built anew (whatever is there goes)."""
     d = _b(dst)
-    os.mkdir(d, 0o700)
+    for rel, kind, _mode, _data in tree.entries:
+        if rel.startswith(b"/") or b".." in rel.split(b"/") or kind not in (DIR, FILE, LINK):
+            raise Corrupt(f"an entry {shown(rel)!r} ({kind!r}) is not one of a tree")
+    if held is None or not os.path.isdir(d):
+        remove_tree(Path(os.fsdecode(d)), best_effort=False)
+        os.mkdir(d, 0o700)
+        had: dict[bytes, Entry] = {}
+    else:
+        had = {e[0]: e for e in held.entries}
+    want = {e[0]: e for e in tree.entries}
+    keep = {p for p, e in had.items() if p in want and want[p][1:] == e[1:]
+            or p in want and want[p][1] == e[1] == DIR}
+    for p in (b"", *(p for p in keep if want[p][1] == DIR)):  # writable while it changes
+        os.chmod(os.path.join(d, p) if p else d, 0o700)
+    # what is written from a file here is read first: the file may be one that goes below
+    fetched = {e[3]: source(e[3]) for p, e in want.items() if e[1] == FILE and p not in keep}
+    fetched = {k: (v.read_bytes() if isinstance(v, Path) and held is not None else v)
+               for k, v in fetched.items()}
+    for p in sorted(set(had) - keep, key=lambda p: -p.count(b"/")):  # deepest first
+        target = os.path.join(d, p)
+        if os.path.lexists(target):
+            if had[p][1] == DIR and not os.path.islink(target):
+                remove_tree(Path(os.fsdecode(target)), best_effort=False)
+            else:
+                os.unlink(target)
     folders: list[tuple[bytes, int]] = [(d, tree.mode)]
     files: list[tuple[bytes, int]] = []
-    linked: set[Path] = set()
     for rel, kind, mode, data in tree.entries:
-        if rel.startswith(b"/") or b".." in rel.split(b"/"):
-            raise Corrupt(f"an entry {shown(rel)!r} climbs out of its tree")
         target = os.path.join(d, rel)
         if kind == DIR:
-            os.mkdir(target, 0o700)
+            if rel not in keep:
+                os.mkdir(target, 0o700)
             folders.append((target, mode))
+        elif rel in keep:
+            continue
         elif kind == LINK:
             os.symlink(os.fsencode(data), target)
-        elif kind == FILE:
-            src = source(data)
-            if link and isinstance(src, Path) and src not in linked:
-                linked.add(src)
-                os.link(src, target)
-            else:
-                _write(target, data, src)
-            files.append((target, mode))
         else:
-            raise Corrupt(f"an entry {shown(rel)!r} of unknown kind {kind!r}")
+            _write(target, data, fetched[data])
+            files.append((target, mode))
     for target, mode in files:
         os.chmod(target, mode)
     for target, mode in reversed(folders):
@@ -237,4 +260,4 @@ def _write(target: bytes, digest: str, src: bytes | Path) -> None:
 
 
 __all__ = ["DIR", "FILE", "LINK", "BlobStore", "Corrupt", "Entry", "Source", "Tree",
-           "TreeRefused", "materialize", "mirror", "pack", "read_blobs", "sha256_of"]
+           "TreeRefused", "materialize", "mirror", "pack", "read_blobs", "sha256_of", "sync"]

@@ -251,10 +251,12 @@ def _confinement(c: Confine, host: Host, *, writable: tuple[Path, ...] = (),
 
 
 def _socket_path(folder: Path) -> Path:
+    """The attempt's socket: in its folder, or (a long path: AF_UNIX's limit) a folder of its
+    own in the temp folder, inside `folder`'s lifetime (the caller removes it)."""
     path = folder / "llm.sock"
     if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
         return path
-    return Path(tempfile.mkdtemp(prefix="lp-")) / "llm.sock"  # hidden: /tmp is masked
+    return Path(tempfile.mkdtemp(prefix="lp-")) / "llm.sock"
 
 
 def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDone | Missing:
@@ -307,6 +309,8 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
     finally:
         if relay is not None:
             relay.stop()
+            if relay.path.parent != at:
+                remove_tree(relay.path.parent)
         remove_tree(at, within=root)
 
 

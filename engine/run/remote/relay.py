@@ -114,7 +114,8 @@ class UnixToTcp(Relay):
         def connect() -> socket.socket:
             return socket.create_connection(address, timeout=30)
 
-        Path(path).unlink(missing_ok=True)
+        self.path = Path(path)
+        self.path.unlink(missing_ok=True)
         super().__init__(_Unix(str(path), _handler(connect)))
         os.chmod(path, 0o600)
 

@@ -175,10 +175,13 @@ def _name(name: str) -> str:
     return name
 
 
-def _attempt_dir(root: Path, label: str) -> Path:
+def _attempt_dir(root: Path, label: str, needed: bool = True) -> Path:
+    """The attempt's own folder (its files, its socket, a judged tree built for its gate);
+    made only when `needed` (a folder made and removed per attempt costs two writes)."""
     path = root / _name(label)
-    remove_tree(path, within=root)  # a worker lost half-way left it
-    path.mkdir(parents=True)
+    if needed:
+        remove_tree(path, within=root)  # a worker lost half-way left it
+        path.mkdir(parents=True)
     return path
 
 
@@ -267,14 +270,15 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
     store, missing = _received(root, blobs, (job.workspace, job.files))
     if missing is not None:
         return missing
-    at = _attempt_dir(root, job.label)
+    at = _attempt_dir(root, job.label, bool(job.files.entries) or job.proxy is not None)
     relay: UnixToTcp | None = None
     try:
         work, files = _workspace(root, job.node), at / "files"
         held = _HELD.pop(work, None)
         work.parent.mkdir(exist_ok=True)
         sync(job.workspace, work, store.path, held)
-        materialize(job.files, files, store.path)
+        if job.files.entries:
+            materialize(job.files, files, store.path)
         argv = tuple(moved(job.shipped, files)(a) for a in job.argv)
         sockets: tuple[Path, ...] = ()
         if job.proxy is not None:
@@ -339,13 +343,16 @@ def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | 
     store, missing = _received(root, blobs, (job.tree, job.files))
     if missing is not None:
         return missing
-    at = _attempt_dir(root, job.label)
+    judged = _workspace(root, job.node)
+    in_place = _HELD.get(judged) == job.tree  # what its worker here left: judged as it is
+    at = _attempt_dir(root, job.label, bool(job.files.entries) or not in_place)
     try:
-        judged, files = _workspace(root, job.node), at / "files"
-        if _HELD.get(judged) != job.tree:  # not what its worker here left: built for it
+        files = at / "files"
+        if not in_place:
             judged = at / "judged"
             materialize(job.tree, judged, store.path)
-        materialize(job.files, files, store.path)
+        if job.files.entries:
+            materialize(job.files, files, store.path)
         changed = sorted(p for p, sha in job.pins.items() if _pinned_digest(p) != sha)
         if changed:
             return GateResult.not_judged(f"the gate's program {changed[0]} on the Dask worker "

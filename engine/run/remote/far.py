@@ -275,7 +275,7 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
     try:
         work, files = _workspace(root, job.node), at / "files"
         held = _HELD.pop(work, None)
-        work.parent.mkdir(exist_ok=True)
+        work.parent.mkdir(parents=True, exist_ok=True)
         sync(job.workspace, work, store.path, held)
         if job.files.entries:
             materialize(job.files, files, store.path)

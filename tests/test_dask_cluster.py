@@ -293,9 +293,10 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: 
 def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(tmp_path: Path) -> None:
     spec = graph(tmp_path / "spec", "http://127.0.0.1:9/v1", tmp_path)
     ledger = tmp_path / "L.jsonl"
-    for argv in (("run", str(spec), "--ledger", str(ledger)), ("resume", "--ledger", str(ledger))):
-        with engine(*argv, "--dask", "tcp://127.0.0.1:9") as eng:
+    with engine("run", str(spec), "--ledger", str(ledger), "--dask", "tcp://127.0.0.1:9") as a, \
+            engine("resume", "--ledger", str(ledger), "--dask", "tcp://127.0.0.1:9") as b:
+        for eng in (a, b):  # side by side: each tries to connect for a while
             out, err = eng.communicate(timeout=120)
-        assert eng.returncode == 2, (out, err)
-        assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
-        assert not list(tmp_path.glob("L.jsonl*"))
+            assert eng.returncode == 2, (out, err)
+            assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
+    assert not list(tmp_path.glob("L.jsonl*"))

@@ -43,12 +43,12 @@ sandbox:
 	@bwrap --ro-bind / / --unshare-pid --unshare-net --die-with-parent -- true || { \
 	  echo "make: bubblewrap cannot create a sandbox here; run: sudo sysctl -w kernel.unprivileged_userns_clone=1 (or run as root)"; exit 1; }
 
-# `loopproof show --html` is checked in a real browser (tests/test_show_page.py): install headless
+# `loopproof show --html` is checked in a real browser (tests/engine/commands/test_show_page.py): install headless
 # Chromium when it is missing and we can (root with apt), else say how.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "make: installing chromium (tests/test_show_page.py renders a run's page in it)"; \
+	    echo "make: installing chromium (tests/engine/commands/test_show_page.py renders a run's page in it)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
 	      >/dev/null || exit 1; \
 	  else \
@@ -56,7 +56,7 @@ browser:
 	  fi; }
 
 # G1's bound W, its structural facts and G3 are also proved for every graph in Coq (proofs/coq/,
-# docs/proofs.md), and its extracted step function is held to model.step (tests/test_coq_model.py):
+# docs/proofs.md), and its extracted step function is held to model.step (tests/proofs/test_coq_model.py):
 # install Debian's coq and ocaml when they are missing and we can (root with apt), else say how.
 coq:
 	@command -v coqc >/dev/null 2>&1 && command -v ocamlopt >/dev/null 2>&1 || { \
@@ -69,7 +69,7 @@ coq:
 	  fi; }
 
 # Claude Code and Codex CLI run as workers under the metered proxy (examples/claude-code,
-# examples/codex, tests/test_agent_clis.py): the versions pinned in examples/agents-cli/ (with
+# examples/codex, tests/examples/test_agent_clis.py): the versions pinned in examples/agents-cli/ (with
 # the lock's hashes) installed from the npm registry into build/agents/, with codex-worker (the
 # script that points Codex at the attempt's proxy) in build/agents/bin/. Both CLIs are native
 # binaries shipped inside their npm packages; node and npm install them (Claude Code's

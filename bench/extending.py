@@ -31,7 +31,7 @@ NEW = ("G3-node-cap", "G3-broken-node-cap")
 BEGIN = "<!-- timings:begin (python -m bench.extending --write README.md) -->"
 END = "<!-- timings:end -->"
 
-# What a newcomer writes into the skeleton (tests/test_scaffold.py fills it in the same way):
+# What a newcomer writes into the skeleton (tests/proofs/test_scaffold.py fills it in the same way):
 # no attempt counter passes a_v, broken by a rule that retries every failed attempt.
 INVARIANT = '''    a = enc.params.attempts
     return z3.And(structural(enc, s), *[s.att(v) <= a[v] for v in enc.graph.names])'''
@@ -59,13 +59,15 @@ def fill_in(text: str) -> str:
 
 def copy_tree(root: Path) -> None:
     """The parts of the repository the path touches (model/, proofs/, the differential test)."""
-    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "proofs").mkdir(parents=True)
+    (root / "tests" / "support").mkdir()
     for part in ("model", "proofs"):
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     # the copy's own `loopproof` (links to its model/ and proofs/), found before the installed one
     shutil.copytree(REPO / "loopproof", root / "loopproof", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__", "engine"))
-    for name in ("conftest.py", "leftover_processes.py", "test_encoding.py", "encoding_steps.py"):
+    for name in ("__init__.py", "conftest.py", "support/__init__.py", "support/leftover_processes.py",
+                 "support/encoding_steps.py", "proofs/__init__.py", "proofs/test_encoding.py"):
         shutil.copy(REPO / "tests" / name, root / "tests" / name)
     shutil.copy(REPO / "pyproject.toml", root)
 
@@ -92,10 +94,10 @@ STEPS: tuple[tuple[str, str, list[str], int], ...] = (
     ("filled", "its two obligations, filled in (proved, refuted)",
      ["-m", "loopproof.proofs", "--only", *NEW], 0),
     ("test", "the test it wrote", ["-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                   "tests/test_g3_node_cap.py"], 0),
+                                   "tests/proofs/test_g3_node_cap.py"], 0),
     ("proofs", "every obligation (`python -m loopproof.proofs`)", ["-m", "loopproof.proofs"], 0),
     ("differential", "the differential test of the encodings (a new rule's check)",
-     ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_encoding.py"], 0),
+     ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/proofs/test_encoding.py"], 0),
 )
 
 

@@ -7,7 +7,7 @@ not recommended. Use --allow-root to bypass.") and a container or CI runs as roo
 depends on who runs it; the server listens on the loopback address only; the notebooks need
 LOOPPROOF_RESULTS and the project's kernel (experiments.figures.install_kernel); and the test
 starts this same command, lists the notebooks over the server's API and stops it
-(tests/test_lab.py).
+(tests/experiments/test_lab.py).
 """
 
 from __future__ import annotations

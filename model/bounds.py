@@ -44,7 +44,7 @@ def rerun_set(graph: LoopGraph, d: str, u: str) -> frozenset[str]:
 def bounds_by_definition(graph: LoopGraph) -> tuple[int, tuple[str, str] | None, Fraction]:
     """W, the first repair pair reaching it and W_c (exact), read straight off the formulas above
     with plain sets: the definition, quadratic and slow, that the one-pass `worst_sums` must equal
-    (tests/test_bounds.py holds them together on random graphs of up to 60 nodes)."""
+    (tests/model/test_bounds.py holds them together on random graphs of up to 60 nodes)."""
     a = {v.name: v.attempts for v in graph.nodes}
     c = {v.name: Fraction(v.attempts * v.spend_ceiling) for v in graph.nodes}
     reruns = [(sum(a[w] for w in rerun_set(graph, d, u)), (d, u)) for d, u in graph.repair_pairs]

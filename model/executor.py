@@ -44,7 +44,7 @@ class Processes:
 
     Why concurrent.futures and not multiprocessing.Pool: a Pool whose worker dies mid-task (a
     SIGKILL, the OOM killer) waits for that task for ever; this pool raises BrokenProcessPool,
-    so a run fails with the reason instead of hanging (tests/test_executor.py)."""
+    so a run fails with the reason instead of hanging (tests/experiments/test_executor.py)."""
 
     workers: int
 

@@ -10,7 +10,7 @@ verdict sequences by exhaustive search of the model's state space, and compares 
 `model.bounds.attempt_bound` (W). `WorstCase` steps `RunState`s through
 `model.transitions.successors`; `run_task` and `true_worst_case` search `model.search_space`, the
 same transitions on the memo key's small-integer state (~5x less CPU), which
-`tests/test_search_space.py` ties to the model at every state the model's search expands. A case
+`tests/model/test_search_space.py` ties to the model at every state the model's search expands. A case
 the fast search finds wrong is searched again by `WorstCase`, whose counterexample is reported. A mismatch (W exceeded, W not reached, or a state that has
 not ended yet has no enabled event) exits 1 and prints the case and the schedule reaching the true
 worst case.
@@ -319,7 +319,7 @@ def check_abstract(graph: LoopGraph, space: AbstractSpace, search: AbstractWorst
         worst = None
     if worst == attempt_bound(graph):
         return None
-    if (found := check(graph)) is None:  # the searches disagree: tests/test_search_space.py
+    if (found := check(graph)) is None:  # the searches disagree: tests/model/test_search_space.py
         raise RuntimeError(f"the abstract search finds {worst} attempts, the model's W: "
                            f"{describe(graph, attempt_bound(graph), worst, [])}")
     return found

@@ -12,10 +12,16 @@ The rule:
 - otherwise it is a PASS iff every expected case is present, is a `Returned`, and its value is
   equal to the expectation **by type and value** (`same_value`: `1`, `1.0` and `True` are three
   different values; a list is not a tuple; only JSON's types are values at all), and no case was
-  reported that was not asked for.
+  reported that was not asked for;
+- and, where the judged code is named (`CodeLoads`: the `pytest` kind's `code`), the run must
+  have imported it from where it lies in the judged tree: a run in which a judged package was
+  never imported, or was imported from anywhere else (an installed copy, a shadow copy), is
+  `vacuous`, an error, never a PASS ("the tests did not import the judged code"): the cases
+  passed, but not on the judged code. A run that failed its cases without saying what it
+  imported (it died) stays a failure.
 
 Why a model rule: the verdict's integrity is then a property of this pure function over plain
-data, which `tests/test_judging_rule.py` ties to the engine, instead of a property of whatever
+data, which `tests/model/test_judging_rule.py` ties to the engine, instead of a property of whatever
 `==` the judged code's objects define.
 """
 
@@ -26,7 +32,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PASSED, FAILED, FORGED = "passed", "failed", "forged"
+PASSED, FAILED, FORGED, VACUOUS = "passed", "failed", "forged", "vacuous"
 
 
 @dataclass(frozen=True)
@@ -55,14 +61,32 @@ CaseReport = Returned | NoResult
 
 
 @dataclass(frozen=True)
+class CodeLoads:
+    """Where the judged code must come from, and where the run says it came from.
+
+    `expected` maps each judged import name to the file (a package's `__init__.py`, a module, or
+    a namespace package's folder) it must be loaded from; `loaded` maps it to the file the run
+    reported (None: never imported), or is None when no report came back; `each`: every name
+    must have been imported (names declared one by one), else at least one (names found in the
+    tree by default, where a top-level module the tests never import is no sign of vacuity).
+    No expected name (`code = []`: the tests run the judged code as a program) asks nothing."""
+
+    expected: Mapping[str, str]
+    loaded: Mapping[str, str | None] | None
+    each: bool = True
+
+
+@dataclass(frozen=True)
 class CaseRuling:
-    """The rule's answer: `PASSED`, `FAILED` or `FORGED`, the cases that did not match (in the
-    order they were expected) and the canaries reported otherwise than planted."""
+    """The rule's answer: `PASSED`, `FAILED`, `FORGED` or `VACUOUS`, the cases that did not
+    match (in the order they were expected), the canaries reported otherwise than planted, and
+    why a run is vacuous."""
 
     ruling: str
     failing: tuple[Hashable, ...] = ()
     forged: tuple[Hashable, ...] = ()
     unasked: tuple[Hashable, ...] = ()
+    vacuous: str = ""
 
     @property
     def passed(self) -> bool:
@@ -109,12 +133,34 @@ def same_value(expected: Any, got: Any, tolerance: Tolerance | None = None) -> b
     return False
 
 
+def not_imported(code: CodeLoads) -> str:
+    """Why the run did not judge the code `code` names ('' when it did): a name loaded from
+    another file than its own, a name never imported (or, by default, none imported), or no
+    report at all."""
+    if not code.expected:
+        return ""
+    if code.loaded is None:
+        return "no report of what the tests imported came back"
+    for name, want in code.expected.items():
+        got = code.loaded.get(name)
+        if got is not None and got != want:
+            return f"{name} was imported from {got}, not from the judged tree's {want}"
+    never = [name for name in code.expected if code.loaded.get(name) is None]
+    if code.each and never:
+        return f"{never[0]} was never imported"
+    if len(never) == len(code.expected):
+        return f"none of {', '.join(code.expected)} was imported"
+    return ""
+
+
 def rule_on_cases(expected: Mapping[Hashable, Any], reports: Mapping[Hashable, CaseReport],
                   tolerance: Tolerance | None = None,
-                  canaries: Mapping[Hashable, Any] | None = None) -> CaseRuling:
+                  canaries: Mapping[Hashable, Any] | None = None,
+                  code: CodeLoads | None = None) -> CaseRuling:
     """The ruling on one judged tree: `expected` maps each case to its expected value,
     `canaries` each planted case to the outcome it was planted with, `reports` whatever came
-    back (a case missing from it had no result)."""
+    back (a case missing from it had no result), `code` where the judged code had to come
+    from (None: the kind does not name it)."""
     canaries = canaries or {}
     forged = tuple(k for k, planted in canaries.items()
                    if isinstance(reports.get(k), Returned)
@@ -126,6 +172,12 @@ def rule_on_cases(expected: Mapping[Hashable, Any], reports: Mapping[Hashable, C
                     or not same_value(want, got.value, tolerance))
     missing_canary = tuple(k for k in canaries if not isinstance(reports.get(k), Returned))
     unasked = tuple(k for k in reports if k not in expected and k not in canaries)
-    if failing or missing_canary or unasked:
+    failed = bool(failing or missing_canary or unasked)
+    why = not_imported(code) if code is not None else ""
+    # a run that failed and said nothing of its imports (it died) is a failure; one that says
+    # it judged other code than the tree's is vacuous whatever its cases did
+    if why and not (failed and code is not None and code.loaded is None):
+        return CaseRuling(VACUOUS, vacuous=why)
+    if failed:
         return CaseRuling(FAILED, failing=failing + missing_canary, unasked=unasked)
     return CaseRuling(PASSED)

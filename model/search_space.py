@@ -7,7 +7,7 @@ explorer's time. Here a state is what the memo key keeps -- the outcome, node st
 attempt counters as tuples of small ints, and repairs left -- and successors are computed on
 it directly, several times faster.
 
-Why it is not a second copy of the rules that may drift: `tests/test_search_space.py` walks every
+Why it is not a second copy of the rules that may drift: `tests/model/test_search_space.py` walks every
 reachable `RunState` of the explorer's graphs through `model.transitions.successors` and checks,
 state by state, that `AbstractSpace.successors` of the state's projection yields the same events
 in the same order leading to the projections of the model's successor states, and that `key`

@@ -2,7 +2,7 @@
 and drive its extracted step function.
 
 Why a build cache: `python -m loopproof.proofs` (the `prover: coq` obligations) and the differential test
-(tests/test_coq_model.py) both need the compiled development and the extracted executable;
+(tests/proofs/test_coq_model.py) both need the compiled development and the extracted executable;
 compiling once per hash of the sources (and of the coqc and ocamlopt versions) into
 `build/coq/<hash>/` makes every later use cost a directory check. A lock keeps concurrent
 processes (the proofs' forked jobs, pytest's workers) from building twice.

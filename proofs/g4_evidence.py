@@ -6,7 +6,7 @@ each suite hashes to now, the guard policy, the issued
 evidence (a log of ids, plus the maps `used` and `by_id`: an envelope is issued iff its id is
 used and maps to exactly that envelope), whether revisions are open, and the two histories
 (delivered: id, tree; driven: id, from, to). One rule per event of the model, same guard and
-same effect; tests/test_admission_encodings.py holds them to the model.
+same effect; tests/proofs/test_admission_encodings.py holds them to the model.
 
 Obligations: the model's invariant (`model.evidence.bound_history`) is inductive -- every commit
 was driven by evidence this broker issued on exactly the tree the commit started from (the tree

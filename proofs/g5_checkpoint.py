@@ -5,7 +5,7 @@ completion checks (symbolic: which checks they are, their pins, every hash): the
 checks are pinned, the start, candidate and workspace trees, the checkpoint (and whether there
 is one) and its generation, the issued evidence (a log of ids with the maps `used` and `by_id`),
 the history of commits (tree, one evidence id per admission check) and the receipt. One rule
-per event of the model; tests/test_admission_encodings.py holds them to the model.
+per event of the model; tests/proofs/test_admission_encodings.py holds them to the model.
 
 Obligations: the model's invariant (`model.checkpoint.gated`) is inductive -- the checkpoint is
 the last committed tree, and every committed tree, the current one and each before it, was

@@ -4,7 +4,7 @@ One field per field of `model.policy.PolicyState`: the digest of the policy as i
 now, the pinned digest (and whether there is one), whether the run stopped on a change, and the
 digest each stage ran under (a log). Digests are an uninterpreted sort: equal digests are the
 same policy (collision-freedom), nothing else is assumed of the hash. One rule per event of the
-model (Pin, Edit, PolicyCheck, Stage, Resume, WorkerWrite); tests/test_admission_encodings.py holds
+model (Pin, Edit, PolicyCheck, Stage, Resume, WorkerWrite); tests/proofs/test_admission_encodings.py holds
 them to the model, and engine/policy/pin.py asks the model before every stage.
 
 Obligations: every stage ran under the digest pinned at start, none before the pin

@@ -6,7 +6,7 @@ same in another order. `python -m loopproof.proofs --keep build/proofs` writes t
 `build/proofs/<digest>.json`; the tests read it there instead of discharging all 68 again. The
 digest covers every file of model/ and proofs/ (the Coq sources included), the Z3, Python, coqc
 and ocamlopt versions: change any of them and the kept report is not found, so the tests run the
-proofs afresh (tests/proofs_report.py). Only a run of the whole default set is kept: `--only`,
+proofs afresh (tests/support/proofs_report.py). Only a run of the whole default set is kept: `--only`,
 `--max-nodes` or `--max-depth` give a report of something else.
 """
 

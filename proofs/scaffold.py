@@ -2,7 +2,7 @@
 
 Writes proofs/<gk>_<name>.py (an invariant, its proof over the family, a broken variant and the
 bounded search that must refute it), registers both obligations in proofs/obligations.py, and
-writes tests/test_<gk>_<name>.py. Every placeholder raises `NotImplementedError`, which
+writes tests/proofs/test_<gk>_<name>.py. Every placeholder raises `NotImplementedError`, which
 `python -m loopproof.proofs` reports as "unwritten" (never "proved"), so the new obligations and the new
 test fail until they are filled in. Nothing is written if any target exists or an argument is
 bad (exit 2, one line).
@@ -133,7 +133,7 @@ def new(name: str, guarantee: str, root: Path = ROOT) -> list[Path]:
     module = f"{guarantee.lower()}_{name}"
     slug = name.replace("_", "-")
     obligations = root / "proofs" / "obligations.py"
-    targets = [root / "proofs" / f"{module}.py", root / "tests" / f"test_{module}.py"]
+    targets = [root / "proofs" / f"{module}.py", root / "tests" / "proofs" / f"test_{module}.py"]
     for t in targets:
         if t.exists():
             raise BadArgument("NAME", f"{t.relative_to(root)} already exists",
@@ -178,5 +178,5 @@ def main(argv: list[str]) -> int:
     print(f"next: fill in invariant() and Broken in proofs/{module}.py, then "
           f"`python -m loopproof.proofs --only {args.guarantee}-{args.name.replace('_', '-')} "
           f"{args.guarantee}-broken-{args.name.replace('_', '-')}` and "
-          f"`pytest tests/test_{module}.py` (both fail until then)")
+          f"`pytest tests/proofs/test_{module}.py` (both fail until then)")
     return 0

@@ -15,7 +15,7 @@ can only make an invariant harder to prove.
 Why one module: just over 400 lines on purpose, since it is proofs/encoding.py over an unbounded
 sort: the axioms, the guards and one update per transition of model/transitions.py, read side
 by side with both, and the lifting of a concrete graph and state onto it (`on_graph`,
-`pin_state`) through which the differential test (tests/test_encoding.py) checks it against
+`pin_state`) through which the differential test (tests/proofs/test_encoding.py) checks it against
 the model.
 """
 

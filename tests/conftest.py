@@ -19,8 +19,11 @@ settings.register_profile("fuzz", derandomize=False, deadline=None, print_blob=T
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# No test leaves a process behind (tests/leftover_processes.py: counted after every test).
-pytest_plugins = ["leftover_processes"]
+# tests/fixtures/real/ holds real projects' own suites, run by the judge, never by this one
+collect_ignore = ["fixtures"]
+
+# No test leaves a process behind (tests/support/leftover_processes.py: counted after every test).
+pytest_plugins = ["tests.support.leftover_processes"]
 
 # The tests load specs directly, as a library user would: every shipped node kind first
 # (engine/kinds.py; the `loopproof` command does the same).

@@ -8,7 +8,7 @@ the run and prints the command that replays it exactly. Turn what it finds into 
 (an `@example` or a plain test) so `make check` holds it from then on.
 
     make fuzz                        # FUZZ_SECONDS=300 by default
-    make fuzz FUZZ_SECONDS=60 FUZZ_TESTS=tests/test_ledger.py
+    make fuzz FUZZ_SECONDS=60 FUZZ_TESTS=tests/engine/record/test_ledger.py
 """
 
 from __future__ import annotations

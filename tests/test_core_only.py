@@ -24,7 +24,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 CORE_PACKAGES = ("model", "proofs", "engine")
 OWN = {"loopproof", "experiments", "bench", "paper", "tests"}
 # The one module that imports an extra: Dask (the `cluster` extra), only inside functions, only

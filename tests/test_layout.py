@@ -10,7 +10,8 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
+
 FOLDERS = ("engine", "model", "proofs", "experiments", "bench", "paper", "notebooks", "examples")
 LIMIT = 400  # lines, as `wc -l` counts them
 MARKER = "Why one module:"

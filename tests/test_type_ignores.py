@@ -2,9 +2,9 @@
 reader can judge whether it still holds; a bare one hides whatever mypy would say next."""
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 PACKAGES = ("model", "proofs", "engine", "experiments", "bench", "paper", "tests")
 NOT_YET = {"tests/test_type_ignores.py"}  # this file quotes bare ones
 EXPLAINED = re.compile(r"# type: ignore\[[a-z-]+(, [a-z-]+)*\]  # \S")

@@ -18,7 +18,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,

@@ -1,6 +1,8 @@
 """`loopproof verify LEDGER`: check a ledger's hash chain (and, given a public key, its signed head)
 without changing the file. Exit 0 verified or torn-tail, 5 broken, 2 bad input (among it a file
-that is empty or holds only a line cut short: no run leaves one).
+that is empty or holds only a line cut short: no run leaves one). A run's ledger whose chain holds
+but whose records no run writes (a record its type does not declare, a step the model refuses:
+a rewrite of the chain) is corrupt too: exit 5, the line saying why.
 
 For a run's ledger it also says how the run stands (`run`: its outcome, or why it has not ended,
 e.g. "unfinished: attempt open" after a kill inside an attempt): a chain that verifies says
@@ -52,4 +54,5 @@ def main(args: argparse.Namespace) -> int:
         if run is not None:
             line += f"; {run['unfinished'] or run['error'] or 'run ended ' + run['outcome']}"
         print(line)
-    return Exit.CORRUPT if result.status == "broken" else Exit.OK
+    corrupt = result.status == "broken" or (run is not None and run["error"] is not None)
+    return Exit.CORRUPT if corrupt else Exit.OK

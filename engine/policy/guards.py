@@ -4,7 +4,7 @@ switch one off (for tests only) to show that something notices.
 Why a registry: defence in depth hides faults. A guard whose twin further down refuses the same
 thing can be broken without any test failing (counting an `error` as a pass in the broker is
 caught by the checkpoint store's own check). With every guard named here and asked through
-`refuse`, tests/conformance/test_guards.py switches each off alone and requires at least one
+`refuse`, tests/engine/admission/conformance/test_guards.py switches each off alone and requires at least one
 conformance case to fail; where one layer masks another, the cases check each layer alone.
 
 A guard is asked as `refuse(name, why)`: `why` is the reason it refuses (None: it lets the

@@ -6,13 +6,13 @@ as plain dicts, and the readers (replay, `show`,
 `verify`, the timeline page) read them back; both check them against this table
 (engine/record/registry.py), so a field written but not declared, or read with a type no run
 writes, fails at once, naming the type and the field. docs/engine.md's record table is generated
-from it (`python -m loopproof.engine.record.record_types`; tests/test_record_registry.py fails when they
+from it (`python -m loopproof.engine.record.record_types`; tests/engine/record/test_record_registry.py fails when they
 differ). An event record's `type` is its model event's name (model.transitions.EVENT_NAMES) in
 lower case; the table names the event, never the class.
 
 To add a field: declare it here (optional, so that older ledgers still read), and rerun the
 generator for docs/engine.md. A type added or removed, its event, a required field or its types
-changed is a new format (the fingerprint pinned in tests/test_record_registry.py says so); an
+changed is a new format (the fingerprint pinned in tests/engine/record/test_record_registry.py says so); an
 optional field's types narrowed would refuse a stored ledger (the same test reads one).
 """
 
@@ -116,6 +116,9 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("failing", "array", "the failing cases' labels"),
         field("forged", "array", "the planted cases that came back otherwise"),
         field("harness", "string", "the judge harness's sha256 (first 16)"),
+        field("code", "object", "a pytest gate's judged import names and the file each was "
+                                "loaded from (tree-relative; null: never imported)"),
+        field("loaded", "array", "a pytest gate's judged files the run loaded"),
         _SETTLED),
         "the gate's verdict", ENGINE,
         open_to="the gate's own facts (a callable gate's third value, a judge kind's)"),

@@ -5,7 +5,7 @@ Why a registry apart from the classes that make records: a ledger is a stored fo
 (`loopproof-run/1`) that outlives the code. A record's `type` and its fields are declared here as
 data (engine/record/record_types.py), frozen, so renaming a class, a function or an event in the
 code cannot change what is written or what a reader accepts; a change to the table is a change
-of the format and shows as one (tests/test_record_registry.py pins each format's fingerprint).
+of the format and shows as one (tests/engine/record/test_record_registry.py pins each format's fingerprint).
 
 A field's type is one of the JSON types (`string`, `integer`, `number`, `boolean`, `array`,
 `object`, `null`); `number` also takes an integer, no type takes a boolean for a number. A record
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.errors import LedgerCorrupt
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 CHAIN_FIELDS = frozenset({"seq", "prev", "hash"})  # the ledger's own (engine/record/ledger.py)
@@ -35,8 +35,14 @@ READ_FIX = "restore the ledger from a trusted copy (a record no loopproof writes
            "read as one)"
 
 
-class RecordInvalid(BadInput):
-    """A record that does not match its declared type: exit 2, one line, nothing written."""
+class RecordInvalid(LedgerCorrupt):
+    """A record read back that does not match its declared type: the ledger is corrupt (exit 5,
+    one line, nothing written), as when its chain breaks. Not bad input: the user named the
+    right file, and no run writes such a record, so whoever wrote it rewrote the ledger."""
+
+    def __init__(self, file: str, field: str, problem: str, fix: str) -> None:
+        self.file, self.field, self.problem, self.fix = file, field, problem, fix
+        super().__init__(f"{file}: {field}: {problem}; fix: {fix}")
 
 
 @dataclass(frozen=True)

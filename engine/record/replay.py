@@ -2,7 +2,7 @@
 
 Why: after a crash or a stop the engine must not trust anything it held in memory. Every record
 read is first checked against its declared type (engine/record/record_types.py: a record no run
-writes is RecordInvalid, exit 2, naming the file, the line and the field). Every model
+writes is RecordInvalid, a corrupt ledger (exit 5), naming the file, the line and the field). Every model
 event the engine commits is one ledger record whose `type` is the event's name in lower case
 (`begin`, `reserve`, `settle`, `overrun`, `claim`, `verdict`, `abandon`, `cancel`, `repair`,
 `fail`, `finish`, `refuse`) and whose fields carry the event's arguments. Replay turns those
@@ -145,7 +145,7 @@ class Replayed:
 
     def apply(self, rec: dict[str, Any]) -> None:
         """Fold one more record read back: it must be a record type of the registry with its
-        declared fields (engine/record/record_types.py), else RecordInvalid (exit 2)."""
+        declared fields (engine/record/record_types.py), else RecordInvalid (exit 5)."""
         self.registry.check_read(rec, self.source)
         self.apply_written(rec)
 

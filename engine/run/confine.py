@@ -234,3 +234,18 @@ class RunSandbox:
                          f"{name}.gate")
         return NodeSandbox(Confinement(self.backend, worker, hold=worker_hold),
                            Confinement(self.backend, gate, candidate, gate_hold))
+
+
+
+def refuse_at_start(spec: Spec, box: Sandbox, ledger: Path, stop_file: Path,
+                    secret_files: list[Path]) -> None:
+    """What `run` refuses before it writes anything, past the spec itself: an unsafe
+    `writable` path (refuse_unsafe_writable), and a gate whose own check fails
+    (`Gate.check_start`, in the sandbox its node's gate runs in: a pytest gate's tests do not
+    collect, or its `select` is not among them). BadInput, exit 2."""
+    refuse_unsafe_writable(spec, ledger, stop_file, secret_files)
+    sandbox = RunSandbox(spec, box, ledger=ledger, stop_file=stop_file,
+                         secret_files=secret_files)
+    root = Path(f"{Path(ledger).absolute()}.work")  # where the workspaces will be
+    for name, cfg in spec.nodes.items():
+        cfg.gate.check_start(sandbox.node(name, root / name).gate)

@@ -81,7 +81,10 @@ class Gate(Protocol):
     - `within(limit_s)`: this gate stopped after `limit_s` seconds (the evaluation's
       reservation); a gate that runs in the engine's process cannot be stopped: itself;
     - `receipt_anchor()`: what an accepting verdict record anchors (a revision node's
-      receipt, engine/admission/revision.py); None for every other gate.
+      receipt, engine/admission/revision.py); None for every other gate;
+    - `check_start(confine)`: what the gate checks of its own files once, at run start, before
+      anything is written (a `pytest` gate: its pinned tests collect, its `select` IDs are
+      among them); BadInput (exit 2) when they cannot work. Nothing for most gates.
     Gate classes subclass this protocol for the last two's defaults (`TimedGate`: the `within`
     of a gate with a `timeout_s`)."""
 
@@ -93,6 +96,9 @@ class Gate(Protocol):
         return self
 
     def receipt_anchor(self) -> dict[str, Any] | None:
+        return None
+
+    def check_start(self, confine: Confinement | None) -> None:
         return None
 
 

@@ -41,7 +41,7 @@ from loopproof.engine.run.attempt import judge_within, run_attempt
 from loopproof.engine.run.confine import (
     RunSandbox,
     policy_secrets,
-    refuse_unsafe_writable,
+    refuse_at_start,
     sandbox_backend,
 )
 from loopproof.engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED, gate_error_stop
@@ -164,11 +164,11 @@ class Runner:
             raise BadInput(str(stop), "--stop-file", "the stop file already exists",
                            "remove it, or give another --stop-file")
         stop = stop.resolve()
-        sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
+        box = sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
         if cluster is not None:  # a node that cannot run there, a worker that cannot: exit 2
             spec = remote_spec(spec, cluster, str(spec.path))
         policy = load_policy(spec, workspace_root(ledger_path))
-        refuse_unsafe_writable(spec, ledger_path, stop, policy_secrets(policy))
+        refuse_at_start(spec, box, ledger_path, stop, policy_secrets(policy))
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
                  "sandbox": spec.sandbox, "spec": spec.record(), "pins": pin_files(spec),
                  "policy": policy.record() if policy is not None else None,

@@ -3,7 +3,7 @@
 Why an enum in the lowest layer: the CLI, the runner's finish, `verify`, `show`, `receipt`, the
 proxy's bridge and the studies that drive the engine all return these, and a code typed as a
 bare number in one of them drifts from the table in docs/design.md ("Conventions") unseen;
-tests/test_exits.py holds the docs' table, the CLI's epilog and this enum to each other and finds
+tests/engine/system/test_exits.py holds the docs' table, the CLI's epilog and this enum to each other and finds
 an exit code defined anywhere else.
 """
 

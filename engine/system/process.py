@@ -47,6 +47,9 @@ FIXED: dict[str, str] = {
 # A gate's PATH: system folders only, the same on every run (a gate's own program is an absolute
 # path pinned at run start, engine/system/programs.py, so PATH only serves what the gate calls).
 GATE_PATH = "/usr/local/bin:/usr/bin:/bin"
+# How long a sandbox waiting before its command (`Launch.release`) may take to show its mounts
+# (its set-up takes milliseconds; this bounds a host where they cannot be seen at all).
+SETUP_S = 10.0
 GATE_FIXED: dict[str, str] = {
     "PYTHONNOUSERSITE": "1",  # no per-user site-packages: a .pth file there is run at start-up
     "PYTHONSAFEPATH": "1",  # `python -m mod` does not import `mod` from the judged tree first
@@ -315,6 +318,13 @@ def _run_in(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: floa
     out, err = _Drain(proc.stdout, max_output), _Drain(proc.stderr, max_output)
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+    if launch.release is not None:  # the sandbox waits before the command until released
+        try:
+            if cell is not None:
+                cell.hold_tmp(proc.pid, min(start + timeout_s, time.monotonic() + SETUP_S),
+                              lambda: _exited(proc.pid))
+        finally:
+            launch.release()
     pidfd = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(proc.pid)

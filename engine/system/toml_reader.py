@@ -20,7 +20,7 @@ How the answer stays tomllib's:
   reopened across parts) and none starting with a key of the part before the first header. Then
   the document is the parts put together in order, which is how tomllib builds it.
 - Anything else, and every part rtoml refuses, sends the whole document to tomllib: what is
-  accepted, every value and every error message are tomllib's. tests/test_toml_reader.py holds
+  accepted, every value and every error message are tomllib's. tests/engine/system/test_toml_reader.py holds
   the two to that (values, types, key order) on spec-like documents and their mutations.
 """
 

@@ -9,7 +9,7 @@ holds the minimal repair an engineer would make to silence tier 1 (experiments/m
     python examples/catalog/build_catalog.py      # rewrites examples/catalog/<loop>/
     python examples/catalog/build_catalog.py DIR  # writes the loops into DIR instead
 
-tests/test_catalog_generated.py writes it into a scratch folder in make check and diffs it with
+tests/examples/test_catalog_generated.py writes it into a scratch folder in make check and diffs it with
 the committed copy, so the copy cannot drift from this script.
 
 Why one module: over 400 lines on purpose, since it is a script run by path (examples/ is not a

@@ -33,7 +33,7 @@ CMP_SWAPS: dict[type, tuple[type, ...]] = {
 }
 BOOL_SWAPS: dict[type, tuple[type, ...]] = {ast.And: (ast.Or,), ast.Or: (ast.And,)}
 
-# kind -> (before, after) inside `def f(x):`; tests/test_transition_edits.py checks each pair.
+# kind -> (before, after) inside `def f(x):`; tests/experiments/transition/test_transition_metrics.py checks each pair.
 EXAMPLES: dict[str, tuple[str, str]] = {
     "operator": ("return x + 1", "return x - 1"),
     "compare": ("return x < 1", "return x <= 1"),

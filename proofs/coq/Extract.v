@@ -1,5 +1,5 @@
 (** Extraction of the step functions, Init and W to OCaml, for the differential test against
-    model.step (tests/test_coq_model.py) through proofs/coq/driver.ml: the serial [step], the
+    model.step (tests/proofs/test_coq_model.py) through proofs/coq/driver.ml: the serial [step], the
     concurrent [cstep], and their broken variants.  nat and Z become OCaml's int
     (ExtrOcamlNatInt, ExtrOcamlZInt): the test's numbers are small, far from overflow. *)
 

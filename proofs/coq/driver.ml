@@ -1,5 +1,5 @@
 (* Drives the step functions and W extracted from the Coq development (extracted.ml) for the
-   differential test (tests/test_coq_model.py).  Reads cases from stdin, whitespace-separated
+   differential test (tests/proofs/test_coq_model.py).  Reads cases from stdin, whitespace-separated
    tokens:
      case VARIANT N K B          the serial step; B an integer number of quanta, or - for unbounded
      pcase VARIANT MP N K B      the concurrent step with at most MP attempts in flight

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import oracles
 import pytest
 
 from loopproof.engine import cli
 from loopproof.engine.run import spec as spec_mod
+from tests.support import oracles
 
 PY = sys.executable
 

@@ -1,11 +1,12 @@
 """Hostile workers against the resource limits (docs/threat-model.md, "Use up the machine").
 
-Four real programs under the default sandbox, each with a small limit so the test is quick: a
-fork bomb, a memory hog, a filler of the private /tmp and a filler of the workspace. Each must be
+Five real programs under the default sandbox, each with a small limit so the test is quick: a
+fork bomb, a memory hog, a filler of the private /tmp (one that sleeps on, one that quits when its
+write fails), and a filler of the workspace. Each must be
 stopped at its limit, not at its deadline: the attempt ends with the limit in words in the
 ledger (`claims.limit`, and the settle record) and in `loopproof show`, the ledger verifies, the
 engine goes on to the gate and reports FAILED (exit 3), and no process of it is left
-(tests/leftover_processes.py counts after every test).
+(tests/support/leftover_processes.py counts after every test).
 
 None of them can take the machine down even if its limit failed: each stops by itself far past
 its limit but far below harm, then sleeps, and the worker's deadline (timeout_s = 15) kills the
@@ -27,6 +28,9 @@ BOMB = "b() { if [ $1 -gt 0 ]; then b $(($1 - 1)) & b $(($1 - 1)) & fi; sleep 20
 HOG = ("import time\nx = []\nfor _ in range(512):\n    x.append(bytearray(1 << 20))\n"
        "time.sleep(20)\n")
 TMP_FILLER = "dd if=/dev/zero of=/tmp/fill bs=64k count=1024; sleep 20"
+# Stopped by the full /tmp rather than killed at it: dd fails (ENOSPC) and the worker gives up at
+# once, before any poll of the engine's could see the folder (it was not named in the ledger).
+TMP_QUITTER = "dd if=/dev/zero of=/tmp/fill bs=64k count=1024; exit 1"
 WS_FILLER = ('i=0; while [ $i -lt 640 ]; do i=$((i + 1)); '
              'head -c 100000 /dev/zero > "f$i"; done; sleep 20')
 
@@ -35,6 +39,8 @@ CASES = {  # name: (worker argv, limit fields, the limit in words)
     "memory hog": (None, "max_memory_bytes = 67108864", "memory limit 64 MiB"),
     "tmp filler": (["/bin/sh", "-c", TMP_FILLER], "max_tmp_bytes = 1048576",
                    "tmp limit 1 MiB"),
+    "tmp filler that quits": (["/bin/sh", "-c", TMP_QUITTER], "max_tmp_bytes = 1048576",
+                              "tmp limit 1 MiB"),
     "workspace filler": (["/bin/sh", "-c", WS_FILLER], "max_workspace_bytes = 1048576",
                          "workspace limit 1 MiB"),
 }

@@ -14,9 +14,9 @@ import json
 import os
 
 import pytest
-from oracles import rechain
 
 from loopproof.engine.system.trees import tree_digest
+from tests.support.oracles import rechain
 
 ACCEPT = "import sys\nsys.exit(0)\n"
 REJECT_FIRST = ("import os, sys\nsys.exit(1 if os.path.exists('first') else 0)\n")

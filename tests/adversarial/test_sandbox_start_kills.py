@@ -6,7 +6,7 @@ and `--die-with-parent` not yet set: issue 30 found two such processes after a r
 process of a command is in the command's cgroup (engine/system/limits/) before bwrap starts, so
 the engine kills it when the command ends (a deadline included), and the next `run` or `resume`
 of the ledger kills what a killed engine left there. These tests kill at many moments of that
-start and count the survivors (tests/leftover_processes.py also counts, after every test).
+start and count the survivors (tests/support/leftover_processes.py also counts, after every test).
 """
 
 from __future__ import annotations

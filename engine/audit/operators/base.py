@@ -1,7 +1,7 @@
 """The operator protocol: a named, tiered rewrite of one artifact file, with its own examples.
 
 Why examples live on the operator (as in cosmic-ray): an operator is only trusted for what it is
-shown to do, and the same pairs are its tests (tests/test_audit_operators.py runs every one).
+shown to do, and the same pairs are its tests (tests/engine/audit/test_audit_operators.py runs every one).
 """
 
 from __future__ import annotations

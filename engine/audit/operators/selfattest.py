@@ -1,7 +1,7 @@
 """Self-attestation probes: destroy the artifact, then keep or forge what a worker could claim
 about it. A gate that accepts the destroyed artifact because of such a claim is self-attesting.
 
-Each helper carries examples (tests/test_audit_operators.py runs them) like the operators do.
+Each helper carries examples (tests/engine/audit/test_audit_operators.py runs them) like the operators do.
 """
 
 from __future__ import annotations

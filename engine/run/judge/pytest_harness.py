@@ -2,35 +2,65 @@
 and a pinned reporting plugin. Standard library and pytest only.
 
 The engine starts it as `python -I -c <this file's text>` in a scratch copy of the judged tree
-with the pinned tests laid over it, and writes the job on stdin: `{"args": [...], "collect":
-bool, "path": [...]}`. It keeps a private copy of stdout as the results channel, points fd 1 at
-stderr, and runs `pytest.main(args, plugins=[Report(...)])`; the engine's args pin the
-configuration file and the rootdir, turn off conftest files and the cache (`--noconftest`, `-p
-no:cacheprovider`) and import the tests by path (`--import-mode=importlib`: pytest puts no test
-folder first on sys.path); `path` (the laid folders, then the tree's root) is appended to
-sys.path, after the standard library and site-packages, so no file of the judged tree stands in
-for a module those hold (a judged `difflib.py` is not the difflib a pinned test imports). The
-environment has no PYTEST_* variable but PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so no plugin of the
-tree or of the installation is loaded.
+with the pinned tests laid over it, and writes the job on stdin (built by
+engine/run/judge/pytest_gate.py): `args` (pytest's arguments: the pinned configuration file and
+rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collection of the
+pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
+laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package), `tail`
+(the tree's root), `conftests` (the pinned conftest.py files and their sha256), `plugins`,
+`select`, `keep` and `test_timeout`. It keeps a private copy of stdout as the results channel,
+points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
+
+Where imports resolve: a finder first on `sys.meta_path` maps each judged name (`code`) to its
+place in the scratch tree, ahead of any installed copy (a copy already imported at start-up, by
+a `.pth` file of the installation, is dropped first), and each laid test package to its pinned
+copy (`from tests.base import ...` is the pinned tests/base.py). The laid folders that are no
+package come first on `sys.path` (their helper modules, as pytest's rootdir insertion gives
+them); the tree's root comes last, after the standard library and site-packages, so no other
+file of the judged tree stands in for a module those hold (a judged `difflib.py` is not the
+difflib a pinned test imports). The environment has no PYTEST_* variable but
+PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: the plugins that load are the pinned `plugins` (installed
+distributions or entry point names of group pytest11, passed as `-p NAME`), none else. The
+only conftest.py files that load are the pinned ones, byte for byte (the engine removed every
+other from the tree; one written there while the tests run is refused here).
 
 Each test's outcome (setup, call and teardown together: "passed", "failed", "skipped",
-"xfailed", "xpassed", "error") is written as `{"case": NODEID, "value": OUTCOME}` when the test
-ends. With `collect`, it writes the collected test IDs once, `{"case": 0, "value": [IDS]}`, and
-any module the tests import that is not installed is given as a stub (the judged tree is not
-there: the IDs are those of the pinned tests alone).
+"xfailed", "xpassed", "error", "timeout") is written as `{"case": NODEID, "value": OUTCOME}`
+when the test ends. A test that runs past `test_timeout` seconds gets SIGALRM (it fails, and
+the next test runs); one that does not end on it (a hang the signal cannot break) is reported
+"timeout" by a watchdog thread, which then ends the process (the tests left are not reported).
+The integer cases are the harness's own (engine/run/judge/wire.py): with `collect`,
+`{"case": 0, "value": [IDS]}` once (any module the tests import that is not installed is given
+as a stub: the judged tree is not there), `{"case": 3, "value": [IDS]}`, those of them the
+pinned tests' own skip, skipif and xfail marks excuse (their conditions evaluated there, where no
+judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
+collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
+"modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
+for a name whose import failed, the place it was sought) and every module loaded from the
+scratch tree.
 
 The residual: the judged code runs in this process, so it can still defeat what is decided
 here (an object equal to everything inside a test's `assert`, a hook that rewrites outcomes
-selectively). The engine's canaries catch a report forged wholesale; nothing here can catch one
-forged with care. The `calls` and `program` kinds have no such residual.
+selectively, a forged report of what was imported). The engine's canaries catch a report
+forged wholesale; nothing here can catch one forged with care. The `calls` and `program` kinds
+have no such residual.
 """
 
+import hashlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
+import re
+import signal
 import sys
+import threading
+import time
 import types
+
+IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the harness's own cases (engine/run/judge/wire.py)
+MAX_MODULES = 5000  # modules named in the load report
 
 
 def stubs():
@@ -47,6 +77,9 @@ def stubs():
 
         def __iter__(self):
             return iter(())
+
+        def __mro_entries__(self, bases):  # `class T(stubbed.Base)` at a test module's top
+            return (object,)
 
     class StubModule(types.ModuleType):
         def __getattr__(self, name):
@@ -69,6 +102,102 @@ def stubs():
     sys.meta_path.append(Finder())
 
 
+def origin(place):
+    """The file a name placed at `place` is loaded from: a package's __init__.py, the module
+    itself, or a namespace package's folder (engine/run/judge/pytest_tree.py says the same)."""
+    init = os.path.join(place, "__init__.py")
+    return init if os.path.isdir(place) and os.path.isfile(init) else place
+
+
+class Placed(importlib.abc.MetaPathFinder):
+    """First on sys.meta_path: each name of `places` is the file or folder given, whatever is
+    installed; `sought` records where each was looked for."""
+
+    def __init__(self, places):
+        self.places = places
+        self.sought = {}
+
+    def find_spec(self, name, path=None, target=None):
+        place = self.places.get(name)
+        if place is None:
+            return None
+        self.sought.setdefault(name, origin(place))
+        if os.path.isdir(place):
+            init = os.path.join(place, "__init__.py")
+            if os.path.isfile(init):
+                return importlib.util.spec_from_file_location(
+                    name, init, submodule_search_locations=[place])
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = [place]
+            return spec
+        if os.path.isfile(place):
+            return importlib.util.spec_from_file_location(name, place)
+        raise ModuleNotFoundError(f"the judged tree has no {place}", name=name)
+
+
+def loaded_file(module):
+    f = getattr(module, "__file__", None)
+    if type(f) is str:
+        return f
+    path = getattr(module, "__path__", None)
+    try:
+        first = next(iter(path)) if path is not None else None
+    except Exception:
+        return None
+    return first if type(first) is str else None
+
+
+def plugin_args(names):
+    """`-p NAME` for every pytest11 entry point of the distributions (or entry point names)
+    `names`; the names nothing installed answers to."""
+    from importlib.metadata import entry_points
+
+    def norm(n):
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    eps = list(entry_points(group="pytest11"))
+    args, missing = [], []
+    for want in names:
+        found = [ep for ep in eps if ep.name == want
+                 or (ep.dist is not None and norm(ep.dist.name) == norm(want))]
+        if not found:
+            missing.append(want)
+        for ep in found:
+            args += ["-p", ep.name]
+    return args, missing
+
+
+def excused(item):
+    """Does the pinned test's own skip, skipif or xfail mark hold (here, at the collection of
+    the pinned tests alone)?"""
+    try:
+        from _pytest.skipping import evaluate_skip_marks, evaluate_xfail_marks
+
+        return evaluate_skip_marks(item) is not None or evaluate_xfail_marks(item) is not None
+    except BaseException:  # a condition that cannot be evaluated excuses nothing
+        return False
+
+
+def guard_conftests(pinned):
+    """Refuse any conftest.py pytest would import that is not pinned, byte for byte."""
+    from _pytest.config import PytestPluginManager
+
+    load = PytestPluginManager._importconftest
+
+    def guarded(self, conftestpath, *args, **kwargs):
+        want = pinned.get(str(conftestpath))
+        try:
+            with open(conftestpath, "rb") as f:
+                got = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            got = None
+        if want is None or got != want:
+            raise ImportError(f"{conftestpath} is not a pinned conftest.py: not loaded")
+        return load(self, conftestpath, *args, **kwargs)
+
+    PytestPluginManager._importconftest = guarded
+
+
 def main():
     job = json.loads(sys.stdin.buffer.read())
     results = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -77,24 +206,73 @@ def main():
     sys.stdin = open(os.devnull)  # noqa: SIM115 (the process's stdin, open until it ends)
     sys.dont_write_bytecode = True
     dumps = json.dumps
+    lock = threading.Lock()
+    sent = set()
 
     def send(case, value):
-        results.write(dumps({"case": case, "value": value}, separators=(",", ":"))
-                      .encode("utf-8") + b"\n")
+        with lock:  # the watchdog may report a hung test while the main thread is stuck
+            if type(case) is str:
+                if case in sent:
+                    return
+                sent.add(case)
+            results.write(dumps({"case": case, "value": value}, separators=(",", ":"))
+                          .encode("utf-8") + b"\n")
 
     import pytest
+
+    collect, select = job["collect"], job.get("select")
+    keep = set(select or ()) | set(job.get("keep") or ())
+    limit = job.get("test_timeout")
+    timed_out = set()
+    running = {"id": None, "deadline": None}
+
+    class Timeout(BaseException):
+        """Raised in a test that ran past its time (a BaseException: `except Exception` in the
+        test does not swallow it)."""
 
     class Report:
         def __init__(self):
             self.outcome = {}
 
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_load_initial_conftests(self, early_config, parser, args):
+            # pytest has put its assertion-rewriting hook first on sys.meta_path by now; it
+            # looks a module up on sys.path itself (an installed copy of a judged package the
+            # suite marks for rewriting): the judged names' finder goes first again
+            if placed in sys.meta_path:
+                sys.meta_path.remove(placed)
+            sys.meta_path.insert(0, placed)
+
         def pytest_collection_finish(self, session):
-            if job["collect"]:
-                send(0, [item.nodeid for item in session.items])
+            if collect:
+                send(IDS, [item.nodeid for item in session.items])
+                send(EXCUSED, [item.nodeid for item in session.items if excused(item)])
 
         def pytest_collectreport(self, report):
-            if job["collect"] and report.failed:
-                send(1, f"cannot collect {report.nodeid}")
+            if collect and report.failed:
+                send(PROBLEM, f"cannot collect {report.nodeid}")
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, session, config, items):
+            if collect or select is None:
+                return
+            chosen = [i for i in items if i.nodeid in keep]
+            dropped = [i for i in items if i.nodeid not in keep]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+            items[:] = chosen
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            if not limit:
+                return (yield)
+            running.update(id=item.nodeid, deadline=time.monotonic() + limit)
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            try:
+                return (yield)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                running.update(id=None, deadline=None)
 
         def pytest_runtest_logreport(self, report):
             was = self.outcome.get(report.nodeid, "passed")
@@ -109,15 +287,58 @@ def main():
             self.outcome[report.nodeid] = now if was == "passed" else was
 
         def pytest_runtest_logfinish(self, nodeid, location):
-            send(nodeid, self.outcome.pop(nodeid, "error"))
+            got = self.outcome.pop(nodeid, "error")
+            send(nodeid, "timeout" if nodeid in timed_out else got)
 
-    # the laid folders and the tree's root, after the standard library and site-packages: a
-    # judged `difflib.py` is not the difflib a pinned test imports (`--import-mode=importlib`:
-    # pytest itself puts no test folder first either)
-    sys.path.extend(job["path"])
-    if job["collect"]:
+    if limit and not collect:
+        def on_alarm(signum, frame):
+            current = running["id"]
+            if current is not None:
+                timed_out.add(current)
+                raise Timeout(f"{current} ran past {limit:g} s")
+
+        def watchdog():
+            grace = max(1.0, min(5.0, limit))
+            while True:
+                time.sleep(0.25)
+                current, deadline = running["id"], running["deadline"]
+                if current is not None and deadline is not None \
+                        and time.monotonic() > deadline + grace:
+                    send(current, "timeout")  # the signal did not end it: end the run here
+                    os._exit(3)
+
+        signal.signal(signal.SIGALRM, on_alarm)
+        threading.Thread(target=watchdog, daemon=True).start()
+
+    args, missing = plugin_args(job.get("plugins") or [])
+    if missing and collect:
+        send(PROBLEM, f"plugin {missing[0]!r} is not installed for {sys.executable} (no "
+                      "pytest11 entry point of that distribution or name)")
+        return
+    code = {} if collect else dict(job.get("code") or {})
+    for name in code:  # an installed copy imported at start-up (a .pth file) goes
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+    placed = Placed({**job.get("packages", {}), **code})
+    sys.meta_path.insert(0, placed)
+    sys.path[:0] = job.get("path", [])
+    sys.path.extend(job.get("tail", []))
+    guard_conftests(job.get("conftests", {}))
+    if collect:
         stubs()
-    pytest.main(job["args"], plugins=[Report()])
+    try:
+        pytest.main([*job["args"], *args], plugins=[Report()])
+    finally:
+        if not collect:
+            tree = os.path.join(job["tree"], "")
+            modules = {}
+            for name, module in list(sys.modules.items()):
+                f = loaded_file(module)
+                if f is not None and f.startswith(tree) and len(modules) < MAX_MODULES:
+                    modules[name] = f
+            send(LOADED, {"code": {name: loaded_file(sys.modules[name]) if name in sys.modules
+                                   else placed.sought.get(name) for name in code},
+                          "modules": modules})
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ from loopproof.engine.run.judge.cases import (
     text_row,
 )
 from loopproof.engine.run.judge.program import COMPARES, ProgramGate
-from loopproof.engine.run.judge.pytest_gate import PytestGate, pinned_tests
+from loopproof.engine.run.judge.pytest_config import engine_ini
+from loopproof.engine.run.judge.pytest_gate import PytestGate
+from loopproof.engine.run.judge.pytest_tree import check_code, pinned_tests
 from loopproof.engine.system import programs as programs_mod
 from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.programs import installed
@@ -38,7 +40,26 @@ FIELDS: dict[str, dict[str, str]] = {
     "calls": {"kind": "", "module": "", "function": "", "cases": "", "python": "",
               "compare": "", "rel": "", "abs": ""},
     "program": {"kind": "", "run": "", "cases": "", "compare": ""},
-    "pytest": {"kind": "", "tests": "", "python": ""},
+    "pytest": {
+        "kind": "",
+        "tests": "pinned test files or folders (relative to the spec), laid over a scratch copy "
+                 "of the judged tree; their own conftest.py files load, the tree's never",
+        "python": "the interpreter that runs them (must have pytest; default python3)",
+        "code": "the judged packages or modules as paths in the tree (\"src/mypkg\", "
+                "\"mod.py\"): imported from there ahead of any installed copy, and each must "
+                "be imported; default: the tree's top-level packages (under src/ if it has "
+                "one); [] when the tests only run it as a program",
+        "select": "the test IDs that must pass (e.g. FAIL_TO_PASS + PASS_TO_PASS); each must "
+                  "be collected from the pinned tests alone (checked at run start); default "
+                  "every collected ID",
+        "ini": "a pinned pytest.ini ([pytest]: markers, filterwarnings, addopts that load no "
+               "code, ...) used instead of the engine's",
+        "plugins": "installed pytest plugins allowed to load (distribution or entry point "
+                   "names, e.g. \"hypothesis\"); none else loads",
+        "test_timeout_s": "seconds one test may run (default 30): past it that test fails "
+                          "as \"timeout\" and the others go on; 0: no limit per test (a suite "
+                          "that uses SIGALRM itself)",
+    },
 }
 EXAMPLE = ('[node.NAME.gate] with kind = "calls", module = "solution", function = "f", '
            'cases = "cases.jsonl"')
@@ -48,6 +69,7 @@ class Table(Protocol):
     """What a node table offers the reader (engine/run/kinds.py's NodeTable)."""
 
     name: str
+    spec_path: Path
     programs: dict[str, str]
 
     def error(self, field_name: str, problem: str, fix: str) -> BadInput: ...
@@ -92,8 +114,18 @@ def _program(node: Table, name: str, key: str, spec_dir: Path) -> str:
     return node.programs[name]
 
 
-def _file(node: Table, raw: Mapping[str, Any], key: str, spec_dir: Path) -> Path:
-    v = _text(node, raw, key, None, f'write {key} = "cases.jsonl" (relative to the spec)')
+def _python(node: Table, raw: Mapping[str, Any], spec_dir: Path) -> str:
+    """`python`: an installed interpreter, or a path relative to the spec's folder (a venv
+    beside it, "../.venv/bin/python"), resolved once per load."""
+    name = _text(node, raw, "python", None, 'write python = "python3"', "python3")
+    if "/" in name and not Path(name).is_absolute() and (spec_dir / name).is_file():
+        name = str((spec_dir / name).absolute())
+    return _program(node, name, "python", spec_dir)
+
+
+def _file(node: Table, raw: Mapping[str, Any], key: str, spec_dir: Path,
+          example: str = "cases.jsonl") -> Path:
+    v = _text(node, raw, key, None, f'write {key} = "{example}" (relative to the spec)')
     p = Path(v) if Path(v).is_absolute() else spec_dir / v
     if not p.is_file():
         raise node.error(f"gate.{key}", f"{p} is not a file",
@@ -113,8 +145,7 @@ def _calls(node: Table, raw: Mapping[str, Any], spec_dir: Path, timeout: float) 
     module = _text(node, raw, "module", DOTTED, 'write module = "solution" (importable from '
                    "the judged tree's root)")
     function = _text(node, raw, "function", NAME, 'write function = "name_of_the_function"')
-    python = _program(node, _text(node, raw, "python", None, 'write python = "python3"',
-                                  "python3"), "python", spec_dir)
+    python = _python(node, raw, spec_dir)
     compare = _text(node, raw, "compare", None, 'write compare = "exact" or "approx"', "exact")
     if compare not in ("exact", "approx"):
         raise node.error("gate.compare", f"must be \"exact\" or \"approx\", got {compare!r}",
@@ -164,13 +195,51 @@ def _pytest(node: Table, raw: Mapping[str, Any], spec_dir: Path, timeout: float)
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t
                                                            for t in tests):
         raise node.error("gate.tests", f"must be a non-empty list of paths, got {tests!r}", fix)
-    python = _program(node, _text(node, raw, "python", None, 'write python = "python3"',
-                                  "python3"), "python", spec_dir)
+    python = _python(node, raw, spec_dir)
     try:
         laid = pinned_tests(spec_dir, tests)
     except ValueError as exc:
         raise node.error("gate.tests", str(exc), fix) from None
-    return PytestGate(python, laid, timeout)
+    names = {n.split("/", 1)[0].removesuffix(".py") for n, _ in laid}
+    code = None
+    if "code" in raw:
+        try:
+            code = check_code(_strings(node, raw, "code", 'write code = ["src/mypkg"]',
+                                       empty=True), names)
+        except ValueError as exc:
+            raise node.error("gate.code", str(exc), 'name packages as paths in the judged tree '
+                             'whose last part is the import name: code = ["src/mypkg"]'
+                             ) from None
+    select = None
+    if "select" in raw:
+        select = _strings(node, raw, "select", 'write select = ["tests/test_x.py::test_y"]')
+        if len(set(select)) != len(select):
+            raise node.error("gate.select", "names a test ID twice", "name each ID once")
+    ini_file = _file(node, raw, "ini", spec_dir, "pytest.ini") if "ini" in raw else None
+    try:
+        ini = engine_ini(ini_file)
+    except ValueError as exc:
+        raise node.error("gate.ini", f"{ini_file} {exc}", "keep to what loads no code: "
+                         "markers, filterwarnings, xfail_strict, addopts such as -r or "
+                         "--strict-markers; plugins go in plugins") from None
+    plugins = _strings(node, raw, "plugins", 'write plugins = ["hypothesis"]', empty=True) \
+        if "plugins" in raw else ()
+    test_timeout = _number(node, raw, "test_timeout_s", 30.0)  # 0: none (the suite's own
+    # SIGALRM is then its own), the gate's timeout alone
+    return PytestGate(python, laid, timeout, code=code, select=select and tuple(select),
+                      ini=ini, ini_file=ini_file, plugins=tuple(plugins),
+                      test_timeout_s=test_timeout, spec_path=str(node.spec_path),
+                      node=node.name)
+
+
+def _strings(node: Table, raw: Mapping[str, Any], key: str, fix: str, empty: bool = False
+             ) -> list[str]:
+    v = raw.get(key)
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v) \
+            or (not v and not empty):
+        raise node.error(f"gate.{key}", f"must be a {'' if empty else 'non-empty '}list of "
+                         f"non-empty strings, got {v!r}", fix)
+    return list(v)
 
 
 BUILDERS: dict[str, Callable[[Table, Mapping[str, Any], Path, float], Gate]] = {

@@ -8,6 +8,18 @@ with JSON's types exactly (no NaN, no Infinity, no duplicate keys), at most `MAX
 line, nested at most `MAX_DEPTH` deep. A line that is not such an object, a case number that
 was not asked or comes twice, makes the whole stream `garbled`: every case of it then has no
 result (the judged code wrote on the results channel; it cannot have meant well).
+
+The `pytest` harness (engine/run/judge/pytest_harness.py) keeps four integer cases of its own
+beside the test IDs: `IDS` (a collection run's collected test IDs, a list of strings),
+`EXCUSED` (those of them whose own skip, skipif or xfail mark holds at that collection, a list
+of strings), `PROBLEM` (what keeps the pinned tests from collecting, a string) and `LOADED`,
+written once at
+the end of a run: `{"code": {NAME: FILE | null}, "modules": {MODULE: FILE}}`, the absolute file
+(in the scratch copy, or wherever it came from) each judged import name was loaded from (null:
+never imported; for a name whose import failed, the place it was sought) and every module the
+run loaded from the scratch copy, the laid tests and the canary among them. The engine reads it
+as any case (once, strictly); the verdict's facts keep it tree-relative as `code` and `loaded`
+(the judged files alone), so the audit can place mutants only where the gate's run looked.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from loopproof.model.judging import CaseReport, NoResult, Returned, is_json_valu
 MAX_LINE = 1 << 20  # bytes of one result line
 MAX_STREAM = 16 << 20  # bytes of all result lines of one batch
 MAX_DEPTH = 64
+IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the pytest harness's own (it says the same)
 
 
 class NotStrict(ValueError):

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,7 @@ from loopproof.engine.system.limits.base import (
 )
 from loopproof.engine.system.limits.cgroup_v1 import CgroupV1
 from loopproof.engine.system.limits.cgroup_v2 import CgroupV2
-from loopproof.engine.system.limits.watch import TmpWatch, WorkspaceWatch
+from loopproof.engine.system.limits.watch import TmpWatch, WorkspaceWatch, descendants
 
 SH = "/bin/sh"
 JOIN_FAILED = 125  # the wrapper's exit code when it could not join a cgroup
@@ -119,6 +120,22 @@ class Cell:
                     if tmpfs and self.limits.tmp_bytes is not None else None)
         self.hit: str | None = None
         self.ended = False
+
+    def hold_tmp(self, leader: int, until: float, ended: Callable[[], bool]) -> bool:
+        """Open the sized temp folders of the command's sandbox while it waits before the
+        command (`Launch.release` then lets it go): a folder the command fills is seen full
+        however soon the command ends. True once they are held (or there are none); False when
+        the sandbox ended first or `until` passed (the folders' size still caps them; only
+        the name of the limit could then be missed)."""
+        if self.tmp is None:
+            return True
+        while True:
+            self.tmp.find(self.pids() or descendants(leader))
+            if self.tmp.fds:
+                return True
+            if ended() or time.monotonic() >= until:
+                return False
+            time.sleep(0.001)
 
     def wrap(self, argv: Sequence[str]) -> tuple[str, ...]:
         """`argv` as the cell starts it: joined to its cgroups, under its rlimits."""

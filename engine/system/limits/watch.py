@@ -6,7 +6,8 @@ and no mount here caps. `WorkspaceWatch` walks it (entries' apparent sizes, as t
 limit counts them) at most every `min_interval_s`, and never more often than a walk's own time
 times `SPARE` (the watch takes at most about 1/SPARE of a core however large the tree); between
 two walks a worker may write what it writes in that time. `TmpWatch` holds a descriptor of each sized tmpfs of the sandbox (found through
-a process inside it), so the folder's use can be read even after the sandbox has gone.
+a process inside it, opened while the sandbox waits before its command: `Cell.hold_tmp`), so the
+folder's use can be read even after the sandbox has gone, however soon its command quit.
 """
 
 from __future__ import annotations
@@ -119,6 +120,27 @@ class TmpWatch:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds = []
+
+
+def descendants(pid: int) -> set[int]:
+    """`pid` and every process below it, from /proc (for a command that no cgroup holds)."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError), os.scandir("/proc") as it:
+        for entry in it:
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    stat_line = f.read()
+                parent = int(stat_line[stat_line.rindex(b")") + 2:].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        if p not in found:
+            found.add(p)
+            todo += children.get(p, [])
+    return found
 
 
 def _dev(path: str) -> int | None:

@@ -71,6 +71,9 @@ class Launch:
     # after a failed start: which file the command needed and could not see, and why (None:
     # the backend cannot tell)
     explain: Callable[[], str | None] | None = None
+    # when set, the sandbox waits after its mounts, before the command, until this is called
+    # (so `tmpfs` can be opened before the command could fill and leave them); idempotent
+    release: Callable[[], None] | None = None
 
     def started(self) -> bool | None:
         value = self.status.get("started")

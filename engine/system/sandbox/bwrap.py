@@ -34,6 +34,10 @@ Why each flag:
   host's memory (the pages count against the memory limit too: engine/system/limits/).
 - `--json-status-fd`: bwrap reports `exit-code` only if it exec'd the command; a mount or exec
   failure is then an error of the sandbox, never read as the command's exit code.
+- `--block-fd` (with sized temp folders): after its mounts, before the command, the sandbox waits
+  until the engine closes the pipe's other end (`Launch.release`); the engine first opens the
+  folders (engine/system/limits/watch.py `TmpWatch`), so one the command fills and quits is
+  still seen full, however soon it quits.
 No `--new-session`: `run_command` starts bwrap in a new session already (no controlling
 terminal, so no TIOCSTI injection).
 """
@@ -195,9 +199,10 @@ def _cover(path: str, layers: Sequence[tuple[str, str]]) -> str:
 
 
 def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd: int,
-               masks: Sequence[str], *, seccomp_fd: int | None = None) -> list[str]:
+               masks: Sequence[str], *, seccomp_fd: int | None = None,
+               block_fd: int | None = None) -> list[str]:
     """The bwrap command line that runs `argv` in `cwd` under `view` (and the seccomp filter
-    readable from `seccomp_fd`, when given)."""
+    readable from `seccomp_fd`, and waiting on `block_fd` before the command, when given)."""
     size = [] if view.tmp_bytes is None else ["--size", str(max(view.tmp_bytes, 1))]
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            *((*size, "--tmpfs", SHM) if size else ()),
@@ -205,6 +210,8 @@ def bwrap_argv(bwrap: str, argv: Sequence[str], cwd: Path, view: View, status_fd
            "--cap-drop", "ALL", "--json-status-fd", str(status_fd)]
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
+    if block_fd is not None:
+        out += ["--block-fd", str(block_fd)]
     if not view.network:
         out.append("--unshare-net")
     sealed: list[str] = []
@@ -259,20 +266,46 @@ class Bwrap:
             child_env["HOME"] = PRIVATE_TMP
         r, w = os.pipe()
         sc = filter_fd()
+        gate = _Gate() if view.tmp_bytes is not None else None  # sized temp folders to watch
         status: dict[str, object] = {}
-        full = tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks, seccomp_fd=sc))
+        full = tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks, seccomp_fd=sc,
+                                block_fd=gate.read if gate is not None else None))
         masks = self.masks
-        launch = Launch(full, child_env, Path(cwd), (w, sc), status, sized_tmpfs(full),
-                        explain=lambda: explain_start(argv, child_env, view, masks))
+        launch = Launch(full, child_env, Path(cwd),
+                        (w, sc, *((gate.read,) if gate is not None else ())), status,
+                        sized_tmpfs(full),
+                        explain=lambda: explain_start(argv, child_env, view, masks),
+                        release=gate.open if gate is not None else None)
         try:
             yield launch
         finally:
+            if gate is not None:
+                gate.close()
             os.close(w)
             os.close(sc)
             try:
                 _read_status(r, status)
             finally:
                 os.close(r)
+
+
+class _Gate:
+    """The pipe a sandbox blocks on (`--block-fd`) until `open`: closing the only write end
+    lets bwrap's read return."""
+
+    def __init__(self) -> None:
+        self.read, self._write = os.pipe()
+
+    def open(self) -> None:
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+
+    def close(self) -> None:
+        self.open()
+        if self.read >= 0:
+            os.close(self.read)
+            self.read = -1
 
 
 def sized_tmpfs(argv: Sequence[str]) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ Each case is a function `fn(tmp: Path) -> None` that injects one fault and asser
 outcome the obligation demands (an AssertionError is a failure). The cases live in one module per
 family (evidence, checkpoint, actions, verifier, liveness, receipts); `CASES`, by id, is the
 single source of truth: `python -m loopproof.engine.admission.conformance` runs it,
-tests/conformance/test_conformance.py runs it under pytest, and docs/conformance.md is generated
+tests/engine/admission/conformance/test_conformance.py runs it under pytest, and docs/conformance.md is generated
 from it (`python -m loopproof.engine.admission.conformance --markdown`).
 """
 

@@ -1,0 +1,101 @@
+"""Real projects under the `pytest` judge (issue 35): three vendored open-source projects
+(tests/fixtures/real/: a src layout with conftest fixtures, a flat layout, a tests package whose
+conftest imports its helper module), each judged by a gate pinned to its own `tests/` folder
+and `code`, with the project installed in the gate's interpreter as well (its fixed copy: a
+gate that judged it would pass the bug). Six real `loopproof run`s each (tests/support/real_repos.py):
+the honest fix ends DONE, the bug left in ends FAILED, and none of the four exploit families
+(a conftest report hook, a shadow copy of the package, rewritten test files, a sitecustomize.py
+with a .pth file) ends DONE: each is a reject naming the planted bug's failing tests, judged on
+the tree's own code.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import FIXTURES as _FIXTURES
+from tests.support.paths import REPO
+from tests.support.real_repos import EXPLOITS, Project, run
+
+FIXTURES = _FIXTURES / "real"
+PROJECTS = ("semver", "parse", "marshmallow")
+# the planted bug's failing tests, as the bug left in shows them (tests/fixtures/real/README.md)
+FAILING = {"semver": "tests/test_bump.py::test_should_bump_minor",
+           "parse": "tests/test_search.py::test_pos",
+           "marshmallow": "tests/test_error_store.py::TestMergeErrors::test_merging_list_and_list"}
+
+
+@pytest.fixture(scope="module", params=PROJECTS)
+def task(request, tmp_path_factory) -> tuple[Project, Path, Path]:
+    root = tmp_path_factory.mktemp(request.param)
+    project = Project.load(FIXTURES / request.param)
+    python = project.gate_python(root / "venv")
+    return project, project.spec(root, python), python
+
+
+def _judged_from_tree(project: Project, verdict: dict) -> None:
+    """The verdict's facts say the judged code was loaded from the tree, where `code` puts it."""
+    package = project.task["package"]
+    name = Path(package).name
+    assert verdict["code"] == {name: f"{package}/__init__.py"}, verdict
+    assert verdict["loaded"] and all(f.startswith(f"{package}/") for f in verdict["loaded"])
+
+
+def test_the_gate_interpreter_has_the_fixed_project_installed(task) -> None:
+    project, _, python = task
+    name = Path(project.task["package"]).name
+    out = subprocess.run([str(python), "-c", f"import {name}, pytest; print({name}.__file__)"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    installed = Path(out).parent if out.endswith("__init__.py") else Path(out)
+    assert "site-packages" in out and str(python.parent.parent) in out, out
+    bug = project.task["bug"]
+    rel = Path(bug["file"]).relative_to(project.task["package"])
+    assert bug["fixed"] in (installed / rel).read_text()
+
+
+def test_the_honest_fix_ends_done(task, tmp_path: Path) -> None:
+    project, spec, _ = task
+    got = run(spec, "fix", tmp_path / "L.jsonl")
+    assert (got["exit"], got["outcome"]) == (0, "DONE"), got
+    assert got["verdict"]["verdict"] == "accept"
+    _judged_from_tree(project, got["verdict"])
+
+
+@pytest.mark.parametrize("mode", ["leave", *EXPLOITS])
+def test_the_bug_left_in_ends_failed_whatever_else_the_tree_holds(task, mode: str,
+                                                                  tmp_path: Path) -> None:
+    project, spec, _ = task
+    got = run(spec, mode, tmp_path / "L.jsonl")
+    assert (got["exit"], got["outcome"]) == (3, "FAILED"), got
+    verdict = got["verdict"]
+    assert verdict["verdict"] == "reject", verdict
+    assert FAILING[project.name] in verdict["detail"], verdict["detail"]
+    assert FAILING[project.name] in verdict["failing"]
+    _judged_from_tree(project, verdict)
+
+
+def test_every_project_is_described_and_licensed() -> None:
+    for name in PROJECTS:
+        folder = FIXTURES / name
+        task = json.loads((folder / "task.json").read_text())
+        assert any(folder.glob("LICENSE*")), name
+        assert (folder / task["package"]).is_dir() and (folder / "tests").is_dir()
+        assert name in (FIXTURES / "README.md").read_text()
+
+
+def test_the_real_repo_example_ends_done(tmp_path: Path, capsys) -> None:
+    """examples/real-repo, as its README runs it: DONE on the FAIL_TO_PASS and PASS_TO_PASS
+    tests of its `select`, the judged code loaded from the tree's src/."""
+    from loopproof.engine.cli import main
+
+    graph = REPO / "examples" / "real-repo" / "graph.toml"
+    ledger = tmp_path / "real-repo.jsonl"
+    assert main(["run", str(graph), "--ledger", str(ledger), "--json"]) == 0
+    verdict = [json.loads(x) for x in ledger.read_text().splitlines()
+               if json.loads(x)["type"] == "verdict"][-1]
+    assert verdict["detail"] == "pytest: all 10 cases match"
+    assert verdict["code"] == {"semver": "src/semver/__init__.py"}

@@ -166,7 +166,7 @@ class Runner:
         stop = stop.resolve()
         box = sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
         if cluster is not None:  # a node that cannot run there, a worker that cannot: exit 2
-            spec = remote_spec(spec, cluster, str(spec.path))
+            spec = remote_spec(spec, cluster, str(spec.path), ledger_path)
         policy = load_policy(spec, workspace_root(ledger_path))
         refuse_at_start(spec, box, ledger_path, stop, policy_secrets(policy))
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
@@ -227,7 +227,7 @@ class Runner:
             refuse_unfit_model_calls(spec, replayed.price if price is None else float(price))
             refuse_missing_keys(spec)
             if cluster is not None:
-                spec = remote_spec(spec, cluster, str(ledger_path))
+                spec = remote_spec(spec, cluster, str(ledger_path), ledger_path)
             runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress,
                          policy=policy, cluster=cluster)
         except BadInput:  # e.g. bwrap is missing here: exit 2, nothing appended

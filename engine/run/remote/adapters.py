@@ -24,15 +24,17 @@ the small `Cluster` protocol below, so nothing here needs Dask.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from loopproof.engine.run.confine import argv_paths
+from loopproof.engine.run.confine import argv_paths, installation
 from loopproof.engine.run.gate import Gate, GateResult, TimedGate
 from loopproof.engine.run.remote.far import Confine, GateJob, WorkerDone, WorkerJob
 from loopproof.engine.run.remote.parcel import Tree, TreeRefused, mirror, pack, sync
@@ -76,12 +78,20 @@ class Cluster(Protocol):
     def last_host(self, node: str, address: str | None = None) -> str | None: ...
 
 
-def shipped(argv: Iterable[str], extra: Iterable[Path] = ()) -> tuple[str, ...]:
+def shipped(argv: Iterable[str], extra: Iterable[Path | str] = ()) -> tuple[str, ...]:
     """The engine files a command names that travel with it: its absolute files and folders
-    (a script, a data file, a gate's pinned files), not installed programs (an interpreter, a
-    system tool), which must be at the same path on every worker host."""
+    (a script, a data file, a gate's pinned files) and `extra` (the spec's folder, which every
+    command sees at home), not installed programs (an interpreter, a system tool), which must be
+    at the same path on every worker host."""
     named = [*map(str, argv_paths(argv)), *map(str, extra)]
     return tuple(sorted({p for p in named if os.path.exists(p) and not installed(p)}))
+
+
+def installations(spec: Spec) -> tuple[str, ...]:
+    """The folders of the installed programs the spec runs, and of the engine's interpreter (a
+    venv inside the spec's folder): never shipped, they must be on every worker host."""
+    progs = [p for p in spec.programs.values() if installed(p)] + [sys.executable]
+    return tuple(sorted({str(i) for p in progs for i in installation(p)} - {"/"}))
 
 
 def label(node: str, *parts: object) -> str:
@@ -111,6 +121,8 @@ class RemoteWorker(CommandWorker):
     cluster: Any = field(default=None, compare=False, repr=False)
     limits: Limits = Limits()  # the node's judged-tree limits: what may travel back
     bridged: bool = False  # behind the attempt's model-call proxy
+    spec_dir: str = ""  # the spec's folder: it travels too (a helper module beside a script)
+    installs: tuple[str, ...] = ()  # never shipped (`installations`)
 
     def behind_proxy(self, wrap: Wrap) -> RemoteWorker:
         return dataclasses.replace(self, bridged=True)  # the host wraps it in its own bridge
@@ -120,8 +132,12 @@ class RemoteWorker(CommandWorker):
         if box is None:
             raise RuntimeError("a remote worker runs in the node's sandbox: none was given")
         cluster: Cluster = self.cluster
-        names = shipped(self.argv)
-        files, found = mirror(names, self.limits, exclude=box.view.hidden)
+        names = shipped(self.argv, [self.spec_dir] if self.spec_dir else [])
+        try:
+            files, found = mirror(names, self.limits, exclude=(*box.view.hidden, *self.installs))
+        except TreeRefused as exc:  # the spec's folder grew past the node's limits since start
+            return {"argv": list(self.argv), "started": False,
+                    "error": f"what the worker sees of the engine's files cannot travel: {exc}"}
         slot = cluster.acquire(prefer=cluster.last_host(ctx.node))  # its workspace is there
         gateway = (TcpToUnix(cluster.listen, ctx.sockets[0])
                    if self.bridged and ctx.sockets else None)
@@ -178,6 +194,8 @@ class RemoteGate(Gate):
     # checked before every gate run; each host's file must be the same)
     pins: dict[str, str] = field(default_factory=dict)
     limits: Limits = Limits()
+    spec_dir: str = ""
+    installs: tuple[str, ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -197,8 +215,9 @@ class RemoteGate(Gate):
         if confine is None:
             raise RuntimeError("a remote gate runs in the node's gate sandbox: none was given")
         cluster: Cluster = self.cluster
-        names = shipped(self.argv, self.pinned_files())
-        files, found = mirror(names, exclude=confine.view.hidden)
+        names = shipped(self.argv, [*self.pinned_files(), *([self.spec_dir] if self.spec_dir
+                                                            else [])])
+        files, found = mirror(names, exclude=(*confine.view.hidden, *self.installs))
         tree, where = pack(workspace)  # the staged copy: the engine's, its hash recorded
         owner = confine.hold.owner if confine.hold is not None else "0" * 16
         job = GateJob(owner, self.node, label(self.node, workspace.name, "gate"), self.inner,
@@ -221,12 +240,19 @@ def gate_pins(gate: Gate) -> dict[str, str]:
             if os.path.isabs(p) and installed(p) and os.path.isfile(p)}
 
 
-def adopt(spec: Spec, cluster: Any, where: str) -> Spec:
+def adopt(spec: Spec, cluster: Any, where: str, ledger: Path) -> Spec:
     """`spec` with every node's worker and gate run on `cluster`, after checking that each can
     be (`BadInput`, exit 2, nothing written) and that every worker there now can run them."""
     nodes = {}
     programs: set[str] = set()
     pins: dict[str, str] = {}
+    installs = installations(spec)
+    spec_dir = str(Path(spec.dir).absolute())
+    # what no worker sees of the spec's folder (its hidden files: engine/run/confine.py), so
+    # what of it travels must fit the node's limits without them
+    unseen = [*installs, os.path.abspath(spec.path), str(ledger),
+              *glob.glob(glob.escape(str(ledger)) + ".*"),
+              *(str(p) for c in spec.nodes.values() for p in c.pinned_files())]
     for name, cfg in spec.nodes.items():
         def refuse(problem: str, fix: str, node: str = name) -> BadInput:
             return BadInput(str(spec.path), f"node {node!r}", problem, fix)
@@ -241,18 +267,21 @@ def adopt(spec: Spec, cluster: Any, where: str) -> Spec:
             raise refuse("`writable` names paths on the engine's machine, which a worker on a "
                          "Dask cluster cannot write", "remove `writable`, or run without --dask")
         try:
-            mirror(shipped(cfg.worker.argv), cfg.limits)
+            mirror(shipped(cfg.worker.argv, [spec_dir]), cfg.limits, exclude=unseen)
         except (OSError, TreeRefused) as exc:
-            raise refuse(f"what its worker's argv names cannot travel to the cluster: {exc}",
-                         "name smaller files or folders in the worker's argv") from None
+            raise refuse(f"what its worker sees of the engine's files (the spec's folder, what "
+                         f"its argv names) cannot travel to the cluster: {exc}",
+                         "keep large files out of the spec's folder, name smaller ones in the "
+                         "worker's argv, or raise the node's limits") from None
         gate_pinned = gate_pins(cfg.gate)
         pins.update(gate_pinned)
         programs |= {p for p in (*cfg.worker.argv, *getattr(cfg.gate, "argv", ()))
                      if os.path.isabs(p) and installed(p)}
         nodes[name] = dataclasses.replace(
             cfg, worker=RemoteWorker(cfg.worker.argv, cfg.worker.timeout_s, cluster=cluster,
-                                     limits=cfg.limits),
-            gate=RemoteGate(cfg.gate, name, cluster, gate_pinned, cfg.limits))
+                                     limits=cfg.limits, spec_dir=spec_dir, installs=installs),
+            gate=RemoteGate(cfg.gate, name, cluster, gate_pinned, cfg.limits, spec_dir,
+                            installs))
     programs |= {p for p in spec.programs.values() if installed(p)}
     cluster.check(sorted(programs), pins, spec.sandbox, where)
     return dataclasses.replace(spec, nodes=nodes)

@@ -328,7 +328,10 @@ def run_graph(spec_path: Path, ledger: Path, cluster: Any = None) -> Runner:
 
 
 
-@pytest.mark.parametrize("example", ["median", "pipeline", "repair"])
+# median: a calls judge; pipeline: a hand-off; repair: a repair; real-repo: the pytest kind on a
+# real project's suite, its worker a script that imports a helper module beside it in the spec's
+# folder (which travels, as every command sees it at home)
+@pytest.mark.parametrize("example", ["median", "pipeline", "repair", "real-repo"])
 def test_a_graph_on_the_stand_in_cluster_ends_as_it_does_locally(tmp_path: Path,
                                                                  example: str) -> None:
     graph = REPO / "examples" / example / "graph.toml"

@@ -141,8 +141,12 @@ def bench_dask(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=out, prefix="dask-") as tmp:
         folder = Path(tmp)
         with local_cluster(folder) as address:
-            fan_spec = fan_graph(folder, NODES, SLEEP_S)
-            one = attempt_graph(folder, "bwrap")
+            # each spec in a folder of its own (a spec's folder travels with its commands, and
+            # the runs' ledgers and the workers' scratch folders are not theirs to see)
+            for name in ("fan", "one"):
+                (folder / name).mkdir()
+            fan_spec = fan_graph(folder / "fan", NODES, SLEEP_S)
+            one = attempt_graph(folder / "one", "bwrap")
             for i in range(ROUNDS):
                 for where in ("local", "remote") if i % 2 == 0 else ("remote", "local"):
                     ledger = folder / f"fan-{where}-{i}.jsonl"

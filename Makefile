@@ -199,7 +199,7 @@ reproduce-llm: $(LLM_STAMP)
 	$(BIN)/python -m bench --only llm_tokens --out results/bench-llm --json
 	$(BIN)/python -m experiments.figures --results results --only transition
 	$(BIN)/python -m experiments.transition.report --results results --effects
-	$(BIN)/python -m paper.reference --update results
+	$(BIN)/python -m paper.reference --update results --timings
 	$(BIN)/python -m paper
 	@echo "make reproduce-llm: results/competence-*/ and results/transition-llm/ written, replayed byte for byte, copied to reference-results/"
 

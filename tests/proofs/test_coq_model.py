@@ -31,7 +31,7 @@ from tests.support.coq_cases import (
     random_case,
     random_concurrent_case,
 )
-from tests.support.strategies import graphs
+from tests.support.strategies import any_graphs
 from tests.support.worst_runs import maximising_run
 
 
@@ -58,7 +58,7 @@ def test_every_event_is_decided_alike_and_reaches_the_same_state(rng: random.Ran
 
 
 @settings(max_examples=25)
-@given(graphs(max_nodes=8, max_attempts=3, max_k=3))
+@given(any_graphs(nodes=(1, 8)))
 def test_w_and_its_maximising_schedule_agree(graph) -> None:
     events, end = maximising_run(graph)
     assert differences([(graph, events)]) == []

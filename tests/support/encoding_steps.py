@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import z3
 from hypothesis import strategies as st
 
-from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.graph import LoopGraph
 from loopproof.model.state import Outcome, RunState, Status, initial_state
 from loopproof.model.transitions import (
     EVENT_TYPES,
@@ -53,6 +53,7 @@ from loopproof.proofs.encoding import (
     State,
     StatusSort,
 )
+from tests.support import strategies
 
 NAMES = ("a", "b", "c", "d")
 CEILINGS = (0.0, 0.5, 1.0, 2.0, 3.0)
@@ -64,29 +65,16 @@ ENDING = (Finish, Fail, Refuse)  # left out of prefixes: they end the run
 assert set(KINDS) == {t.__name__ for t in EVENT_TYPES}, "the encoding and the model differ"
 
 
-@st.composite
-def graphs(draw, repairs_needed: bool = False, tight: bool = False) -> LoopGraph:
-    """A DAG of 1-4 nodes with attempts, ceilings, needs, repair pairs, K and B all drawn (at
-    least one repair pair when `repairs_needed`: the encoding has a Repair event only for a
-    pair of the graph; finite budgets, small first, and large ceilings first when `tight`)."""
-    n = draw(st.integers(1, 4))
-    names = NAMES[:n]
-    needs = {v: tuple(draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)))
-             if i else () for i, v in enumerate(names)}
-    plain = LoopGraph.build([NodeSpec(v, needs=needs[v]) for v in names])
-    nodes = []
-    for v in names:
-        targets = [v, *sorted(plain.ancestors(v))]
-        least = 1 if repairs_needed and v == names[0] else 0
-        repairs = draw(st.lists(st.sampled_from(targets), unique=True, min_size=least,
-                                max_size=2))
-        nodes.append(NodeSpec(v, attempts=draw(st.integers(1, 2)),
-                              spend_ceiling=draw(st.sampled_from(CEILINGS[::-1] if tight
-                                                                 else CEILINGS)),
-                              needs=needs[v], repairs=tuple(repairs)))
-    return LoopGraph.build(nodes, repair_budget=draw(st.integers(int(repairs_needed), 2)),
-                           spend_budget=draw(st.sampled_from(TIGHT if tight
-                                                             else BUDGETS)))
+def graphs(repairs_needed: bool = False, tight: bool = False) -> st.SearchStrategy[LoopGraph]:
+    """The graphs of the encoding's cases (tests/support/strategies.py): 1-4 nodes, a_v of 1-2,
+    every ceiling and budget above, at least one repair pair when `repairs_needed` (the
+    encoding has a Repair event only for a pair of the graph), and large ceilings and small
+    budgets first when `tight`."""
+    return strategies.graphs(nodes=(1, 4), max_needs=2, max_repairs=2, attempts=(1, 2),
+                             ceilings=CEILINGS[::-1] if tight else CEILINGS,
+                             repair_budget=(int(repairs_needed), 2),
+                             budgets=TIGHT if tight else BUDGETS,
+                             first_repairs=int(repairs_needed), names=NAMES)
 
 
 def amounts(graph: LoopGraph, s: RunState) -> list[float]:

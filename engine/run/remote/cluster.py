@@ -5,7 +5,7 @@ given (it is the `cluster` extra, not a core dependency: tests/test_core_only.py
 What it owns:
 
 - *Connecting*: an unreachable scheduler, or `distributed` missing, is one line and exit 2
-  before anything is written. Every worker is probed before its first attempt (`far.probe`):
+  before anything is written. Every worker is probed before its first attempt (`checks.probe`):
   the same engine code (a digest of its sources), the graph's programs at the same paths, the
   gates' installed programs as pinned, a sandbox that works. A worker that fails is not used
   (one line on stderr); at start, any failure is exit 2.
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopproof.engine.run.remote import far
+from loopproof.engine.run.remote import checks, far
 from loopproof.engine.run.remote.adapters import Slot
 from loopproof.engine.run.remote.parcel import read_blobs
 from loopproof.engine.run.remote.relay import reaching
@@ -146,7 +146,7 @@ def _probe(programs: list[str], pins: dict[str, str], sandbox: str) -> dict[str,
     import distributed
 
     return {"id": distributed.get_worker().id, "dask": distributed.__version__,
-            **far.probe(programs, pins, sandbox)}
+            **checks.probe(programs, pins, sandbox)}
 
 
 def _reap(owner: str, dask_worker: Any = None) -> int:
@@ -229,7 +229,7 @@ class DaskCluster:
             fut.release()
         import distributed
 
-        mine = far.code_digest()
+        mine = checks.code_digest()
         problems: dict[str, str] = {}
         for addr, got in answers.items():
             if isinstance(got, BaseException) or not isinstance(got, dict):

@@ -27,10 +27,8 @@ kills what is left in the run's cgroups on this host.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -40,6 +38,7 @@ from typing import Any
 from loopproof.engine.run.confine import argv_paths
 from loopproof.engine.run.gate import Gate, GateResult
 from loopproof.engine.run.proxy.access import Access
+from loopproof.engine.run.remote.checks import pinned_digest
 from loopproof.engine.run.remote.parcel import (
     BlobStore,
     Corrupt,
@@ -60,7 +59,7 @@ from loopproof.engine.system.process import (
 )
 from loopproof.engine.system.sandbox import Confinement, View, backend
 from loopproof.engine.system.sandbox.bwrap import masked_roots
-from loopproof.engine.system.trees import file_digest, remove_tree
+from loopproof.engine.system.trees import remove_tree
 
 ROOT = "loopproof"
 OWNER = re.compile(r"[0-9a-f]{16}")
@@ -318,23 +317,6 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
         remove_tree(at, within=root)
 
 
-_PINS: dict[str, tuple[tuple[int, ...], str]] = {}
-
-
-def _pinned_digest(path: str) -> str:
-    """A program's sha256 here, hashed again only when its identity changed (as the engine's
-    pins are: device, inode, size, modification and change time)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "missing"
-    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    known = _PINS.get(path)
-    if known is None or known[0] != ident:
-        known = _PINS[path] = (ident, file_digest(Path(path)))
-    return known[1]
-
-
 def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | Missing:
     """Judge the staged tree here with the node's gate (any kind), its files materialized at
     their engine paths below the attempt's folder, in the node's gate sandbox; the gate's own
@@ -353,7 +335,7 @@ def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | 
             materialize(job.tree, judged, store.path)
         if job.files.entries:
             materialize(job.files, files, store.path)
-        changed = sorted(p for p, sha in job.pins.items() if _pinned_digest(p) != sha)
+        changed = sorted(p for p, sha in job.pins.items() if pinned_digest(p) != sha)
         if changed:
             return GateResult.not_judged(f"the gate's program {changed[0]} on the Dask worker "
                                          f"{host.address} is not the file pinned at run start")
@@ -363,36 +345,6 @@ def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | 
         return dataclasses.replace(result, facts={**result.facts, "host": host.address})
     finally:
         remove_tree(at, within=root)
-
-
-_CODE: list[str] = []
-
-
-def code_digest() -> str:
-    """One digest of the engine's and the model's source files here: an engine and its workers
-    must run the same code (a far side of another version would judge otherwise)."""
-    if not _CODE:
-        package = Path(__file__).resolve().parents[3]  # loopproof/
-        h = hashlib.sha256()
-        for sub in ("engine", "model"):
-            for f in sorted((package / sub).rglob("*.py")):
-                h.update(f.relative_to(package).as_posix().encode() + b"\0")
-                h.update(f.read_bytes() + b"\0")
-        _CODE.append(h.hexdigest())
-    return _CODE[0]
-
-
-def probe(programs: Iterable[str], pins: dict[str, str], sandbox: str) -> dict[str, Any]:
-    """What the engine checks of a host before it sends it an attempt: the same code, the
-    programs the graph runs (at the same paths), the gates' installed programs as pinned, and a
-    sandbox that works."""
-    try:
-        problem = backend(sandbox).problem()
-    except KeyError:
-        problem = f"no sandbox backend {sandbox!r}"
-    return {"code": code_digest(), "python": sys.version.split()[0], "sandbox": problem,
-            "missing": sorted(p for p in programs if not os.path.exists(p)),
-            "changed": sorted(p for p, sha in pins.items() if _pinned_digest(p) != sha)}
 
 
 def reap(scratch: Path, owner: str) -> int:

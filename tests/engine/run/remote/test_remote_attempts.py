@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from loopproof.engine.run.gate import CommandGate, GateResult
-from loopproof.engine.run.remote import far
+from loopproof.engine.run.remote import checks, far
 from loopproof.engine.run.remote.adapters import Slot
 from loopproof.engine.run.remote.parcel import (
     BlobStore,
@@ -220,7 +220,7 @@ def test_a_gate_judges_on_the_host_what_the_engine_staged(tmp_path: Path) -> Non
     gate = CommandGate((python, str(gate_file)), 30.0)
     tree, where = pack(judged)
     files, found = mirror([gate_file])
-    pins = {python: far._pinned_digest(python)}
+    pins = {python: checks.pinned_digest(python)}
     job = far.GateJob(OWNER, "n", "n-0-1-gate", gate, tree, files, (str(gate_file),), pins,
                       confine())
     h = host(tmp_path)
@@ -276,7 +276,7 @@ class InProcess:
 
     def check(self, programs: Iterable[str], pins: Mapping[str, str], sandbox: str,
               where: str) -> None:
-        got = far.probe(programs, dict(pins), sandbox)  # every host here is this machine
+        got = checks.probe(programs, dict(pins), sandbox)  # every host here is this machine
         assert not got["missing"] and not got["changed"] and got["sandbox"] is None, got
 
     def acquire(self, prefer: str | None = None) -> Slot:

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -371,6 +372,10 @@ def test_a_host_lost_mid_attempt_gives_the_attempt_back_charged(tmp_path: Path, 
     assert reserve["what"] == ("wall_clock" if phase == "worker" else "evaluation")
     assert ("claim" in [r["type"] for r in recs[:i]]) == (phase == "gate")
     assert "was lost" in recs[i]["why"]
+    shown = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "show",
+                            str(tmp_path / "L.jsonl")], capture_output=True, text=True,
+                           timeout=120).stdout
+    assert "outcome unknown (its Dask worker was lost): charged its open reservation" in shown
     # the lost attempt's judged copy is gone before the attempt runs again
     assert cluster.watched[lost] == []
     assert sorted(os.listdir(cluster.watch)) == ["0-1"]  # the accepted one

@@ -190,6 +190,10 @@ def _attempt_dir(root: Path, label: str, needed: bool = True) -> Path:
 # the engine staged exactly that tree. Dropped while a worker runs (a failure leaves it unknown:
 # built anew).
 _HELD: dict[Path, Tree] = {}
+# A node's workspace here -> the attempt that now has it: a call the engine gave up on (its
+# command killed by a resumed engine's reap) may still be finishing while the node's next
+# attempt takes the folder; only the attempt that has it changes or records it
+_USING: dict[Path, str] = {}
 
 
 def _workspace(root: Path, node: str) -> Path:
@@ -273,6 +277,7 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
     relay: UnixToTcp | None = None
     try:
         work, files = _workspace(root, job.node), at / "files"
+        _USING[work] = job.label
         held = _HELD.pop(work, None)
         work.parent.mkdir(parents=True, exist_ok=True)
         sync(job.workspace, work, store.path, held)
@@ -298,14 +303,16 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
             return WorkerDone(None, host.address, error=str(exc))
         res = dataclasses.replace(res, argv=job.argv)  # as the engine named it
         if host.gone():  # the engine cancelled it or is gone: nothing travels back, and what
-            remove_tree(work, within=root)  # the workspace holds is no one's to know
+            if _USING.get(work) == job.label:  # the workspace holds is no one's to know
+                remove_tree(work, within=root)
             return WorkerDone(res, host.address)
         try:
             tree, _where = pack(work, job.limits)
         except TreeRefused as exc:
             return WorkerDone(res, host.address, refused=str(exc))
         store.adopt(tree, work)
-        _HELD[work] = tree
+        if _USING.get(work) == job.label:
+            _HELD[work] = tree
         back = job.workspace.digests()
         out = {d: store.path(d).read_bytes() for d in tree.digests() - back}
         return WorkerDone(res, host.address, tree=tree, blobs=out)
@@ -315,6 +322,8 @@ def run_worker(job: WorkerJob, blobs: dict[str, bytes], host: Host) -> WorkerDon
             if relay.path.parent != at:
                 remove_tree(relay.path.parent)
         remove_tree(at, within=root)
+        if _USING.get(_workspace(root, job.node)) == job.label:
+            del _USING[_workspace(root, job.node)]
 
 
 def run_gate(job: GateJob, blobs: dict[str, bytes], host: Host) -> GateResult | Missing:
@@ -352,7 +361,8 @@ def reap(scratch: Path, owner: str) -> int:
     attempt the engine gave up on), remove its folders. The processes found."""
     found = limits.reap(owner)
     root = owner_root(scratch, owner)
-    for held in [p for p in _HELD if p.is_relative_to(root)]:
-        del _HELD[held]
+    for known in (_HELD, _USING):
+        for p in [p for p in known if p.is_relative_to(root)]:
+            del known[p]
     remove_tree(root, within=root.parent, best_effort=True)
     return found

@@ -70,7 +70,7 @@ def _mutate(text: str, op: object, n: int, index: int) -> str | None:
     if parent is not None:
         saved.append((parent, "children", list(parent.children)))
     try:
-        mutated = op.mutate(node, index)  # type: ignore[attr-defined]
+        mutated = op.mutate(node, index)  # type: ignore[attr-defined]  # a cosmic-ray Operator (untyped)
         if parent is None:
             return mutated.get_code() if mutated is not None else ""
         at = next(k for k, child in enumerate(parent.children) if child is node)

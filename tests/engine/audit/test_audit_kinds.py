@@ -222,7 +222,7 @@ def test_progress_lines_say_done_total_rate_and_time_left() -> None:
         def flush(self) -> None:
             pass
 
-    lines = progress_mod.Lines(Sink(), every_s=5.0, quiet_s=3.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    lines = progress_mod.Lines(Sink(), every_s=5.0, quiet_s=3.0, clock=lambda: now[0])  # type: ignore[arg-type]  # a stand-in for a text stream
     tick = lines("gate", 10)
     now[0] = 1.0
     tick()  # within the quiet start: nothing

@@ -209,7 +209,7 @@ class RemoteGate(Gate):
         return dataclasses.replace(self, inner=self.inner.within(limit_s))
 
     def receipt_anchor(self) -> dict[str, Any] | None:
-        return self.inner.receipt_anchor()  # type: ignore[no-any-return]
+        return self.inner.receipt_anchor()  # type: ignore[no-any-return]  # the wrapped gate is typed Gate, whose anchor is Any
 
     def judge(self, workspace: Path, confine: Confinement | None = None) -> GateResult:
         if confine is None:

@@ -102,7 +102,7 @@ class TcpToUnix(Relay):
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self.server.server_address[:2]  # type: ignore[misc]
+        host, port = self.server.server_address[:2]  # type: ignore[misc]  # typeshed types the address as a union with bytes (AF_UNIX); ours is TCP
         return str(host), int(port)
 
 

@@ -179,7 +179,7 @@ def run_through_lost_workers(run: Path, root: Path) -> None:
                     c.address, "--json") as eng:
             # a: its first host dies while its worker runs
             _marker, first = until("a's worker to start", lambda: started(c, "a"), engine=eng)
-            c.kill(first)  # type: ignore[arg-type]
+            c.kill(first)  # type: ignore[arg-type]  # until() returns the walrus' tuple, typed object
             marker, _ = until("a's worker to start again",
                               lambda: (got := started(c, "a")) and got[1] is not first and got,
                               engine=eng)

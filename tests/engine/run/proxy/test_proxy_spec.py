@@ -20,6 +20,7 @@ CASES = {
                                  "llm.price_cache_write_per_1k"),
     "negative cache price": (GOOD + "price_cache_read_per_1k = -0.1\n",
                              "llm.price_cache_read_per_1k"),
+    "models not names": (GOOD + 'models = ["gpt-fake", 3]\n', "llm.models"),
     "max_tokens zero": (GOOD + "max_tokens = 0\n", "llm.max_tokens"),
     "key variable unset": ('upstream = "http://h:1/v1"\napi_key_env = "LP_UNSET_KEY"\n',
                            "llm.api_key_env"),

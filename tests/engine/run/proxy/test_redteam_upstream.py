@@ -66,15 +66,18 @@ def _chat(s: Session, **more) -> tuple[int, bytes]:
 
 def test_a_usage_that_shrinks_or_comes_after_the_end_is_not_believed(tmp_path: Path):
     """Cumulative counts never fall, and nothing follows a stream's end: an upstream that
-    reports 900 prompt tokens, then 3; or ends, then reports 60 output tokens; or sends a
-    second usage chunk lower than the first, is charged its reservation (never what it
-    reported last)."""
+    reports 900 prompt tokens, then 3 (in a message_delta, or in a second message_start); or
+    ends, then reports 60 output tokens; or sends a second usage chunk lower than the first, is
+    charged its reservation (never what it reported last)."""
     answers = [
         stream([message_start({"input_tokens": 900, "output_tokens": 1}), *text_block("a", "b"),
                 message_delta({"input_tokens": 3, "output_tokens": 2}), MESSAGE_STOP]),
         stream([message_start({"input_tokens": 10, "output_tokens": 1}), *text_block("a", "b"),
                 message_delta({"output_tokens": 2}), MESSAGE_STOP,
                 message_delta({"output_tokens": 60})]),
+        stream([message_start({"input_tokens": 900, "output_tokens": 1}), *text_block("a", "b"),
+                message_start({"input_tokens": 3, "output_tokens": 1}),
+                message_delta({"output_tokens": 2}), MESSAGE_STOP]),
         stream([chat_chunk("a"), chat_chunk("b"),
                 chat_chunk(usage={"prompt_tokens": 300, "completion_tokens": 2}),
                 chat_chunk(usage={"prompt_tokens": 1, "completion_tokens": 2}), DONE]),
@@ -84,12 +87,13 @@ def test_a_usage_that_shrinks_or_comes_after_the_end_is_not_believed(tmp_path: P
                 response_event("response.completed", response=response_doc(
                     {"input_tokens": 10, "output_tokens": 60}))]),
     ]
-    bills = [cost(900, 2), cost(10, 60), cost(300, 2), cost(10, 60)]
+    bills = [cost(900, 2), cost(10, 60), cost(900, 2), cost(300, 2), cost(10, 60)]
     with hostile_upstream(answers) as up:
         out = run_calls(tmp_path, up.base_url, lambda s: [
             s.messages(Q, stream=True)[0], s.messages(Q, stream=True)[0],
-            _chat(s, stream=True)[0], s.responses(Q, stream=True, store=False)[0]])
-    assert out.value == [200] * 4
+            s.messages(Q, stream=True)[0], _chat(s, stream=True)[0],
+            s.responses(Q, stream=True, store=False)[0]], ceiling=100.0, budget=100.0)
+    assert out.value == [200] * 5
     for c, bill in zip(_checked(out), bills, strict=True):
         assert c["usage"] == "implausible", c
         assert c["charged"] == c["reserved"] >= bill, (c, bill)

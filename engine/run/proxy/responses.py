@@ -26,6 +26,8 @@ it stopped at max_output_tokens): `input_tokens` (of which `input_tokens_details
 were cached) and `output_tokens` (of which `output_tokens_details.reasoning_tokens` reasoned:
 billed as output). `response.failed`, an `error` event or a stream that breaks off is charged its
 reservation. A cut ends the client's stream with `response.incomplete` (`max_output_tokens`).
+Content: each delta of DELTAS, and what a `response.output_item.done` item holds past the
+deltas of its `output_index` (an upstream may send an item whole, with no delta).
 """
 
 from __future__ import annotations
@@ -126,16 +128,18 @@ class ResponsesShape(Shape):
         """Output items' text (message parts, reasoning text), function arguments, custom
         tool input: what the stream's deltas would carry."""
         items = doc.get("output") if isinstance(doc, dict) else None
-        sizes = []
-        for item in items if isinstance(items, list) else ():
-            if not isinstance(item, dict):
-                continue
-            parts = item.get("content")
-            sizes += [text_size(p.get("text"), p.get("refusal"))
-                      for p in (parts if isinstance(parts, list) else []) if isinstance(p, dict)]
-            sizes.append(text_size(item.get("arguments"), item.get("input")))
+        sizes = [_item_size(i) for i in (items if isinstance(items, list) else ())]
         return sum(1 for n in sizes if n), sum(sizes)
 
+
+def _item_size(item: Any) -> int:
+    """Content bytes of one output item (what its deltas carry, or a done item holds)."""
+    if not isinstance(item, dict):
+        return 0
+    parts = item.get("content")
+    return sum(text_size(p.get("text"), p.get("refusal"))
+               for p in (parts if isinstance(parts, list) else []) if isinstance(p, dict)) \
+        + text_size(item.get("arguments"), item.get("input"))
 
 def _detail(usage: dict[str, Any], where: str, name: str) -> int | None:
     """A count inside a usage's details object: 0 when absent, None when not a count."""
@@ -220,6 +224,7 @@ class ResponsesStream(StreamMeter):
         super().__init__(b)
         self.sequence = 0
         self.failed = False
+        self.streamed: dict[int | None, int] = {}  # output_index -> content bytes of deltas
 
     def step(self, event: bytes, data: bytes | None, doc: Any) -> Step:
         if not isinstance(doc, dict):
@@ -231,9 +236,15 @@ class ResponsesStream(StreamMeter):
         response = doc.get("response")
         if isinstance(response, dict) and isinstance(response.get("id"), str):
             self.response_id = response["id"]
+        index = doc.get("output_index")
+        key = index if isinstance(index, int) else None
         if kind in DELTAS:
             size = text_size(doc.get("delta"))
+            self.streamed[key] = self.streamed.get(key, 0) + size
             return Step(1 if size else 0, size)
+        if kind == "response.output_item.done":  # content its deltas did not carry counts too
+            extra = max(0, _item_size(doc.get("item")) - self.streamed.get(key, 0))
+            return Step(1 if extra else 0, extra)
         if kind in ENDS and isinstance(response, dict):
             self.usage, self.complete = response, not self.failed
         elif kind in ("response.failed", "error"):

@@ -102,8 +102,9 @@ def test_a_usage_that_shrinks_or_comes_after_the_end_is_not_believed(tmp_path: P
 def test_content_packed_under_a_low_usage_is_charged_at_least_a_token_per_64_bytes(
         tmp_path: Path):
     """An upstream that sends 3,000 bytes of text and says it was one token (in one streamed
-    delta, or in a whole answer), or streams ten reasoning deltas and says one: the usage is
-    below what it sent, so it is not believed."""
+    delta, in a whole answer, or in a streamed Responses item that no delta carried), or streams
+    ten reasoning deltas and says one: the usage is below what it sent, so it is not
+    believed."""
     text = "w" * 3000
     floor = math.ceil(len(text) / 64)
     message = {"id": "msg_h", "type": "message", "role": "assistant", "model": "claude-fake",
@@ -119,18 +120,31 @@ def test_content_packed_under_a_low_usage_is_charged_at_least_a_token_per_64_byt
         whole(200, json.dumps(chat).encode()),
         whole(200, json.dumps(response_doc({"input_tokens": 10, "output_tokens": 1},
                                            text)).encode()),
+        stream([response_event("response.output_item.done", output_index=0,
+                               item=response_doc(None, text)["output"][0]),
+                response_event("response.completed", response=response_doc(
+                    {"input_tokens": 10, "output_tokens": 1}, text))]),
         stream([*[chat_chunk(reasoning="r") for _ in range(10)],
                 chat_chunk(usage={"prompt_tokens": 10, "completion_tokens": 1}), DONE]),
+        stream([response_event("response.output_text.delta", output_index=0, delta="ok"),
+                response_event("response.output_item.done", output_index=0,
+                               item=response_doc(None, "ok")["output"][0]),
+                response_event("response.completed", response=response_doc(
+                    {"input_tokens": 10, "output_tokens": 1}, "ok"))]),  # honest: believed
     ]
-    bills = [cost(10, floor)] * 4 + [cost(10, 10)]
+    bills = [cost(10, floor)] * 5 + [cost(10, 10)]
     with hostile_upstream(answers) as up:
         out = run_calls(tmp_path, up.base_url, lambda s: [
             s.messages(Q)[0], s.messages(Q, stream=True)[0], _chat(s)[0],
-            s.responses(Q, store=False)[0], _chat(s, stream=True)[0]])
-    assert out.value == [200] * 5
-    for c, bill in zip(_checked(out), bills, strict=True):
+            s.responses(Q, store=False)[0], s.responses(Q, stream=True, store=False)[0],
+            _chat(s, stream=True)[0], s.responses(Q, stream=True, store=False)[0]],
+                        ceiling=100.0, budget=100.0)
+    assert out.value == [200] * 7
+    *lying, honest = _checked(out)
+    for c, bill in zip(lying, bills, strict=True):
         assert c["usage"] == "implausible", c
         assert c["charged"] == c["reserved"] >= bill, (c, bill)
+    assert honest["usage"] == "reported" and honest["charged"] < honest["reserved"], honest
 
 
 def test_the_upstream_key_echoed_back_never_reaches_the_worker(tmp_path: Path):

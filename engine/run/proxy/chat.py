@@ -35,6 +35,7 @@ from loopproof.engine.run.proxy.shape import (
     encode,
     model_of,
     parse_object,
+    prompt_floor,
     standard_price,
     stream_of,
     text_size,
@@ -86,6 +87,7 @@ class ChatShape(Shape):
             body["stream_options"] = {**(opts or {}), "include_usage": True}
         out = encode(body)
         return bound(cfg, self.endpoint, out, model, stream=stream, prompt_tokens=len(out),
+                     prompt_floor=prompt_floor(body),
                      completion_tokens=limit * choices, client_usage=client_usage,
                      prompt_price=max(cfg.price_prompt_per_1k, cfg.cache_read_price))
 

@@ -45,6 +45,7 @@ from loopproof.engine.run.proxy.shape import (
     none_of,
     parse_object,
     passed,
+    prompt_floor,
     sse,
     standard_price,
     stream_of,
@@ -97,6 +98,7 @@ class MessagesShape(Shape):
         return bound(cfg, self.endpoint, out, model, stream=stream,
                      prompt_tokens=len(out) + HIDDEN_TOKENS + HIDDEN_TOKENS_PER_TOOL * typed,
                      completion_tokens=limit, query=asked.query, headers=headers,
+                     prompt_floor=prompt_floor(body),
                      prompt_price=max(cfg.price_prompt_per_1k, cfg.cache_read_price,
                                       cfg.cache_write_price))
 

@@ -16,9 +16,10 @@ every API shape (engine/run/proxy/chat.py, messages.py, responses.py):
   before anything is reserved.
 
 A usage is believed only if every count is an integer >= 0, the prompt tokens (plain + cache
-read + cache write) are within the prompt bound, the completion tokens within the completion
-bound and, for a stream, at least the content deltas the proxy relayed; anything else (missing,
-a string, a negative, more than asked) is charged the reservation in full.
+read + cache write) are within the prompt bound and at least the request's text at
+MAX_TOKEN_BYTES a token, the completion tokens within the completion bound and at least the
+content the upstream sent back (a piece each, MAX_TOKEN_BYTES a token); anything else
+(missing, a string, a negative, more than asked, less than sent) is charged the reservation.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Bound:
     query: str = ""  # the request's query string, passed on where the shape does
     headers: tuple[tuple[str, str], ...] = ()  # the client's headers the shape passes on
     remember: bool = False  # Responses: a stored response a later call may chain to
+    prompt_floor: int = 0  # the fewest prompt tokens its text holds (shape.prompt_floor)
 
 
 def bound(cfg: LlmConfig, endpoint: str, body: bytes, model: str, *, stream: bool,
@@ -120,5 +122,6 @@ def count(v: Any) -> int | None:
 
 
 def believed(u: Usage, b: Bound, seen: int = 0) -> bool:
-    """A usage is believable for `b`: within its bounds, and at least what the stream showed."""
-    return u.prompt <= b.prompt_tokens and seen <= u.output <= b.completion_tokens
+    """A usage is believable for `b`: within its bounds, at least the prompt text it was sent
+    and at least the content it sent back (`seen`)."""
+    return b.prompt_floor <= u.prompt <= b.prompt_tokens and seen <= u.output <= b.completion_tokens

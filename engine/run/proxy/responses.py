@@ -48,6 +48,7 @@ from loopproof.engine.run.proxy.shape import (
     model_of,
     none_of,
     parse_object,
+    prompt_floor,
     sse,
     standard_price,
     stream_of,
@@ -100,6 +101,7 @@ class ResponsesShape(Shape):
         out = encode(body)
         return bound(cfg, self.endpoint, out, model, stream=stream,
                      prompt_tokens=len(out) + HIDDEN_TOKENS + chained, completion_tokens=limit,
+                     prompt_floor=prompt_floor(body),
                      prompt_price=max(cfg.price_prompt_per_1k, cfg.cache_read_price),
                      remember=body.get("store", True) is not False)
 

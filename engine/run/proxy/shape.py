@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopproof.engine.run.proxy.config import LlmConfig
-from loopproof.engine.run.proxy.pricing import Bound, Refused, Usage
+from loopproof.engine.run.proxy.pricing import MAX_TOKEN_BYTES, Bound, Refused, Usage
 
 CHAT, COMPLETIONS, MODELS = "/v1/chat/completions", "/v1/completions", "/v1/models"
 MESSAGES, COUNT_TOKENS, RESPONSES = "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"
@@ -203,6 +203,30 @@ def encode(body: dict[str, Any]) -> bytes:
     except (ValueError, RecursionError):
         raise Refused("the request body holds a number out of a float's range (1e999), or "
                       "is nested too deep") from None
+
+
+# keys whose strings every shape's upstream reads into the prompt (message text, a tool's
+# result, instructions); not thinking or reasoning items, which an upstream may drop
+PROMPT_TEXT = ("text", "content", "input", "prompt", "instructions", "system", "output")
+
+
+def prompt_floor(doc: Any, key: str | None = None) -> int:
+    """The fewest prompt tokens a request body holds: the bytes of its prompt text (strings
+    under PROMPT_TEXT keys) at MAX_TOKEN_BYTES a token. A usage below it is not believed (an
+    upstream that says a long prompt was a few tokens)."""
+    return -(-_prompt_bytes(doc, key) // MAX_TOKEN_BYTES)
+
+
+def _prompt_bytes(doc: Any, key: str | None) -> int:
+    if isinstance(doc, str):
+        return len(doc.encode()) if key in PROMPT_TEXT else 0
+    if isinstance(doc, dict):
+        if doc.get("type") == "reasoning":  # an earlier turn's reasoning: the upstream may drop it
+            return 0
+        return sum(_prompt_bytes(v, k) for k, v in doc.items())
+    if isinstance(doc, list):
+        return sum(_prompt_bytes(v, key) for v in doc)
+    return 0
 
 
 def text_size(*values: Any) -> int:

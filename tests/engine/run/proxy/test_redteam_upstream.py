@@ -310,3 +310,36 @@ def test_a_free_call_or_a_token_count_that_drips_is_hung_up_on_at_its_deadline(
     free, metered = _checked(out)
     assert free["charged"] == 0.0 and free["status"] == 502, free
     assert metered["prompt_counted_by"] == "bytes" and metered["usage"] == "reported", metered
+
+
+def test_a_prompt_reported_below_its_text_is_not_believed(tmp_path: Path):
+    """An upstream that says a 6,400-byte prompt was one token (no token of a BPE vocabulary is
+    longer than 64 bytes, so it was at least 100), in each API: not believed, charged the
+    reservation; the same answer saying 100 is believed."""
+    text = "p" * 6400
+    floor = len(text) // 64
+
+    def chat(prompt: int) -> bytes:
+        return json.dumps({"id": "c", "object": "chat.completion", "model": "fake-model",
+                           "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                "content": "ok"},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": prompt, "completion_tokens": 1}}).encode()
+
+    answers = [
+        whole(200, chat(1)),
+        stream([message_start({"input_tokens": 1, "output_tokens": 1}), *text_block("ok"),
+                message_delta({"output_tokens": 1}), MESSAGE_STOP]),
+        whole(200, json.dumps(response_doc({"input_tokens": 1, "output_tokens": 1})).encode()),
+        whole(200, chat(floor)),
+    ]
+    with hostile_upstream(answers) as up:
+        out = run_calls(tmp_path, up.base_url, lambda s: [
+            s.chat(text)[0], s.messages(text, stream=True)[0],
+            s.responses(text, store=False)[0], s.chat(text)[0]], ceiling=100.0, budget=100.0)
+    assert out.value == [200] * 4
+    *lying, honest = _checked(out)
+    for c in lying:
+        assert c["usage"] == "implausible", c
+        assert c["charged"] == c["reserved"] >= cost(floor, 1), c
+    assert honest["usage"] == "reported" and honest["charged"] == cost(floor, 1), honest

@@ -44,6 +44,7 @@ from loopproof.engine.system.fields import (
     Table,
     Verdict,
     bad_input,
+    dotted,
     table,
 )
 from loopproof.engine.system.trees import file_sha256
@@ -154,8 +155,7 @@ POLICY = Table("the policy file", (Field(name, "a table", f"the {name} fields", 
                                        default=ABSENT) for name in TABLES), noun="table")
 # Every field by its dotted name ("budget.spend"), for the docs' table and the planner's
 # catalogue (engine/policy/catalog.py): the declarations above, named as a run refers to them.
-FIELDS: tuple[Field, ...] = tuple(replace(f, name=t.prefix + f.name)
-                                  for t in TABLES.values() for f in t.fields)
+FIELDS: tuple[Field, ...] = dotted("the policy file", TABLES.values()).fields
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 PINNED = {"gate.files": "files", "suite.files": "files", "signing.public_key": "file"}
 

@@ -30,6 +30,7 @@ from loopproof.engine.system.fields import (
     REQUIRED,
     Field,
     Verdict,
+    amount,
     anything,
     number_in,
     short,
@@ -59,7 +60,7 @@ def seconds_check(v: Any) -> Verdict:
 
 
 def seconds_field(name: str, doc: str, default: Any = DEFAULT_TIMEOUT_S) -> Field:
-    return Field(name, f"seconds > 0, at most {MAX_SECONDS:g}", doc, seconds_check,
+    return Field(name, f"seconds > 0, at most {amount(MAX_SECONDS)}", doc, seconds_check,
                  fix=f"set {name} = 20", default=default)
 
 

@@ -39,6 +39,7 @@ from loopproof.engine.system.fields import (
     Refusal,
     Table,
     Verdict,
+    amount,
     boolean,
     integer,
     number_in,
@@ -155,7 +156,9 @@ def _limit(key: str, low: int, high: int, default: int, *, node: bool) -> Field:
         "max_tmp_bytes": "size of each private temp folder (/tmp, /var/tmp, /dev/shm, ...) of a "
                          "sandboxed command (full: killed, at the tmp limit)",
     }
-    return Field(key, f"an integer from {low} to {high}",
+    holds = (f"bytes, from {size_text(low)} to {size_text(high)}" if key.endswith("_bytes")
+             else f"an integer from {low} to {high}")
+    return Field(key, holds,
                  docs[key] if node else f"every node's default for {key}",
                  integer(low, high), fix=f"set {key} = {default} (the default) or leave it out",
                  default=ABSENT if node else default,
@@ -164,10 +167,10 @@ def _limit(key: str, low: int, high: int, default: int, *, node: bool) -> Field:
 
 TREE_FIELDS = {**LIMIT_FIELDS, **RESOURCE_FIELDS}
 GRAPH = Table("[graph]", (
-    Field("repair_budget", f"an integer >= 0, at most {MAX_COUNT}",
+    Field("repair_budget", f"an integer >= 0, at most {amount(MAX_COUNT)}",
           "K: the global repair budget, never reset", _at_most(MAX_COUNT), example="1",
           fix=f"set repair_budget to a number up to {MAX_COUNT:g}", default=0),
-    Field("spend_budget", f"a number >= 0, at most {MAX_SPEND:g}",
+    Field("spend_budget", f"a number >= 0, at most {amount(MAX_SPEND)}",
           "B: the run-wide spend budget, in spend units", _at_most(MAX_SPEND), example="60.0",
           fix=f"set spend_budget to a number up to {MAX_SPEND:g}"),
     Field("strict_bound", "true or false", "true: refuse to start (exit 2) when the pre-run "
@@ -179,7 +182,7 @@ GRAPH = Table("[graph]", (
     Field("stop_file", "a path relative to the spec", "the kill switch: the run stops at the "
           "next safe point once it exists (`--stop-file` wins)", _path, '"STOP"',
           default=ABSENT, shown_default="`<ledger>.stop`"),
-    Field("price", f"a number from {MIN_PRICE:g} to {MAX_PRICE:g}", "spend units per "
+    Field("price", f"a number from {amount(MIN_PRICE)} to {amount(MAX_PRICE)}", "spend units per "
           "wall-clock second of command workers and gates; `loopproof resume --price P` changes "
           "it", _price, fix="set price = 1.0 (or leave it out)", default=1.0),
     Field("sandbox", " or ".join(f'`"{b}"`' for b in sorted(BACKENDS)), '"bwrap": every worker '
@@ -226,9 +229,10 @@ NODE = Table("[node.NAME]", (
     Field("kind", "a registered kind's name", 'which adapter runs the node: "command", '
           '"revision" (below) or a kind another module registers (engine/run/kinds.py)', _kind,
           default="command"),
-    Field("attempts", f"an integer >= 1, at most {MAX_COUNT}", "a_v: attempts per activation",
+    Field("attempts", f"an integer >= 1, at most {amount(MAX_COUNT)}",
+          "a_v: attempts per activation",
           _at_most(MAX_COUNT), fix=f"set attempts to a number up to {MAX_COUNT:g}", default=1),
-    Field("spend_ceiling", f"a number >= 0, at most {MAX_SPEND:g}", "c_v: the spend ceiling of "
+    Field("spend_ceiling", f"a number >= 0, at most {amount(MAX_SPEND)}", "c_v: the spend ceiling of "
           "one attempt", _at_most(MAX_SPEND), example="10.0",
           fix=f"set spend_ceiling to a number up to {MAX_SPEND:g}"),
     Field("needs", "a list of node names", "predecessors: the node begins only while they are "

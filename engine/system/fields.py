@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from loopproof.engine.system.errors import BadInput
@@ -187,6 +187,12 @@ class Table:
         return "\n".join(rows)
 
 
+def dotted(title: str, tables: Iterable[Table]) -> Table:
+    """The fields of a file's tables as one table, each named as the file's errors name it
+    ("budget.spend"): for the docs and for whoever refers to a field by its full name."""
+    return Table(title, (replace(f, name=t.prefix + f.name) for t in tables for f in t.fields))
+
+
 # ---- values and the validators every table shares ----------------------------------------------
 
 def short(v: object, limit: int = 60) -> str:
@@ -211,6 +217,15 @@ def number_in(v: object, low: float, high: float) -> bool:
         return math.isfinite(v) and low <= v <= high
     except OverflowError:  # an integer too large for a float
         return False
+
+
+def amount(x: float) -> str:
+    """A bound as the docs say it: 10^12 rather than 1e+12 (other numbers as `:g` writes them)."""
+    if x > 0:
+        power = round(math.log10(x))
+        if abs(power) >= 4 and x == 10.0 ** power:
+            return f"10^{power}"
+    return f"{x:g}"
 
 
 def is_integer(v: object) -> bool:

@@ -34,17 +34,14 @@ from loopproof.engine.system.fields import (
     anything,
     number_in,
     short,
+    strings,
 )
 
 DEFAULT_TIMEOUT_S = 60.0  # a worker's or gate's wall-clock limit when the node gives none
 ARGV_EXAMPLE = '["program", "arg", ...]'
 
 
-def argv_check(v: Any) -> Verdict:
-    """An argv: a non-empty list of non-empty strings."""
-    if type(v) is list and v and all(type(a) is str and a for a in v):
-        return None
-    return f"must be a non-empty list of non-empty strings, got {short(v)}"
+argv_check = strings()  # an argv: a non-empty list of non-empty strings
 
 
 def argv_field(name: str, doc: str, *, required: bool = True) -> Field:

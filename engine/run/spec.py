@@ -11,12 +11,9 @@ one safe path component (`engine.run.values.NAME_RULE`): names become folder nam
 
 A node's `kind` (default "command") picks a factory from `KINDS`; another module adds a kind
 with `register_kind` without editing this file (both in engine/run/kinds.py, with `NodeTable`,
-the table a factory reads). What one field may hold is checked in engine/run/spec_checks.py;
-this module decides which tables are read, in what order, and builds the `Spec`.
-
-Why one module: over 400 lines since `_build` is its named phases (`_graph_settings`, `_node`,
-`_graph`, `_planner`): the order they run in is the order a bad spec's first error is found,
-which the tests of careless input pin, so the phases and the `Spec` they make are read together.
+the table a factory reads). What each field may hold is declared once in
+engine/run/spec_checks.py (engine/system/fields.py's `Table`s); this module decides which tables
+are read, in what order (the order a bad spec's first error is found), and builds the `Spec`.
 """
 
 from __future__ import annotations
@@ -206,20 +203,10 @@ def _load(path: Path, max_bytes: int) -> Spec:
     return _build(resolved, resolved.parent, table, hashlib.sha256(raw).hexdigest())
 
 
-@dataclass(frozen=True)
-class _GraphSettings:
-    """Phase 1 of `_build`: the [graph] table, checked, and what every node takes from it."""
-
-    g: dict[str, Any]  # its values, defaults filled in
-    policy: Path | None
-    stop_file: Path | None
-    limits: Limits  # the tree limits of a node without its own
-
-
 def _build(path: Path, spec_dir: Path, table: Any, digest: str,
            programs: dict[str, str] | None = None) -> Spec:
-    """Phases: the file's tables, the [graph] settings, each node's spec and config, the model
-    graph, the [planner]; each raises BadInput at the first bad field, in that order."""
+    """Phases: the file's tables, [graph], each node's spec and config, the model graph, the
+    [planner]; each raises BadInput at the first bad field, in that order."""
     name, programs = str(path), {} if programs is None else programs
     args: dict[tuple[Any, Path], Any] = {}
     if not isinstance(table, dict):
@@ -230,29 +217,24 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
     if not table["node"]:
         raise BadInput(name, "[node]", "the graph has no nodes",
                        "declare at least one [node.NAME] table")
-    settings = _graph_settings(table["graph"], name, spec_dir)
+    g = GRAPH.read(table["graph"], bad_input(name, "[graph] {}"))
+    policy = optional_path(g, "policy", spec_dir, name, must_exist=True)
+    stop_file = optional_path(g, "stop_file", spec_dir, name, must_exist=False)
+    limits = Limits(*(g[key] for key in LIMIT_FIELDS))  # of a node without its own
     tables: dict[str, Table] = {}  # kind -> the table its nodes are read with
     specs: list[NodeSpec] = []
     configs: dict[str, NodeConfig] = {}
     for node_name, nt in table["node"].items():
         node_spec, configs[node_name] = _node(node_name, nt, path, spec_dir, programs, args,
-                                              settings, tables)
+                                              g, limits, tables)
         specs.append(node_spec)
-    g = settings.g
     return Spec(path, spec_dir, table, digest, _graph(specs, g, name), configs,
-                g["strict_bound"], settings.policy, settings.stop_file, float(g["price"]),
+                g["strict_bound"], policy, stop_file, float(g["price"]),
                 _planner(table.get("planner"), spec_dir, name), g["sandbox"], programs)
 
 
-def _graph_settings(g: dict[str, Any], name: str, spec_dir: Path) -> _GraphSettings:
-    values = GRAPH.read(g, bad_input(name, "[graph] {}"))
-    return _GraphSettings(values, optional_path(values, "policy", spec_dir, name, must_exist=True),
-                          optional_path(values, "stop_file", spec_dir, name, must_exist=False),
-                          Limits(*(values[key] for key in LIMIT_FIELDS)))
-
-
 def _node(node_name: Any, nt: Any, path: Path, spec_dir: Path, programs: dict[str, str],
-          args: dict[tuple[Any, Path], Any], settings: _GraphSettings,
+          args: dict[tuple[Any, Path], Any], g: dict[str, Any], graph_limits: Limits,
           tables: dict[str, Table]) -> tuple[NodeSpec, NodeConfig]:
     """Phase 2: one [node.NAME] table, checked: its model spec and its engine config."""
     name = str(path)
@@ -262,10 +244,11 @@ def _node(node_name: Any, nt: Any, path: Path, spec_dir: Path, programs: dict[st
         raise BadInput(name, f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
     fail = bad_input(name, f"node {node_name!r}, field {{!r}}")
     kind_name = nt.get("kind", "command")
-    NODE.check("kind", kind_name, fail)
+    if type(kind_name) is not str or kind_name not in tables:  # read first: it picks the table
+        NODE.check("kind", kind_name, fail)
+        tables[kind_name] = NODE.plus(f'[node.NAME] of kind = "{kind_name}"',
+                                      KINDS[kind_name].fields)
     kind = KINDS[kind_name]
-    if kind_name not in tables:
-        tables[kind_name] = NODE.plus(f'[node.NAME] of kind = "{kind_name}"', kind.fields)
     v = tables[kind_name].read(nt, fail, title=f"[node.{node_name}]")
     node = NodeTable(node_name, nt, path, programs, args, v)
     node_spec = NodeSpec(name=node_name, attempts=v["attempts"], spend_ceiling=v["spend_ceiling"],
@@ -274,9 +257,8 @@ def _node(node_name: Any, nt: Any, path: Path, spec_dir: Path, programs: dict[st
     writable = listed_paths(node, spec_dir, "writable", folders=True) if v["writable"] else ()
     eval_reserve = float(v["eval_reserve"])
     eval_reserve_within(node, eval_reserve)
-    g = settings.g
     limits = (Limits(*(v.get(key, g[key]) for key in LIMIT_FIELDS))
-              if "max_files" in nt or "max_workspace_bytes" in nt else settings.limits)
+              if "max_files" in nt or "max_workspace_bytes" in nt else graph_limits)
     resources = resource_limits(v, g, limits.max_bytes)
     worker, gate = kind.factory(node, spec_dir)
     llm = llm_table(node, worker)

@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from loopproof.engine.system.errors import BadInput
 
@@ -123,10 +123,14 @@ class Table:
         self.names: frozenset[str] = frozenset(self.by_name)
         self.defaults: dict[str, Any] = {f.name: f.default for f in self.fields
                                          if f.default is not REQUIRED and f.default is not ABSENT}
-        # (name, validator or None, required?) in declaration order: what `read` walks
+        # (name, validator or None, required?) in declaration order: the walk to the first error
         self._steps: tuple[tuple[str, Check | None, bool], ...] = tuple(
             (f.name, None if f.check is anything else f.check, f.default is REQUIRED)
             for f in self.fields)
+        self._checks: dict[str, Check] = {f.name: f.check for f in self.fields
+                                          if f.check is not anything}
+        self._required: frozenset[str] = frozenset(f.name for f in self.fields
+                                                   if f.default is REQUIRED)
         for name, default in self.defaults.items():
             if (why := self.by_name[name].check(default)) is not None:
                 raise ValueError(f"{title}: the default of {name} fails its own check: {why}")
@@ -146,6 +150,20 @@ class Table:
         the table in errors when it is more precise than the declaration's ("[node.build]")."""
         if not raw.keys() <= self.names:
             self.refuse_unknown(raw, fail, title)
+        # The table's own order first (O(fields given)): a table with nothing wrong is read
+        # without a walk of every declared field; one with something wrong is walked in
+        # declaration order, so that the first error named is the same whatever else is wrong.
+        checks = self._checks
+        if not raw.keys() >= self._required:
+            self._first_error(raw, fail, title)
+        for name, value in raw.items():
+            check = checks.get(name)
+            if check is not None and check(value) is not None:
+                self._first_error(raw, fail, title)
+        return {**self.defaults, **raw} if self.defaults else dict(raw)
+
+    def _first_error(self, raw: Mapping[str, Any], fail: Fail, title: str | None) -> NoReturn:
+        """Raise for the first field, in declaration order, that is refused or missing."""
         for name, check, required in self._steps:
             if name in raw:
                 if check is not None and (why := check(raw[name])) is not None:
@@ -153,7 +171,7 @@ class Table:
             elif required:
                 raise fail(self.prefix + name, "is missing",
                            self.by_name[name].missing_fix(title or self.title))
-        return {**self.defaults, **raw} if self.defaults else dict(raw)
+        raise RuntimeError(f"{self.title}: a validator refused a value, then took it")
 
     def check(self, name: str, value: Any, fail: Fail) -> None:
         """Raise what `read` would for this one field's value (a field read before the rest:
@@ -277,8 +295,12 @@ def text(rule: re.Pattern[str] | None = None) -> Check:
 def strings(*, empty: bool = False, what: str = "strings") -> Check:
     """A list of non-empty strings (`empty`: the list may be empty)."""
     def check(v: Any) -> Verdict:
-        if type(v) is list and (v or empty) and all(type(x) is str and x for x in v):
-            return None
+        if type(v) is list and (v or empty):
+            for x in v:  # a loop, not all(...): a 100,000-node graph asks this 200,000 times
+                if type(x) is not str or not x:
+                    break
+            else:
+                return None
         return (f"must be a {'' if empty else 'non-empty '}list of non-empty {what}, "
                 f"got {short(v)}")
     return check

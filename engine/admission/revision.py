@@ -77,7 +77,8 @@ REVISION_FIELDS: tuple[Field, ...] = (
     seconds_field("wall_budget_s", "seconds for an attempt's revisions (checks are cut at what "
                   "is left)", ABSENT),
     Field("seed", "a folder relative to the spec", "copied into the workspace when it is empty",
-          text(), '"seed"', default=ABSENT),
+          text(), '"seed"', fix="give a folder, relative to the spec, holding the starting code",
+          default=ABSENT),
     Field("protected", "a list of globs", "workspace paths a Patch may not write",
           strings(empty=True, what="path globs"), '["tests/*"]', default=[]),
 )

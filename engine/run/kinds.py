@@ -56,9 +56,9 @@ def seconds_check(v: Any) -> Verdict:
     return f"must be a number of seconds > 0 and at most {MAX_SECONDS:g}, got {short(v)}"
 
 
-def seconds_field(name: str, doc: str, default: Any = DEFAULT_TIMEOUT_S) -> Field:
+def seconds_field(name: str, doc: str, default: Any = DEFAULT_TIMEOUT_S, fix: str = "") -> Field:
     return Field(name, f"seconds > 0, at most {amount(MAX_SECONDS)}", doc, seconds_check,
-                 fix=f"set {name} = 20", default=default)
+                 fix=fix or f"set {name} = 20", default=default)
 
 
 def _gate_value(v: Any) -> Verdict:

@@ -171,7 +171,8 @@ GRAPH = Table("[graph]", (
           "B: the run-wide spend budget, in spend units", _at_most(MAX_SPEND), example="60.0",
           fix=f"set spend_budget to a number up to {MAX_SPEND:g}"),
     Field("strict_bound", "true or false", "true: refuse to start (exit 2) when the pre-run "
-          "spend bound W_c exceeds B", boolean, "true", default=False),
+          "spend bound W_c exceeds B", boolean, fix="write strict_bound = true or false",
+          default=False),
     Field("max_parallel", "an integer >= 1", "attempts in flight at once; `run --jobs N` wins",
           example="2", default=1),
     Field("policy", "a path relative to the spec", "a policy TOML (docs/ledger.md), hash-pinned "
@@ -188,7 +189,7 @@ GRAPH = Table("[graph]", (
           fix=f'write sandbox = "{DEFAULT}" (or leave it out)', default=DEFAULT),
     *(_limit(key, *bounds, node=False) for key, bounds in TREE_FIELDS.items()),
     Field("env", "a table of names to strings", "every command worker's default variables (a "
-          "node's own `env` wins per name)", _env, '{ MY_TOOL_MODE = "batch" }', default=ABSENT),
+          "node's own `env` wins per name)", _env, '{ NAME = "value" }', default=ABSENT),
 ))
 
 
@@ -262,7 +263,7 @@ NODE = Table("[node.NAME]", (
           fix="write network = true (or leave it out: no network)", default=False),
     Field("env", "a table of names to strings", "the command worker's own variables (never its "
           "gate's); no PATH, HOME, TMPDIR, OPENAI_*, ANTHROPIC_BASE_URL, LOOPPROOF_*, LD_* or "
-          "secret-looking name (docs/proxy.md)", _env, '{ MY_TOOL_MODE = "batch" }',
+          "secret-looking name (docs/proxy.md)", _env, '{ NAME = "value" }',
           default=ABSENT, shown_default="the [graph] `env`"),
     Field("llm", "a table", "the model calls a command worker may make through the attempt's "
           "metered proxy (docs/proxy.md)", _llm, default=ABSENT),
@@ -272,7 +273,8 @@ PLANNER = Table("[planner]", (
     Field("command", "a non-empty list of strings", "the planner's argv (items naming a file "
           "under the spec's folder made absolute)", strings(what="strings"),
           '["python3", "plan.py"]'),
-    seconds_field("timeout_s", "wall clock of one planner call", 30.0),
+    seconds_field("timeout_s", "wall clock of one planner call", 30.0,
+                  fix="write timeout_s = 30"),
 ))
 TOP = Table("graph.toml", (
     Field("graph", "a table", "the run's budgets and defaults", table,
@@ -300,7 +302,7 @@ def llm_table(node: NodeTable, worker: Worker) -> LlmConfig | None:
     is asked by `run` and `resume`)."""
     if "llm" not in node:
         return None
-    cfg = parse_llm(node["llm"], node.error)
+    cfg = parse_llm(node["llm"], node.error, f"[node.{node.name}.llm]")
     if not isinstance(worker, CommandWorker):
         raise node.error("llm", "model access is given to command workers only",
                          'use kind = "command" with a worker argv, or remove [llm]')

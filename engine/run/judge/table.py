@@ -36,6 +36,7 @@ from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.fields import (
     ABSENT,
     Field,
+    Refusal,
     Verdict,
     anything,
     number,
@@ -63,7 +64,7 @@ def _cases(doc: str) -> Field:
 def _unique(v: Any) -> Verdict:
     if (why := strings()(v)) is not None:
         return why
-    return "names a test ID twice" if len(set(v)) != len(v) else None
+    return Refusal("names a test ID twice", "name each ID once") if len(set(v)) != len(v) else None
 
 
 PYTHON = Field("python", "an installed program, or a path relative to the spec",
@@ -118,14 +119,14 @@ TABLES: dict[str, FieldTable] = {
         Field("select", "a list of test IDs", "the test IDs that must pass (SWE-bench's "
               "FAIL_TO_PASS + PASS_TO_PASS); only they run. Each must be collected from the "
               "pinned tests alone: checked at run start", _unique,
-              '["tests/test_x.py::test_y"]', fix="name each ID once: write select = "
               '["tests/test_x.py::test_y"]', default=ABSENT,
               shown_default="every ID collected from the pinned tests"),
         Field("ini", "a path relative to the spec", "a pinned pytest.ini (a gate file: hashed, "
               "hidden) used instead of the engine's: markers, filterwarnings, xfail_strict, "
               "addopts that load no code (-q, -r, --strict-markers, -p no:NAME, ...); "
               "pythonpath, -p NAME, --pyargs, -o, -c, --rootdir, --confcutdir, --import-mode "
-              "are refused", text(), '"pytest.ini"', default=ABSENT,
+              "are refused", text(), '"pytest.ini"',
+              fix='write ini = "pytest.ini" (relative to the spec)', default=ABSENT,
               shown_default="the engine's"),
         Field("plugins", "a list of names", 'installed pytest plugins allowed to load, by '
               'distribution or entry point name ("hypothesis", "pytest-asyncio"); none else '

@@ -155,11 +155,12 @@ LLM = Table("[node.NAME.llm]", (
 FIELDS = tuple(LLM.by_name)
 
 
-def parse(table: Any, problem: Fail) -> LlmConfig:
-    """Validate a TOML table; raise `problem(field, what is wrong, the fix)` on bad input."""
+def parse(table: Any, problem: Fail, title: str | None = None) -> LlmConfig:
+    """Validate a TOML table; raise `problem(field, what is wrong, the fix)` on bad input
+    (`title`: the table as errors name it, "[node.fix.llm]")."""
     if not isinstance(table, dict):
         raise problem("llm", "is not a table", 'write [node.<name>.llm] with upstream = "..."')
-    v = LLM.read(table, problem)
+    v = LLM.read(table, problem, title=title)
     return LlmConfig(v["upstream"].rstrip("/"), v.get("api_key_env"),
                      float(v["price_prompt_per_1k"]), float(v["price_completion_per_1k"]),
                      v["max_tokens"], float(v["timeout_s"]), v["on_refusal"], v["tokenize"],

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCALE  ?= default
 SEED   ?= 0
 
-.PHONY: all venv sandbox browser coq agents-cli proofs explore check lint test fuzz reproduce reproduce-paper reproduce-llm figures notebook bench bench-peer latex paper clean bench-fan
+.PHONY: all venv sandbox browser coq agents-cli proofs explore check lint test fuzz reproduce reproduce-paper reproduce-llm figures notebook bench bench-peer latex paper clean bench-fan bench-dask
 
 all: check
 
@@ -18,7 +18,7 @@ SETUP_QUIET := PYTHONWARNINGS=ignore
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments,agents]'
+	$(SETUP_QUIET) $(BIN)/python -m pip install -q -e '.[dev,experiments,agents,cluster]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -137,6 +137,13 @@ bench: venv
 bench-fan: venv
 	$(BIN)/python -m bench --only fan --json
 
+# Attempts on a Dask cluster (issue 38's done-when): the 40-node fan of 1 s workers on 2 Dask
+# workers x 8 threads against --jobs 16 locally (target within 1.25x), and the engine's overhead
+# per sandboxed attempt over bare sandboxed launches, local (target 15 ms) and remote (target
+# within 2x of local), each printed beside its target (bench/cluster.py); a few minutes.
+bench-dask: venv sandbox
+	$(BIN)/python -m bench --only dask --json
+
 # The peer engine (bounded-loops 0.7.6) in a venv of its own, never a dependency of this project;
 # the benchmark then measures it beside loopproof in the same run.
 PEER := .venv-peer
@@ -192,7 +199,7 @@ reproduce-llm: $(LLM_STAMP)
 	$(BIN)/python -m bench --only llm_tokens --out results/bench-llm --json
 	$(BIN)/python -m experiments.figures --results results --only transition
 	$(BIN)/python -m experiments.transition.report --results results --effects
-	$(BIN)/python -m paper.reference --update results
+	$(BIN)/python -m paper.reference --update results --timings
 	$(BIN)/python -m paper
 	@echo "make reproduce-llm: results/competence-*/ and results/transition-llm/ written, replayed byte for byte, copied to reference-results/"
 

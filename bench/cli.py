@@ -8,7 +8,8 @@ Timings vary run to run, so bench.json is exempt from the same-bytes rule.
 target and ratio still, at smaller sizes where the target is a rate or a ratio (`QUICK`: a
 sample of records, a shorter chain), best of one, and without what other steps of make
 reproduce measure (`QUICK_SKIP`: the explorer is the bounds step, the proofs the proofs step)
-or what times the newcomer's path for the README (`extending_path`). A size given on the
+or what times the newcomer's path for the README (`extending_path`), and the audit of a
+real-sized tree (`audit_real_tree`: minutes by itself). A size given on the
 command line wins.
 """
 
@@ -28,7 +29,7 @@ from bench.targets import figures, line
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
            "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check",
-           "bench.fan")
+           "bench.fan", "bench.audit", "bench.rule_table", "bench.cluster")
 
 
 # --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate
@@ -36,7 +37,8 @@ MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.s
 # verify` under its rate; the chain's overhead ratio is read at 2,000 nodes), best of one
 QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1,
                          "fan_nodes": 16}
-QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path")
+QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path", "audit_real_tree",
+              "rule_table", "dask")
 
 
 def _load_modules() -> None:

@@ -34,14 +34,13 @@ END = "<!-- timings:end -->"
 # What a newcomer writes into the skeleton (tests/proofs/test_scaffold.py fills it in the same way):
 # no attempt counter passes a_v, broken by a rule that retries every failed attempt.
 INVARIANT = '''    a = enc.params.attempts
-    return z3.And(structural(enc, s), *[s.att(v) <= a[v] for v in enc.graph.names])'''
+    return z3.And(structural(enc, s), *[s.attempts(v) <= a[v] for v in enc.graph.names])'''
 BROKEN = '''    name = "a failed attempt always retries"
 
-    def update_verdict(self, enc, s, ev):
-        upd = super().update_verdict(enc, s, ev)
+    def effect_verdict(self, s, ev, u):
+        super().effect_verdict(s, ev, u)
         if not ev.passed:
-            upd[f"status:{ev.node}"] = S_PENDING
-        return upd
+            u.set_status(ev.node, s.PENDING)
 '''
 
 
@@ -50,11 +49,9 @@ def fill_in(text: str) -> str:
     start = text.index('    raise NotImplementedError("write invariant()')
     text = text[:start] + INVARIANT + text[text.index("\n", start):]
     text = text.replace('    name = "TODO: the bug, in a few words"\n', BROKEN)
-    text = text.replace("from loopproof.proofs.family import shapes\n",
+    return text.replace("from loopproof.proofs.family import shapes\n",
                         "from loopproof.proofs.family import shapes\n"
                         "from loopproof.proofs.g1_finishes import structural\n")
-    return text.replace("from loopproof.proofs.encoding import Params,",
-                        "from loopproof.proofs.encoding import S_PENDING, Params,")
 
 
 def copy_tree(root: Path) -> None:
@@ -67,7 +64,8 @@ def copy_tree(root: Path) -> None:
     shutil.copytree(REPO / "loopproof", root / "loopproof", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__", "engine"))
     for name in ("__init__.py", "conftest.py", "support/__init__.py", "support/leftover_processes.py",
-                 "support/encoding_steps.py", "proofs/__init__.py", "proofs/test_encoding.py"):
+                 "support/encoding_steps.py", "support/strategies.py", "proofs/__init__.py",
+                 "proofs/test_encoding.py"):
         shutil.copy(REPO / "tests" / name, root / "tests" / name)
     shutil.copy(REPO / "pyproject.toml", root)
 

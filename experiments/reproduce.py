@@ -275,12 +275,21 @@ def steps(scale: str, seed: int) -> list[Step]:
         Step("bench", (py, "-m", "bench", "--json", "--quick"), 115, headline=_bench),
         Step("notebooks and figures", (py, "-m", "experiments.figures", "--results", "results"),
              20, headline=_figures),
-        # the committed copy (reference-results/): this run against it, then refreshed from it;
+        # the committed copy (reference-results/): this run against it, then the studies whose
+        # figures moved refreshed from it (a rerun that reproduces them changes no tracked file);
         # the paper and docs/results.md are built from the copy
         Step("reference copy", (py, "-m", "paper.reference", "--update", "results"), 3,
              headline=_reference),
         Step("paper", (py, "-m", "paper", "--pdf"), 5, headline=_paper),
     ]
+
+
+def relative_to_checkout(report: str, root: Path | None = None) -> str:
+    """A step's JSON report with the checkout's absolute path taken off every path under it
+    (`"ledger": "results/examples/pipeline.jsonl"`): the result file is then the same on every
+    clone, and the committed copy names no machine's folder."""
+    prefix = json.dumps(str((root or Path.cwd()).resolve()) + os.sep)[1:-1]
+    return report.replace(prefix, "")
 
 
 def _last_runs() -> dict[str, dict[str, float]]:
@@ -350,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = done.returncode in st.ok_codes
         if ok and st.save:  # the step's report, kept as a result file (the paper reads it)
             Path(st.save).parent.mkdir(parents=True, exist_ok=True)
-            Path(st.save).write_text(done.stdout)
+            Path(st.save).write_text(relative_to_checkout(done.stdout))
         try:
             figure = (st.headline(done.stdout) if st.headline and ok else "") or ""
         except Exception:  # noqa: BLE001 - a headline that cannot be read is no reason to stop

@@ -7,12 +7,14 @@ explorer's time. Here a state is what the memo key keeps -- the outcome, node st
 attempt counters as tuples of small ints, and repairs left -- and successors are computed on
 it directly, several times faster.
 
-Why it is not a second copy of the rules that may drift: `tests/model/test_search_space.py` walks every
-reachable `RunState` of the explorer's graphs through `model.transitions.successors` and checks,
-state by state, that `AbstractSpace.successors` of the state's projection yields the same events
-in the same order leading to the projections of the model's successor states, and that `key`
-is the explorer's memo key (`model.explore._key`) renamed one for one. A rule changed in the
-model (or planted wrong here) fails that test.
+Why it is not a second copy of the rules: its successors are the rule table's
+(model/run_rules.py), compiled once per graph into one Python function over the abstract state
+(model/rule_source.py), so a rule changed in the table changes the explorer with it.
+`tests/model/test_search_space.py` walks every reachable `RunState` of the explorer's graphs through
+`model.transitions.successors` and checks, state by state, that `AbstractSpace.successors` of
+the state's projection yields the same events in the same order leading to the projections of
+the model's successor states, and that `key` is the explorer's memo key (`model.explore._key`)
+renamed one for one; a difference planted on either side fails it.
 
 What it assumes, as the explorer does: only control events (no spend metering, so `settled`
 stays 0 and `Begin` fits iff c_v plus the c_w of the attempts in flight <= B), and the run
@@ -22,10 +24,13 @@ nodes, so the key (statuses and counters) already tells the interleavings apart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from loopproof.model.graph import LoopGraph
+from loopproof.model.rule_source import DONE, compile_successors
+from loopproof.model.run_rules import RULES, RunRules
 from loopproof.model.state import Outcome, RunState, Status
 from loopproof.model.transitions import (
-    EPS,
     Begin,
     Cancel,
     Event,
@@ -36,8 +41,8 @@ from loopproof.model.transitions import (
     Verdict,
 )
 
-# Status and outcome codes (indices into these tuples).
-PENDING, RUNNING, DONE, EXHAUSTED = 0, 1, 2, 3
+# Status and outcome codes (indices into these tuples; model/rule_source.py compiles to them).
+PENDING, RUNNING, EXHAUSTED = 0, 1, 3
 STATUSES: tuple[Status, ...] = (Status.PENDING, Status.RUNNING, Status.DONE, Status.EXHAUSTED)
 LIVE, ENDED_DONE, FAILED, BUDGET = 0, 1, 2, 3
 OUTCOMES: tuple[Outcome, ...] = (Outcome.RUNNING, Outcome.DONE, Outcome.FAILED,
@@ -54,37 +59,33 @@ Successor = tuple[Event, int, Ints, Ints, int]  # the event, then the State it l
 class AbstractSpace:
     """One graph's transitions on abstract states. `universe` lists the repair pairs (d, u) the
     key's bitmask ranges over: one universe for every graph sharing a memo table (the allowed
-    pairs of a DAG), so that equal bitmasks mean equal readable pairs."""
+    pairs of a DAG), so that equal bitmasks mean equal readable pairs. `rules`: the rule table
+    the successors are compiled from (a variant of it, in tests)."""
 
-    def __init__(self, graph: LoopGraph, universe: tuple[tuple[str, str], ...] | None = None
-                 ) -> None:
+    def __init__(self, graph: LoopGraph, universe: tuple[tuple[str, str], ...] | None = None,
+                 rules: RunRules = RULES) -> None:
         self.graph = graph
-        names, index = graph.names, graph._index
-        n = len(names)
-        self.n = n
-        self.needs: tuple[Ints, ...] = tuple(tuple(index[p] for p in node.needs)
-                                             for node in graph.nodes)
-        self.limit: Ints = tuple(node.attempts for node in graph.nodes)
-        self.fits: tuple[bool, ...] = tuple(node.spend_ceiling <= graph.spend_budget + EPS
-                                            for node in graph.nodes)
-        self.ceiling: tuple[float, ...] = tuple(node.spend_ceiling for node in graph.nodes)
-        self.max_parallel = graph.max_parallel
+        self.n = len(graph.names)
         self.universe = graph.repair_pairs if universe is None else universe
         self._bit = {p: 1 << b for b, p in enumerate(self.universe)}
         self._subtree: dict[str, tuple[Ints, int]] = {}
-        self.begin = tuple(Begin(x) for x in names)
-        self.refuse = tuple(Refuse(x) for x in names)
-        self.cancel = tuple(Cancel(x) for x in names)
-        self.passed = tuple(Verdict(x, True) for x in names)
-        self.failed = tuple(Verdict(x, False) for x in names)
-        self.fail = tuple(Fail(x) for x in names)
-        self.finish = Finish()
+        names = graph.names
+        events: list[tuple[Event, int | None]] = [(Finish(), None)]
+        for i, x in enumerate(names):
+            events += [(e, i) for e in (Begin(x), Refuse(x), Cancel(x), Verdict(x, True),
+                                        Verdict(x, False), Fail(x))]
+        events += [(Repair(d, u), graph.index(d)) for d, u in self.universe]
+        self._successors: Callable[..., list[Successor]] = compile_successors(
+            rules, graph, events, self.universe)
         self._set_pairs(graph)
 
     def _set_pairs(self, graph: LoopGraph) -> None:
         """What depends on R: per pair, in declaration order, d's index, the nodes of S_u, the
-        event and the pair's bit."""
+        event and the pair's bit; and R as a bitmask over the universe, for the successors."""
         index, subtrees = graph._index, self._subtree
+        order = [p for p in self.universe if p in set(graph.repair_pairs)]
+        if order != list(graph.repair_pairs):
+            raise ValueError("the graph's repair pairs are not in the universe's order")
         pairs = []
         for d, u in graph.repair_pairs:
             sub = subtrees.get(u)
@@ -93,8 +94,7 @@ class AbstractSpace:
                 sub = subtrees[u] = (nodes, sum(1 << w for w in nodes))
             pairs.append((index[d], sub[0], Repair(d, u), self._bit[(d, u)], sub[1]))
         self.pairs: tuple[tuple[int, Ints, Repair, int, int], ...] = tuple(pairs)
-        self.has_pair: tuple[bool, ...] = tuple(any(p[0] == i for p in pairs)
-                                                for i in range(self.n))
+        self.relation = sum(b for _, _, _, b, _ in pairs)
         self._readable: dict[tuple[Ints, int], int] = {}
 
     def with_relation(self, graph: LoopGraph) -> AbstractSpace:
@@ -174,105 +174,8 @@ class AbstractSpace:
     def successors(self, outcome: int, status: Ints, counters: Ints, left: int
                    ) -> list[Successor]:
         """`model.transitions.successors` on the abstract state: the enabled control events in
-        `control_events`' order, each with the state it leads to."""
-        if outcome != LIVE:
-            return []
-        out: list[Successor] = []
-        if all(x == DONE for x in status):
-            out.append((self.finish, ENDED_DONE, status, counters, left))
-        if self.max_parallel > 1:
-            return self._concurrent(out, outcome, status, counters, left)
-        if RUNNING not in status and EXHAUSTED not in status:
-            for i, x in enumerate(status):
-                if x != PENDING or any(status[p] != DONE for p in self.needs[i]):
-                    continue
-                if self.fits[i]:
-                    st, at = list(status), list(counters)
-                    st[i], at[i] = RUNNING, at[i] + 1
-                    out.append((self.begin[i], LIVE, tuple(st), tuple(at), left))
-                else:
-                    out.append((self.refuse[i], BUDGET, status, counters, left))
-                st, at = list(status), list(counters)
-                st[i], at[i] = EXHAUSTED, 0
-                out.append((self.cancel[i], LIVE, tuple(st), tuple(at), left))
-            return out
-        stuck = 0
-        for i, x in enumerate(status):
-            if x == RUNNING:
-                self._verdicts(out, i, status, counters, left)
-            elif x == EXHAUSTED:
-                stuck |= 1 << i
-                if not self.has_pair[i] or left <= 0:
-                    out.append((self.fail[i], FAILED, status, counters, left))
-        if stuck and left > 0:
-            for d, sub, event, _, _ in self.pairs:
-                if stuck >> d & 1:
-                    st, at = list(status), list(counters)
-                    for w in sub:
-                        st[w], at[w] = PENDING, 0
-                    out.append((event, LIVE, tuple(st), tuple(at), left - 1))
-        return out
-
-    def _verdicts(self, out: list[Successor], i: int, status: Ints, counters: Ints,
-                  left: int) -> None:
-        """Verdict PASS and FAIL of node `i`'s attempt in flight, appended to `out`."""
-        st, at = list(status), list(counters)
-        st[i], at[i] = DONE, 0
-        out.append((self.passed[i], LIVE, tuple(st), tuple(at), left))
-        st = list(status)
-        if counters[i] < self.limit[i]:
-            st[i] = PENDING
-            out.append((self.failed[i], LIVE, tuple(st), counters, left))
-        else:
-            at = list(counters)
-            st[i], at[i] = EXHAUSTED, 0
-            out.append((self.failed[i], LIVE, tuple(st), tuple(at), left))
-
-    def _concurrent(self, out: list[Successor], outcome: int, status: Ints, counters: Ints,
-                    left: int) -> list[Successor]:
-        """`successors` when several attempts may be in flight: per node, in index order,
-        Begin/Refuse/Cancel (room left and nothing EXHAUSTED), Verdicts (RUNNING), Fail
-        (EXHAUSTED, nothing in flight); then the repairs whose S_u has nothing in flight."""
-        running = status.count(RUNNING)
-        stuck = 0
-        flying = 0
-        for i, x in enumerate(status):
-            if x == EXHAUSTED:
-                stuck |= 1 << i
-            elif x == RUNNING:
-                flying |= 1 << i
-        room = running < self.max_parallel and not stuck
-        held = 0.0  # what the attempts in flight hold (settled is 0): RunState.held
-        if room and running:
-            for i, x in enumerate(status):
-                if x == RUNNING:
-                    held += self.ceiling[i]
-        budget = self.graph.spend_budget + EPS
-        for i, x in enumerate(status):
-            if x == PENDING and room:
-                if any(status[p] != DONE for p in self.needs[i]):
-                    continue
-                if held + self.ceiling[i] <= budget:
-                    st, at = list(status), list(counters)
-                    st[i], at[i] = RUNNING, at[i] + 1
-                    out.append((self.begin[i], LIVE, tuple(st), tuple(at), left))
-                elif not running:
-                    out.append((self.refuse[i], BUDGET, status, counters, left))
-                st, at = list(status), list(counters)
-                st[i], at[i] = EXHAUSTED, 0
-                out.append((self.cancel[i], LIVE, tuple(st), tuple(at), left))
-            elif x == RUNNING:
-                self._verdicts(out, i, status, counters, left)
-            elif x == EXHAUSTED and not running and (not self.has_pair[i] or left <= 0):
-                out.append((self.fail[i], FAILED, status, counters, left))
-        if stuck and left > 0:
-            for d, sub, event, _, mask in self.pairs:
-                if stuck >> d & 1 and not mask & flying:
-                    st, at = list(status), list(counters)
-                    for w in sub:
-                        st[w], at[w] = PENDING, 0
-                    out.append((event, LIVE, tuple(st), tuple(at), left - 1))
-        return out
+        `control_events`' order, each with the state it leads to (the rule table's, compiled)."""
+        return self._successors(outcome, status, counters, left, self.relation)
 
 
 class Deadlocked(Exception):

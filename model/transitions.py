@@ -1,8 +1,10 @@
 """The declared transitions of a bounded-loop run: the only way a `RunState` changes.
 
-Each event is a small frozen dataclass with a guard (`why_not`, returning the reason it is
-disabled, or None) and an effect (`apply`). `step` checks the guard and applies the effect;
-a disabled event raises `Disabled`, so no caller can move a node's status by hand (Automat's rule).
+Each event is a small frozen dataclass naming its arguments; its guard (`why_not`, the reason
+it is disabled, or None) and its effect (`apply`) are the rule of its kind in the rule table
+(model/run_rules.py), evaluated on Python values (model/python_values.py). `step` checks the
+guard and applies the effect; a disabled event raises `Disabled`, so no caller can move a
+node's status by hand (Automat's rule).
 
 An operator may end a node's activation without a verdict (`Cancel`); the node is then exhausted
 and the repair rule decides what follows, as after its last failed attempt.
@@ -18,11 +20,6 @@ charge (its c_w minus what it has settled: `RunState.held`), so each admitted at
 its whole c_v whatever the others do. Spend events name their attempt's node (`node=None`: the
 only one in flight). The run's endings wait for the attempts in flight: Refuse and Fail need none
 in flight, and a Repair none in the subtree it resets (docs/design.md, "Several attempts").
-
-Why one module: just over 400 lines on purpose, since the events are one closed set: every
-event's guard and effect, the guards they share, and the enumeration of enabled events
-(`control_events`, `successors`, which must name every event kind) are read and changed
-together, and proofs/encoding.py mirrors them one rule per method.
 """
 
 from __future__ import annotations
@@ -30,13 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import ClassVar
 
+from loopproof.model import python_values
 from loopproof.model.graph import LoopGraph
-from loopproof.model.persistent import added, replaced_many
-from loopproof.model.state import Outcome, RunState, Status, changed, with_node
-
-EPS = 1e-9  # tolerance for float spend comparisons (units are seconds or currency)
+from loopproof.model.run_rules import EPS as EPS  # the spend tolerance, read by the engine
+from loopproof.model.run_rules import RULES, RunRules
+from loopproof.model.state import Outcome, RunState, Status
 
 
 class Disabled(Exception):
@@ -44,134 +41,36 @@ class Disabled(Exception):
 
 
 class Event:
-    """Base of the declared transitions."""
+    """Base of the declared transitions: its guard and effect are the rule table's for its
+    `kind` (set from EVENT_NAMES below)."""
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:  # pragma: no cover
-        raise NotImplementedError
+    kind: ClassVar[str] = ""
 
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:  # pragma: no cover
-        raise NotImplementedError
+    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
+        return python_values.why_not(RULES, graph, s, self)
+
+    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
+        return python_values.apply(RULES, graph, s, self)
 
 
-def step(graph: LoopGraph, s: RunState, event: Event) -> RunState:
-    """The transition function: the successor of `s` under `event`, or `Disabled`."""
-    reason = event.why_not(graph, s)
+def step(graph: LoopGraph, s: RunState, event: Event, rules: RunRules | None = None) -> RunState:
+    """The transition function: the successor of `s` under `event`, or `Disabled` (under
+    `rules`, a variant of the table, when given)."""
+    reason = event.why_not(graph, s) if rules is None else \
+        python_values.why_not(rules, graph, s, event)
     if reason is not None:
         raise Disabled(f"{event}: {reason}")
-    return event.apply(graph, s)
+    return event.apply(graph, s) if rules is None else python_values.apply(rules, graph, s, event)
 
 
 def enabled(graph: LoopGraph, s: RunState, event: Event) -> bool:
     return event.why_not(graph, s) is None
 
 
-# ---- shared guards ------------------------------------------------------------------------------
-
-def _live(s: RunState) -> str | None:
-    return f"the run has ended ({s.outcome.value})" if s.ended else None
-
-
-def _listed(names: tuple[str, ...]) -> str:
-    return ", ".join(names)
-
-
-def _ready(graph: LoopGraph, s: RunState, node: str) -> str | None:
-    """Guard shared by Begin, Refuse and Cancel: `node` may start its next attempt now. (Reads
-    the status tuple by index: the explorer evaluates this guard millions of times.)"""
-    i = graph._index.get(node)
-    if i is None:
-        return f"unknown node {node!r}"
-    if (why := _live(s)) is not None:
-        return why
-    status = s.status
-    if s.census()[0] >= graph.max_parallel:
-        if graph.max_parallel == 1:
-            return f"{s.running(graph)!r} has an attempt in flight"
-        return (f"max_parallel = {graph.max_parallel} attempts are in flight "
-                f"({_listed(s.in_flight(graph))})")
-    if (x := s.exhausted(graph)) is not None:
-        return f"{x!r} is exhausted and must be repaired or fail first"
-    if status[i] is not Status.PENDING:
-        return f"{node!r} is {status[i].value}, not PENDING"
-    index = graph._index
-    for p in graph.nodes[i].needs:
-        if status[index[p]] is not Status.DONE:
-            return f"predecessor {p!r} is not DONE"
-    return None
-
-
-def _fits(graph: LoopGraph, s: RunState, node: str) -> bool:
-    """settled + what the attempts in flight may still charge + c_v fits B (none in flight:
-    settled + c_v <= B, the serial rule)."""
-    return s.held(graph) + graph.node(node).spend_ceiling <= graph.spend_budget + EPS
-
-
-def _unfit(graph: LoopGraph, s: RunState) -> str:
-    if s.census()[0] == 0:
-        return "settled + c_v exceeds the budget B"
-    return (f"settled + the ceilings held by the attempts in flight "
-            f"({_listed(s.in_flight(graph))}) + c_v exceeds the budget B: wait for one to end")
-
-
-def _in_attempt(graph: LoopGraph, s: RunState, node: str | None = None) -> str | None:
-    """`node` (None: the only attempt in flight) has an attempt in flight."""
-    if (why := _live(s)) is not None:
-        return why
-    count = s.census()[0]
-    if count == 0:
-        return "no attempt is in flight"
-    if count == 1 or graph.max_parallel == 1:  # the serial rule: the first running node's
-        r = s.running(graph)
-        return None if node is None or r == node else f"the attempt in flight is {r!r}, not {node!r}"
-    if node is None:
-        return (f"several attempts are in flight ({_listed(s.in_flight(graph))}): the event "
-                f"must name its node")
-    i = graph._index.get(node)
-    if i is None or s.status[i] is not Status.RUNNING:
-        return f"{node!r} has no attempt in flight (in flight: {_listed(s.in_flight(graph))})"
-    return None
-
-
 # _SPEND_NODE: a spend event's `node` is left out of comparisons, since Reserve(x) and
 # Reserve(x, node=n) are one event whenever n is the only attempt in flight (every serial run),
 # and a serial ledger's record, which names its node, must still read back equal to the event
 # the engine committed. Which attempt an event acts on is the guard's business, not equality's.
-
-
-def _whose(graph: LoopGraph, s: RunState, node: str | None) -> int:
-    """The node index of the attempt an event names (None: the only one in flight)."""
-    return s.census()[1] if node is None else graph.index(node)
-
-
-def _spend_moved(s: RunState, i: int, reserved: float, spent: float
-                 ) -> tuple[tuple[int, float, float], ...] | None:
-    """`accounts` with node `i`'s moved to (reserved, spent); None (kept) when it is empty."""
-    if not s.accounts:
-        return None
-    return tuple((i, reserved, spent) if a[0] == i else a for a in s.accounts)
-
-
-def _leaving(graph: LoopGraph, s: RunState, i: int) -> dict[str, Any]:
-    """The run-wide spend fields once node `i`'s attempt leaves the flight (its reservations
-    already dealt with). One in flight, or a serial graph: the serial rule (spend back to 0)."""
-    if s.census()[0] <= 1 or graph.max_parallel == 1:
-        return {"attempt_spend": 0.0}
-    rest = tuple(a for a in s.accounts if a[0] != i)
-    reserved, spent = s.account(graph, i)
-    if len(rest) == 1:  # one attempt left: the totals are its own again (RunState)
-        return {"accounts": (), "reserved": rest[0][1], "attempt_spend": rest[0][2]}
-    return {"accounts": rest, "reserved": s.reserved - reserved,
-            "attempt_spend": s.attempt_spend - spent}
-
-
-def _end_attempt(graph: LoopGraph, s: RunState, node: str, passed: bool) -> RunState:
-    """An attempt ends: PASS -> DONE (recorded for this activation); else retry or EXHAUSTED."""
-    i = graph.index(node)
-    if passed:
-        return with_node(s, i, status=Status.DONE, **_leaving(graph, s, i),
-                         passes=added(s.passes, (node, s.activation[i])))
-    left = s.attempts[i] < graph.node(node).attempts
-    return with_node(s, i, status=Status.PENDING if left else Status.EXHAUSTED, **_leaving(graph, s, i))
 
 
 # ---- the events ---------------------------------------------------------------------------------
@@ -182,22 +81,6 @@ class Begin(Event):
 
     node: str
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _ready(graph, s, self.node)) is not None:
-            return why
-        return None if _fits(graph, s, self.node) else _unfit(graph, s)
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        i = graph.index(self.node)
-        count, first = s.census()[:2]
-        if count == 0:
-            return with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1,
-                             attempts_total=s.attempts_total + 1, attempt_spend=0.0)
-        flying = ((first, s.reserved, s.attempt_spend),) if count == 1 else s.accounts
-        return with_node(s, i, status=Status.RUNNING, attempts=s.attempts[i] + 1,
-                         attempts_total=s.attempts_total + 1,
-                         accounts=tuple(sorted((*flying, (i, 0.0, 0.0)))))
-
 
 @dataclass(frozen=True)
 class Refuse(Event):
@@ -206,23 +89,6 @@ class Refuse(Event):
     waits instead."""
 
     node: str
-
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _ready(graph, s, self.node)) is not None:
-            return why
-        if s.census()[0] > 0:
-            return (f"attempts are in flight ({_listed(s.in_flight(graph))}): a refusal waits "
-                    f"until none is")
-        return "the attempt fits the budget" if _fits(graph, s, self.node) else None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return changed(s, outcome=Outcome.BUDGET_EXHAUSTED)
-
-
-def _reservation_fits(graph: LoopGraph, s: RunState, i: int, amount: float) -> bool:
-    within_attempt = s.account(graph, i)[1] + amount <= graph.nodes[i].spend_ceiling + EPS
-    within_run = s.settled + s.reserved + amount <= graph.spend_budget + EPS
-    return within_attempt and within_run
 
 
 @dataclass(frozen=True)
@@ -237,22 +103,6 @@ class Reserve(Event):
     amount: float
     node: str | None = field(default=None, compare=False)  # (why: _SPEND_NODE)
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s, self.node)) is not None:
-            return why
-        if self.amount < 0:
-            return "a reservation cannot be negative"
-        i = _whose(graph, s, self.node)
-        return None if _reservation_fits(graph, s, i, self.amount) else \
-            "the reservation does not fit"
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        i = _whose(graph, s, self.node)
-        reserved, spent = s.account(graph, i)
-        return changed(s, reserved=s.reserved + self.amount,
-                       attempt_spend=s.attempt_spend + self.amount,
-                       accounts=_spend_moved(s, i, reserved + self.amount, spent + self.amount))
-
 
 @dataclass(frozen=True)
 class Overrun(Event):
@@ -263,19 +113,6 @@ class Overrun(Event):
 
     amount: float
     node: str | None = field(default=None, compare=False)  # (why: _SPEND_NODE)
-
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s, self.node)) is not None:
-            return why
-        if self.amount < 0:
-            return "a reservation cannot be negative"
-        i = _whose(graph, s, self.node)
-        if s.account(graph, i)[0] > EPS:
-            return "a reservation is outstanding; settle it first"
-        return "the reservation fits" if _reservation_fits(graph, s, i, self.amount) else None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return _end_attempt(graph, s, graph.names[_whose(graph, s, self.node)], passed=False)
 
 
 @dataclass(frozen=True)
@@ -288,29 +125,6 @@ class Settle(Event):
     of: float | None = None
     node: str | None = field(default=None, compare=False)  # (why: _SPEND_NODE)
 
-    def released(self, graph: LoopGraph, s: RunState) -> float:
-        return s.account(graph, _whose(graph, s, self.node))[0] if self.of is None else self.of
-
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s, self.node)) is not None:
-            return why
-        # exact comparisons: an EPS here lets settled creep past B
-        held = s.account(graph, _whose(graph, s, self.node))[0]
-        if self.of is not None and not 0 <= self.of <= held:
-            return f"released reservation {self.of} is outside [0, reserved={held}]"
-        if not 0 <= self.amount <= self.released(graph, s):
-            return (f"settled amount {self.amount} is outside "
-                    f"[0, reserved={self.released(graph, s)}]")
-        return None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        i = _whose(graph, s, self.node)
-        of = self.released(graph, s)
-        reserved, spent = s.account(graph, i)
-        return changed(s, settled=s.settled + self.amount, reserved=s.reserved - of,
-                       attempt_spend=s.attempt_spend - of + self.amount,
-                       accounts=_spend_moved(s, i, reserved - of, spent - of + self.amount))
-
 
 @dataclass(frozen=True)
 class Verdict(Event):
@@ -319,15 +133,6 @@ class Verdict(Event):
 
     node: str
     passed: bool
-
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _in_attempt(graph, s, self.node)) is not None:
-            return why
-        outstanding = s.account(graph, graph.index(self.node))[0] > EPS
-        return "a reservation is outstanding; settle it first" if outstanding else None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return _end_attempt(graph, s, self.node, self.passed)
 
 
 @dataclass(frozen=True)
@@ -343,32 +148,12 @@ class Abandon(Event):
 
     node: str
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        return _in_attempt(graph, s, self.node)
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        i = graph.index(self.node)
-        if s.census()[0] > 1 and graph.max_parallel > 1:  # only this one; the others fly on
-            charged = s.account(graph, i)[0]
-            return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1,
-                             settled=s.settled + charged, attempts_total=s.attempts_total - 1,
-                             abandoned=s.abandoned + 1, **_leaving(graph, s, i))
-        return with_node(s, i, status=Status.PENDING, attempts=s.attempts[i] - 1,
-                         settled=s.settled + s.reserved, reserved=0.0, attempt_spend=0.0,
-                         attempts_total=s.attempts_total - 1, abandoned=s.abandoned + 1)
-
 
 @dataclass(frozen=True)
 class Claim(Event):
     """A worker's self-report ("done", "all tests pass"). Recorded; never moves control flow."""
 
     node: str
-
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        return _in_attempt(graph, s, self.node)
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return s
 
 
 @dataclass(frozen=True)
@@ -388,18 +173,6 @@ class Cancel(Event):
 
     node: str
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        return _ready(graph, s, self.node)
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        i = graph.index(self.node)
-        return with_node(s, i, status=Status.EXHAUSTED,
-                         cancelled=added(s.cancelled, (self.node, s.activation[i])))
-
-
-def _repair_budget_left(graph: LoopGraph, s: RunState) -> bool:
-    return s.repairs_used < graph.repair_budget
-
 
 @dataclass(frozen=True)
 class Repair(Event):
@@ -411,31 +184,6 @@ class Repair(Event):
     node: str
     target: str
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _live(s)) is not None:
-            return why
-        if (self.node, self.target) not in graph.repair_pairs:
-            return f"({self.node!r}, {self.target!r}) is not in the repair relation"
-        if s.status_of(graph, self.node) is not Status.EXHAUSTED:
-            return f"{self.node!r} is not EXHAUSTED"
-        if not _repair_budget_left(graph, s):
-            return "the global repair budget K is spent"
-        if graph.max_parallel > 1 and s.census()[0] > 0:  # (serial: none is, when one is exhausted)
-            reset = graph.subtree(self.target)
-            for w in s.in_flight(graph):
-                if w in reset:
-                    return (f"repair ({self.node}, {self.target}) would reset {w!r}, whose "
-                            f"attempt is in flight: wait for it to end")
-        return None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        where = [graph.index(w) for w in graph.subtree(self.target)]
-        act = s.activation  # one copy of each tuple (or O(|S_u|) updates of a long one)
-        return changed(s, status=replaced_many(s.status, dict.fromkeys(where, Status.PENDING)),
-                       activation=replaced_many(act, {i: act[i] + 1 for i in where}),
-                       attempts=replaced_many(s.attempts, dict.fromkeys(where, 0)),
-                       repairs_used=s.repairs_used + 1)
-
 
 @dataclass(frozen=True)
 class Fail(Event):
@@ -443,36 +191,10 @@ class Fail(Event):
 
     node: str
 
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _live(s)) is not None:
-            return why
-        if s.status_of(graph, self.node) is not Status.EXHAUSTED:
-            return f"{self.node!r} is not EXHAUSTED"
-        has_pair = any(d == self.node for d, _ in graph.repair_pairs)
-        if has_pair and _repair_budget_left(graph, s):
-            return "a repair is still available"
-        if graph.max_parallel > 1 and s.census()[0] > 0:
-            return (f"attempts are in flight ({_listed(s.in_flight(graph))}): the run fails "
-                    f"once they end")
-        return None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return changed(s, outcome=Outcome.FAILED)
-
 
 @dataclass(frozen=True)
 class Finish(Event):
     """Every node is DONE: the run ends DONE."""
-
-    def why_not(self, graph: LoopGraph, s: RunState) -> str | None:
-        if (why := _live(s)) is not None:
-            return why
-        if not s.all_done():
-            return "not every node is DONE"
-        return None
-
-    def apply(self, graph: LoopGraph, s: RunState) -> RunState:
-        return changed(s, outcome=Outcome.DONE)
 
 
 # The name of each event, declared once and read by every layer: a ledger record's `type` is it
@@ -485,12 +207,15 @@ EVENT_NAMES: Mapping[type[Event], str] = MappingProxyType({
 EVENT_TYPES: tuple[type[Event], ...] = tuple(EVENT_NAMES)
 EVENT_OF_NAME: Mapping[str, type[Event]] = MappingProxyType(
     {name: cls for cls, name in EVENT_NAMES.items()})
+for _cls, _name in EVENT_NAMES.items():
+    _cls.kind = _name  # the rule table's key: a rule is looked up by name, not by class
 
 
-def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
+def control_events(graph: LoopGraph, s: RunState, rules: RunRules | None = None
+                   ) -> Iterator[Event]:
     """Every enabled event except spend metering: what a scheduler, the gates, the operator
     (Cancel) and the repair rule may do next. The explorer searches these; spend events take
-    amounts, so are left out.
+    amounts, so are left out. (`rules`: a variant of the rule table, for tests.)
 
     Order: Finish; then per node Begin, Refuse, Cancel, Verdict PASS, Verdict FAIL, Fail; then
     repairs. Candidates are first narrowed by a necessary condition of each guard (every node
@@ -529,7 +254,8 @@ def control_events(graph: LoopGraph, s: RunState) -> Iterator[Event]:
         if stuck:
             candidates += [Repair(d, u) for d, u in graph.repair_pairs if d in stuck]
     for e in candidates:
-        if e.why_not(graph, s) is None:
+        if (e.why_not(graph, s) if rules is None
+                else python_values.why_not(rules, graph, s, e)) is None:
             yield e
 
 
@@ -546,9 +272,13 @@ def _node_events(graph: LoopGraph) -> tuple[list[tuple[Event, ...]], list[tuple[
     return got
 
 
-def successors(graph: LoopGraph, s: RunState) -> list[tuple[Event, RunState]]:
+def successors(graph: LoopGraph, s: RunState, rules: RunRules | None = None
+               ) -> list[tuple[Event, RunState]]:
     """Every enabled control event with the state it leads to: `step` for each event of
     `control_events`, whose guard that has just checked, so it is not checked twice."""
+    if rules is not None:
+        return [(e, python_values.apply(rules, graph, s, e))
+                for e in control_events(graph, s, rules)]
     return [(e, e.apply(graph, s)) for e in control_events(graph, s)]
 
 

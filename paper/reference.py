@@ -3,7 +3,7 @@ built from, so a fresh clone has the figures its docs quote without running anyt
 
     python -m paper.reference --compare results   # a fresh run against the copy, byte for byte
     python -m paper.reference --update results    # compare, then refresh the copy from the run
-    [--json]
+    [--timings] [--json]
 
 The copy holds the summaries `python -m paper` reads (the files paper.tree flattens, the figures
 the notebooks drew, the local model's stored replies), not the bulk rows: about a megabyte.
@@ -14,7 +14,12 @@ byte. What depends on time or on the machine is kept out of that comparison and 
 line names each file and the first key that differs (exit 1).
 
 A study the run did not make (the local model's, `make reproduce-llm`) keeps its files in the copy:
-`--update` replaces only the studies present in the run.
+`--update` replaces only the studies present in the run, and of those only the ones whose figures
+moved (a file that differs beyond what is kept out): a rerun that reproduces a study leaves its
+files, timings and machine's paths included, as the copy has them, so `make reproduce` on a fresh
+clone changes no tracked file unless a figure moved. `--timings` refreshes every study of the run,
+timings included (`make reproduce-llm`, whose model run's log and tokens/s are its point; the
+benchmark, whose every figure is a timing, is refreshed only so).
 
 Why here and not in experiments/: the copy is what the paper reads, and the paper decides which
 files that is (tree.FLATTENED); the experiments only write results/.
@@ -65,10 +70,9 @@ VARYING = {
                       "runs_per_s", "detail"},
                      "the audit's timings and the machine's load; an exploit probe's detail, "
                      "the gate's own output, which names the clone's absolute paths"),
-    "examples/*.json": ({"ledger", "settled", "reserved", "head"},
-                        "the ledger's absolute path; the spend, metered in wall-clock seconds of "
-                        "the example's command workers, and the ledger's head hash, which covers "
-                        "those spends"),
+    "examples/*.json": ({"settled", "reserved", "head"},
+                        "the spend, metered in wall-clock seconds of the example's command "
+                        "workers, and the ledger's head hash, which covers those spends"),
 }
 
 
@@ -173,11 +177,13 @@ def _mode(path: Path) -> str | None:
         return None
 
 
-def update(run: Path, copy: Path) -> list[str]:
-    """Replace the copy's files of every study the run made by the run's; keep the others. A
-    replay's manifest (no model time in it) never replaces the manifest of the model run whose
-    replies it replayed: the copy keeps the log of the run that made its replies."""
-    new = files(run)
+def update(run: Path, copy: Path, *, timings: bool = False) -> list[str]:
+    """Replace the copy's files of every study the run made whose figures moved (or of every
+    study the run made, with `timings`) by the run's; keep the others, byte for byte. A replay's
+    manifest (no model time in it) never replaces the manifest of the model run whose replies it
+    replayed: the copy keeps the log of the run that made its replies. The files written."""
+    moved = {rel.split("/", 1)[0] for rel in compare(run, copy)["differ"]}
+    new = [rel for rel in files(run) if timings or rel.split("/", 1)[0] in moved]
     studies = {rel.split("/", 1)[0] for rel in new}
     kept = {}
     for study in studies:
@@ -205,6 +211,14 @@ def line(report: dict[str, Any]) -> str:
     return text
 
 
+def _refreshed(written: list[str], run: Path, timings: bool) -> str:
+    studies = sorted({rel.split("/", 1)[0] for rel in written})
+    if not studies:
+        return f"; {FOLDER}/ left as it is (no figure moved)"
+    why = "every study of the run, timings included" if timings else "the figures moved"
+    return f"; {', '.join(studies)} refreshed in {FOLDER}/ from {run} ({why})"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m paper.reference", description=__doc__.splitlines(
         )[0])
@@ -213,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--update", type=Path, metavar="RUN",
                       help="compare, then refresh the copy from this run")
     p.add_argument("--copy", type=Path, default=ROOT / FOLDER)
+    p.add_argument("--timings", action="store_true",
+                   help="with --update: refresh every study of the run, timings included, not "
+                        "only those whose figures moved")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     run = args.compare or args.update
@@ -226,12 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         if gone:
             print(f"python -m paper.reference: {run} has no {', '.join(gone)}; the copy keeps "
                   "its own", file=sys.stderr)
-        report["updated"] = update(run, args.copy)
+        report["updated"] = update(run, args.copy, timings=args.timings)
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
         print(f"python -m paper.reference: {line(report)}"
-              + (f"; {FOLDER}/ refreshed from {run}" if args.update else ""))
+              + (_refreshed(report["updated"], run, args.timings) if args.update else ""))
         for rel, why in sorted(report["kept_out"].items()):
             print(f"  kept out: {rel}: {why}")
     return 1 if report["differ"] and not args.update else 0

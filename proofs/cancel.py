@@ -20,15 +20,13 @@ import z3
 
 from loopproof.model.bounds import attempt_bound
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules, exhausted, no_room, not_pending
 from loopproof.proofs.checks import Found, bmc, check_inductive, first
 from loopproof.proofs.encoding import (
     S_DONE,
     S_EXHAUSTED,
-    S_PENDING,
-    S_RUNNING,
     Params,
     RunEncoding,
-    Semantics,
     State,
 )
 from loopproof.proofs.family import shapes
@@ -37,20 +35,20 @@ from loopproof.proofs.g1_finishes import ControlRuns
 
 def cancelled_now(enc: RunEncoding, s: State, v: str) -> z3.BoolRef:
     """The current activation of `v` was cancelled."""
-    return s.cancelled(v)[s.act(v)]
+    return s.cancelled(v)[s.activation(v)]
 
 
 def cancel_never_done(enc: RunEncoding, s: State) -> z3.BoolRef:
     """A cancelled activation: its node is EXHAUSTED and the ledger has no PASS for it."""
     return z3.And([z3.Implies(cancelled_now(enc, s, v),
-                              z3.And(s.st(v) == S_EXHAUSTED, z3.Not(s.passes(v)[s.act(v)])))
+                              z3.And(s.status(v) == S_EXHAUSTED, z3.Not(s.passes(v)[s.activation(v)])))
                    for v in enc.graph.names])
 
 
 def done_in_cancelled(enc: RunEncoding, s: State) -> z3.BoolRef:
     """The harm itself: a node DONE, or a PASS in the ledger, in a cancelled activation."""
     return z3.Or([z3.And(cancelled_now(enc, s, v),
-                         z3.Or(s.st(v) == S_DONE, s.passes(v)[s.act(v)]))
+                         z3.Or(s.status(v) == S_DONE, s.passes(v)[s.activation(v)]))
                   for v in enc.graph.names])
 
 
@@ -60,8 +58,8 @@ def history_is_past(enc: RunEncoding, s: State) -> z3.BoolRef:
     e = z3.Int("e")
     cs: list[z3.BoolRef] = []
     for v in enc.graph.names:
-        cs.append(z3.Implies(s.st(v) != S_DONE, z3.Not(s.passes(v)[s.act(v)])))
-        cs.append(z3.ForAll([e], z3.Implies(e > s.act(v), z3.And(z3.Not(s.passes(v)[e]),
+        cs.append(z3.Implies(s.status(v) != S_DONE, z3.Not(s.passes(v)[s.activation(v)])))
+        cs.append(z3.ForAll([e], z3.Implies(e > s.activation(v), z3.And(z3.Not(s.passes(v)[e]),
                                                                   z3.Not(s.cancelled(v)[e])))))
     return z3.And(cs)
 
@@ -78,22 +76,22 @@ def check_cancel_never_done() -> Found:
 
 # ---- broken: the cancel leaves the activation open ---------------------------------------------
 
-class CancelLeavesPending(Semantics):
+class CancelLeavesPending(RunRules):
     """Broken: a cancel is recorded, but the node stays PENDING and its activation goes on."""
 
     name = "cancel leaves the node PENDING"
 
-    def update_cancel(self, enc, s, ev):
-        upd = super().update_cancel(enc, s, ev)
-        upd[f"status:{ev.node}"] = S_PENDING
-        return upd
+    def effect_cancel(self, s, ev, u):
+        super().effect_cancel(s, ev, u)
+        u.set_status(ev.node, s.PENDING)
 
 
 ONE = LoopGraph.build([NodeSpec("a", attempts=2)])
 
 
-def run_cancel_leaves_pending(depth: int = 4) -> Found:
-    """Refuted: Cancel(a), Begin(a), Verdict(a, PASS) -- 3 steps; searched up to 4."""
+def run_cancel_leaves_pending(depth: int = 5) -> Found:
+    """Refuted: Cancel(a), Begin(a), Verdict(a, PASS) -- 3 steps; searched up to 5 (the
+    docs' margin of two: the search stops at the shortest run, so a margin costs nothing)."""
     enc = RunEncoding(ONE, Params.of(ONE), CancelLeavesPending())
     return bmc(enc, lambda s: done_in_cancelled(enc, s), depth,
                "a cancelled activation is never DONE")
@@ -101,16 +99,19 @@ def run_cancel_leaves_pending(depth: int = 4) -> Found:
 
 # ---- broken: a node that has passed may be cancelled --------------------------------------------
 
-class CancelAfterDone(Semantics):
+class CancelAfterDone(RunRules):
     """Broken: Cancel is also allowed on a DONE node (no attempt in flight, nothing exhausted)."""
 
     name = "cancel after DONE"
 
-    def guard_cancel(self, enc, s, ev):
-        names = enc.graph.names
-        quiet = z3.And(enc.live(s), *[s.st(w) != S_RUNNING for w in names],
-                       *[s.st(w) != S_EXHAUSTED for w in names])
-        return z3.Or(super().guard_cancel(enc, s, ev), z3.And(quiet, s.st(ev.node) == S_DONE))
+    def guard_cancel(self, s, ev, g):
+        v = ev.node
+        self.live(s, g)
+        g.need_room(s.none(s.RUNNING), no_room)
+        g.need(s.none(s.EXHAUSTED), exhausted)
+        g.need(s.or_(s.and_(s.status(v) == s.PENDING,
+                            s.and_(*[s.status(p) == s.DONE for p in s.predecessors(v)])),
+                     s.status(v) == s.DONE), not_pending, v)
 
 
 CHAIN = LoopGraph.build([NodeSpec("a", repairs=("a",)), NodeSpec("b", needs=("a",))],
@@ -125,8 +126,9 @@ class CancelRuns(ControlRuns):
                 if ev.kind in ("Begin", "Verdict", "Cancel", "Repair", "Fail", "Finish")]
 
 
-def run_cancel_after_done(depth: int = 10) -> Found:
-    """Refuted: a, b pass; Cancel(a); Repair(a -> a) re-runs a and b: 4 attempts > W = 3."""
+def run_cancel_after_done(depth: int = 11) -> Found:
+    """Refuted: a, b pass; Cancel(a); Repair(a -> a) re-runs a and b: 4 attempts > W = 3 --
+    9 steps; searched up to 11."""
     enc = CancelRuns(CHAIN, Params.of(CHAIN), CancelAfterDone())
     w = attempt_bound(CHAIN)
-    return bmc(enc, lambda s: s["attempts_total"] > w, depth, f"attempts_total <= W = {w}")
+    return bmc(enc, lambda s: s.attempts_total > w, depth, f"attempts_total <= W = {w}")

@@ -1,18 +1,19 @@
-"""The Z3 encoding of `model/`: a run state as Z3 terms, one guard and one update per declared
-transition (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim, Cancel, Repair, Fail,
-Finish).
+"""The Z3 encoding of `model/`'s run, one graph shape at a time: a run state as Z3 constants,
+and each declared transition (Begin, Refuse, Reserve, Overrun, Settle, Verdict, Abandon, Claim,
+Cancel, Repair, Fail, Finish) the rule table's (model/run_rules.py) on Z3 terms
+(proofs/z3_values.py).
 
 The graph's *shape* (nodes, needs, repair relation) is fixed per encoding; its numbers
 (a_v, c_v, K, B) are Z3 terms, so one encoding serves both the concrete graphs of the differential
 test and the symbolic ones of the proofs (every a_v >= 1, every K >= 0, ...).
 
-`Semantics` holds the rules; a broken variant subclasses it and overrides one rule, so a broken
-model differs from the real one in exactly the place its name says.
+The rules are a `RunRules` (the model's, by default); a broken variant subclasses it and
+overrides one rule, so a broken model differs from the real one in exactly the place its name
+says. A variant that needs fields of its own (a ghost counter) subclasses `Ghosts`.
 
-Why one module: over 400 lines on purpose, since the guard and the update of every transition
-are read side by side with model/transitions.py, one rule per method of `Semantics`, so that a
-broken variant overrides exactly one of them; splitting by transition would scatter that
-one-to-one reading.
+Why one module: over 400 lines on purpose, since the state's fields, Init, the transition
+relation and the way back from a Z3 model to a `RunState` (`pin`, `read`, `describe`) are one
+representation, read and changed together.
 """
 
 from __future__ import annotations
@@ -26,34 +27,42 @@ import z3
 
 from loopproof.model import transitions as mt
 from loopproof.model.graph import LoopGraph
-from loopproof.model.state import Outcome, RunState, Status
+from loopproof.model.run_rules import RULES, RunRules
+from loopproof.model.state import RunState
 from loopproof.proofs.trace import number
+from loopproof.proofs.z3_values import (
+    EPS,
+    O_BUDGET,
+    O_DONE,
+    O_FAILED,
+    O_RUNNING,
+    OUTCOME,
+    S_DONE,
+    S_EXHAUSTED,
+    S_PENDING,
+    S_RUNNING,
+    STATUS,
+    Conjuncts,
+    OutcomeSort,
+    SerialTerms,
+    SerialWrites,
+    StatusSort,
+    real,
+)
 
-StatusSort, (S_PENDING, S_RUNNING, S_DONE, S_EXHAUSTED) = z3.EnumSort(
-    "Status", ["PENDING", "RUNNING", "DONE", "EXHAUSTED"])
-OutcomeSort, (O_RUNNING, O_DONE, O_FAILED, O_BUDGET) = z3.EnumSort(
-    "Outcome", ["RUN", "DONE_RUN", "FAILED", "BUDGET_EXHAUSTED"])
+__all__ = ["EPS", "O_BUDGET", "O_DONE", "O_FAILED", "O_RUNNING", "OUTCOME", "S_DONE",
+           "S_EXHAUSTED", "S_PENDING", "S_RUNNING", "STATUS", "OutcomeSort", "StatusSort",
+           "real", "Params", "Ev", "State", "RunEncoding", "Ghosts", "assumed", "KINDS", "METERED",
+           "value", "outcome_name", "event_instances", "describe_shape"]
+
 
 def outcome_name(z3_name: str) -> str:
     """The model's name (`Outcome.value`) of an Outcome enum constant printed by Z3."""
     return {str(z): o.value for o, z in OUTCOME.items()}[z3_name]
 
 
-STATUS = {Status.PENDING: S_PENDING, Status.RUNNING: S_RUNNING, Status.DONE: S_DONE,
-          Status.EXHAUSTED: S_EXHAUSTED}
-OUTCOME = {Outcome.RUNNING: O_RUNNING, Outcome.DONE: O_DONE, Outcome.FAILED: O_FAILED,
-           Outcome.BUDGET_EXHAUSTED: O_BUDGET}
-
 KINDS = tuple(mt.EVENT_NAMES.values())  # the model's event names (model/transitions.py)
 METERED = ("Reserve", "Overrun", "Settle")  # the events that carry an amount
-
-
-def real(x: float | Fraction | int) -> z3.ArithRef:
-    """The exact rational value of a Python number (floats are binary fractions, kept exact)."""
-    return z3.RealVal(str(Fraction(x)))
-
-
-EPS = real(mt.EPS)
 
 
 def value(model: z3.ModelRef, e: z3.ExprRef) -> Any:
@@ -190,185 +199,131 @@ def event_instances(graph: LoopGraph, tag: str) -> list[Ev]:
 
 # ---- states -------------------------------------------------------------------------------------
 
+NODE_FIELDS = ("status", "activation", "attempts", "passes", "cancelled")
+RUN_FIELDS = ("repairs_used", "attempts_total", "abandoned", "settled", "reserved",
+              "attempt_spend", "outcome")
+Key = tuple[str, str | None]  # (field, node), node None for a field of the run
+
+
+def _const_name(key: Key, tag: str) -> str:
+    name, v = key
+    return f"{name}@{tag}" if v is None else f"{name}:{v}@{tag}"
+
+
 @dataclass
 class State:
-    """A run state as Z3 constants, one per field: `status:v`, `activation:v`, `attempts:v`,
-    `passes:v` (the activations of v with a PASS in the ledger), `cancelled:v` (the activations
-    of v an operator cancelled), the globals, and any extra fields a semantics declares (ghosts,
-    or a broken variant's own counters)."""
+    """A run state as Z3 constants, one per field: per node its status, activation, attempts,
+    passes (the activations of v with a PASS in the ledger) and cancelled (the activations of v
+    an operator cancelled); the run's fields; and the fields a representation or a variant adds
+    (an account per node, a ghost counter), each by its key (field, node or None)."""
 
-    vars: dict[str, z3.ExprRef]
+    terms: dict[Key, z3.ExprRef]
 
-    def __getitem__(self, key: str) -> z3.ExprRef:
-        return self.vars[key]
+    def status(self, v: str) -> z3.ExprRef:
+        return self.terms[("status", v)]
 
-    def st(self, v: str) -> z3.ExprRef:
-        return self.vars[f"status:{v}"]
+    def activation(self, v: str) -> z3.ArithRef:
+        return self.terms[("activation", v)]
 
-    def act(self, v: str) -> z3.ArithRef:
-        return self.vars[f"activation:{v}"]
-
-    def att(self, v: str) -> z3.ArithRef:
-        return self.vars[f"attempts:{v}"]
+    def attempts(self, v: str) -> z3.ArithRef:
+        return self.terms[("attempts", v)]
 
     def passes(self, v: str) -> z3.ArrayRef:
-        return self.vars[f"passes:{v}"]
+        return self.terms[("passes", v)]
 
     def cancelled(self, v: str) -> z3.ArrayRef:
-        return self.vars[f"cancelled:{v}"]
+        return self.terms[("cancelled", v)]
+
+    def ghost(self, name: str, v: str | None = None) -> z3.ExprRef:
+        """A field the representation or a variant declares (`reserved` of node v, `ops`)."""
+        return self.terms[(name, v)]
+
+    @property
+    def repairs_used(self) -> z3.ArithRef:
+        return self.terms[("repairs_used", None)]
+
+    @property
+    def attempts_total(self) -> z3.ArithRef:
+        return self.terms[("attempts_total", None)]
+
+    @property
+    def abandoned(self) -> z3.ArithRef:
+        return self.terms[("abandoned", None)]
+
+    @property
+    def settled(self) -> z3.ArithRef:
+        return self.terms[("settled", None)]
+
+    @property
+    def reserved(self) -> z3.ArithRef:
+        return self.terms[("reserved", None)]
+
+    @property
+    def attempt_spend(self) -> z3.ArithRef:
+        return self.terms[("attempt_spend", None)]
+
+    @property
+    def outcome(self) -> z3.ExprRef:
+        return self.terms[("outcome", None)]
 
 
-# ---- the rules ----------------------------------------------------------------------------------
-
-def released(reserved: z3.ArithRef, ev: Ev | Any) -> z3.ArithRef:
-    """The reservation a Settle releases: its `of`, or (None) every outstanding one."""
-    return reserved if ev.of is None else ev.of
+def assumed(graph: LoopGraph, s: RunState) -> str:
+    """The reason a ghost's condition gives (a variant's, on Z3 terms only)."""
+    return "an assumption of the proof does not hold"
 
 
-class Semantics:
-    """The model's rules, one guard and one update per event kind, written as in
-    model/transitions.py. A broken variant subclasses this and overrides one method."""
+class Ghosts(RunRules):
+    """A rule table with fields of its own, beside the run's (a ghost counter, a broken
+    variant's own counters): declared here with their sorts and initial values."""
 
-    name = "model"
-
-    def extra_fields(self, enc: RunEncoding) -> dict[str, z3.SortRef]:
+    def extra_fields(self, enc: RunEncoding) -> dict[Key, z3.SortRef]:
         return {}
 
     def extra_init(self, enc: RunEncoding, s: State) -> list[z3.BoolRef]:
         return []
-
-    def guard(self, enc: RunEncoding, s: State, ev: Ev) -> z3.BoolRef:
-        return getattr(self, f"guard_{ev.kind.lower()}")(enc, s, ev)
-
-    def update(self, enc: RunEncoding, s: State, ev: Ev) -> dict[str, z3.ExprRef]:
-        return getattr(self, f"update_{ev.kind.lower()}")(enc, s, ev)
-
-    # Begin / Refuse: admission checks settled + c_v <= B before the attempt starts
-    def guard_begin(self, enc, s, ev):
-        return z3.And(enc.ready(s, ev.node), enc.fits(s, ev.node))
-
-    def update_begin(self, enc, s, ev):
-        v = ev.node
-        return {f"status:{v}": S_RUNNING, f"attempts:{v}": s.att(v) + 1,
-                "attempts_total": s["attempts_total"] + 1, "attempt_spend": real(0)}
-
-    def guard_refuse(self, enc, s, ev):
-        return z3.And(enc.ready(s, ev.node), z3.Not(enc.fits(s, ev.node)))
-
-    def update_refuse(self, enc, s, ev):
-        return {"outcome": O_BUDGET}
-
-    # Reserve / Overrun / Settle: metering inside the attempt
-    def guard_reserve(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, enc.reservation_fits(s, ev.amount))
-
-    def update_reserve(self, enc, s, ev):
-        return {"reserved": s["reserved"] + ev.amount,
-                "attempt_spend": s["attempt_spend"] + ev.amount}
-
-    def guard_overrun(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS,
-                      z3.Not(enc.reservation_fits(s, ev.amount)))
-
-    def update_overrun(self, enc, s, ev):
-        return enc.end_running_attempt(s)
-
-    def guard_settle(self, enc, s, ev):
-        of = released(s["reserved"], ev)
-        return z3.And(enc.in_attempt(s), of >= 0, of <= s["reserved"], ev.amount >= 0,
-                      ev.amount <= of)
-
-    def update_settle(self, enc, s, ev):
-        of = released(s["reserved"], ev)
-        return {"settled": s["settled"] + ev.amount, "reserved": s["reserved"] - of,
-                "attempt_spend": s["attempt_spend"] - of + ev.amount}
-
-    # Verdict / Abandon / Claim: the end of an attempt, and the worker's words that end nothing
-    def guard_verdict(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s, ev.node), s["reserved"] <= EPS)
-
-    def update_verdict(self, enc, s, ev):
-        return enc.end_attempt(s, ev.node, ev.passed)
-
-    def guard_abandon(self, enc, s, ev):
-        return enc.in_attempt(s, ev.node)
-
-    def update_abandon(self, enc, s, ev):
-        """Charged its reservation and given back: PENDING, the attempt uncounted, `abandoned`
-        counts the repeated execution."""
-        v = ev.node
-        return {f"status:{v}": S_PENDING, f"attempts:{v}": s.att(v) - 1,
-                "attempts_total": s["attempts_total"] - 1, "abandoned": s["abandoned"] + 1,
-                "settled": s["settled"] + s["reserved"], "reserved": real(0),
-                "attempt_spend": real(0)}
-
-    def guard_claim(self, enc, s, ev):
-        return enc.in_attempt(s, ev.node)
-
-    def update_claim(self, enc, s, ev):
-        return {}
-
-    # Cancel: the operator ends the activation of a node that is next to run, without a verdict
-    def guard_cancel(self, enc, s, ev):
-        return enc.ready(s, ev.node)
-
-    def update_cancel(self, enc, s, ev):
-        v = ev.node
-        return {f"status:{v}": S_EXHAUSTED,
-                f"cancelled:{v}": z3.Store(s.cancelled(v), s.act(v), True)}
-
-    # Repair / Fail / Finish
-    def guard_repair(self, enc, s, ev):
-        return z3.And(enc.in_relation(ev.node, ev.target), enc.live(s),
-                      s.st(ev.node) == S_EXHAUSTED,
-                      s["repairs_used"] < enc.params.repair_budget)
-
-    def update_repair(self, enc, s, ev):
-        upd = enc.reset_subtree(s, ev.target)
-        upd["repairs_used"] = s["repairs_used"] + 1
-        return upd
-
-    def guard_fail(self, enc, s, ev):
-        no_repair = z3.Or(z3.Not(enc.has_pair(ev.node)),
-                          s["repairs_used"] >= enc.params.repair_budget)
-        return z3.And(enc.live(s), s.st(ev.node) == S_EXHAUSTED, no_repair)
-
-    def update_fail(self, enc, s, ev):
-        return {"outcome": O_FAILED}
-
-    def guard_finish(self, enc, s, ev):
-        return z3.And(enc.live(s), *[s.st(v) == S_DONE for v in enc.graph.names])
-
-    def update_finish(self, enc, s, ev):
-        return {"outcome": O_DONE}
 
 
 # ---- the encoding -------------------------------------------------------------------------------
 
 @dataclass
 class RunEncoding:
-    """States, Init and the transition relation of one graph shape under one semantics."""
+    """States, Init and the transition relation of one graph shape under a rule table. `eps` is
+    the float tolerance of the spend checks (EPS; 0 for exact amounts)."""
 
     graph: LoopGraph
     params: Params
-    semantics: Semantics = field(default_factory=Semantics)
+    rules: RunRules = field(default_factory=lambda: RULES)
+    eps: Any = field(default_factory=lambda: EPS)
 
-    def fields(self) -> dict[str, z3.SortRef]:
-        f: dict[str, z3.SortRef] = {}
+    terms_class = SerialTerms  # the representation: one attempt's account in the totals
+    writes_class = SerialWrites
+    max_parallel: Any = 1  # (serial: one attempt in flight; concurrent.py's is a term)
+
+    def representation_fields(self) -> dict[Key, z3.SortRef]:
+        """Fields the representation keeps beside the run's (none: one attempt in flight)."""
+        return {}
+
+    def representation_init(self, s: State) -> list[z3.BoolRef]:
+        return []
+
+    def fields(self) -> dict[Key, z3.SortRef]:
+        f: dict[Key, z3.SortRef] = {}
+        history = z3.ArraySort(z3.IntSort(), z3.BoolSort())
         for v in self.graph.names:
-            f[f"status:{v}"] = StatusSort
-            f[f"activation:{v}"] = z3.IntSort()
-            f[f"attempts:{v}"] = z3.IntSort()
-            f[f"passes:{v}"] = z3.ArraySort(z3.IntSort(), z3.BoolSort())
-            f[f"cancelled:{v}"] = z3.ArraySort(z3.IntSort(), z3.BoolSort())
-        f |= {"repairs_used": z3.IntSort(), "attempts_total": z3.IntSort(),
-              "abandoned": z3.IntSort(), "settled": z3.RealSort(), "reserved": z3.RealSort(),
-              "attempt_spend": z3.RealSort(), "outcome": OutcomeSort}
-        f |= self.semantics.extra_fields(self)
+            f |= {("status", v): StatusSort, ("activation", v): z3.IntSort(),
+                  ("attempts", v): z3.IntSort(), ("passes", v): history,
+                  ("cancelled", v): history}
+        f |= {("repairs_used", None): z3.IntSort(), ("attempts_total", None): z3.IntSort(),
+              ("abandoned", None): z3.IntSort(), ("settled", None): z3.RealSort(),
+              ("reserved", None): z3.RealSort(), ("attempt_spend", None): z3.RealSort(),
+              ("outcome", None): OutcomeSort}
+        f |= self.representation_fields()
+        if isinstance(self.rules, Ghosts):
+            f |= self.rules.extra_fields(self)
         return f
 
     def fresh(self, tag: str) -> State:
-        return State({k: z3.Const(f"{k}@{tag}", sort) for k, sort in self.fields().items()})
+        return State({k: z3.Const(_const_name(k, tag), sort) for k, sort in self.fields().items()})
 
     def axioms(self) -> list[z3.BoolRef]:
         return list(self.params.constraints)
@@ -377,99 +332,60 @@ class RunEncoding:
     def init(self, s: State) -> z3.BoolRef:
         cs: list[z3.BoolRef] = []
         for v in self.graph.names:
-            cs += [s.st(v) == S_PENDING, s.act(v) == 0, s.att(v) == 0,
+            cs += [s.status(v) == S_PENDING, s.activation(v) == 0, s.attempts(v) == 0,
                    s.passes(v) == z3.K(z3.IntSort(), z3.BoolVal(False)),
                    s.cancelled(v) == z3.K(z3.IntSort(), z3.BoolVal(False))]
-        cs += [s["repairs_used"] == 0, s["attempts_total"] == 0, s["abandoned"] == 0,
-               s["settled"] == 0,
-               s["reserved"] == 0, s["attempt_spend"] == 0, s["outcome"] == O_RUNNING]
-        cs += self.semantics.extra_init(self, s)
+        cs += [s.repairs_used == 0, s.attempts_total == 0, s.abandoned == 0, s.settled == 0,
+               s.reserved == 0, s.attempt_spend == 0, s.outcome == O_RUNNING]
+        cs += self.representation_init(s)
+        if isinstance(self.rules, Ghosts):
+            cs += self.rules.extra_init(self, s)
         return z3.And(cs)
 
+    def view(self, s: State) -> SerialTerms:
+        """The state as the rules read it (model/rule_values.py)."""
+        return self.terms_class(self, s)
+
     def guard(self, s: State, ev: Ev) -> z3.BoolRef:
-        return self.semantics.guard(self, s, ev)
+        g = Conjuncts()
+        self.rules.guard(self.view(s), ev, g)
+        return g.formula()
+
+    def update(self, s: State, ev: Ev) -> dict[Key, Any]:
+        """The new value of every field the event's effect writes."""
+        w = self.writes_class(self, s)
+        self.rules.effect(self.view(s), ev, w)
+        return w.out
 
     def transition(self, s: State, t: State, ev: Ev) -> z3.BoolRef:
         """guard(s) and t = update(s), every field the update does not name left unchanged."""
-        upd = self.semantics.update(self, s, ev)
-        unknown = set(upd) - set(s.vars)
+        upd = self.update(s, ev)
+        unknown = set(upd) - set(s.terms)
         assert not unknown, f"update names unknown fields {unknown}"
-        return z3.And(self.guard(s, ev), *[t[k] == upd.get(k, s[k]) for k in s.vars])
+        return z3.And(self.guard(s, ev), *[t.terms[k] == upd.get(k, s.terms[k])
+                                           for k in s.terms])
 
     def events(self, tag: str) -> list[Ev]:
         return event_instances(self.graph, tag)
 
-    # ---- shared guards (as in model/transitions.py)
-    def in_relation(self, d: str, u: str) -> z3.BoolRef:
-        return self.params.repairs[(d, u)]
-
-    def has_pair(self, d: str) -> z3.BoolRef:
-        """Some (d, u) is in R."""
-        return z3.Or([x for (d2, _), x in self.params.repairs.items() if d2 == d] or [False])
-
-    def live(self, s: State) -> z3.BoolRef:
-        return s["outcome"] == O_RUNNING
+    # ---- what invariants read besides fields (the representation's, not rules)
+    def within_budget(self, amount: z3.ArithRef) -> z3.BoolRef:
+        """amount <= B + eps (True when B is unbounded)."""
+        b = self.params.spend_budget
+        return z3.BoolVal(True) if b is None else amount <= b + self.eps
 
     def running_is(self, s: State, v: str) -> z3.BoolRef:
         """`v` is the node `RunState.running` returns: the first RUNNING one in order."""
         names = self.graph.names
         before = names[:names.index(v)]
-        return z3.And(s.st(v) == S_RUNNING, *[s.st(w) != S_RUNNING for w in before])
-
-    def in_attempt(self, s: State, node: str | None = None) -> z3.BoolRef:
-        if node is None:
-            return z3.And(self.live(s), z3.Or([s.st(v) == S_RUNNING for v in self.graph.names]))
-        return z3.And(self.live(s), self.running_is(s, node))
-
-    def ready(self, s: State, v: str) -> z3.BoolRef:
-        names = self.graph.names
-        return z3.And(self.live(s),
-                      *[s.st(w) != S_RUNNING for w in names],
-                      *[s.st(w) != S_EXHAUSTED for w in names],
-                      s.st(v) == S_PENDING,
-                      *[s.st(p) == S_DONE for p in self.graph.predecessors(v)])
-
-    def within_budget(self, amount: z3.ArithRef) -> z3.BoolRef:
-        b = self.params.spend_budget
-        return z3.BoolVal(True) if b is None else amount <= b + EPS
-
-    def fits(self, s: State, v: str) -> z3.BoolRef:
-        return self.within_budget(s["settled"] + self.params.ceilings[v])
+        return z3.And(s.status(v) == S_RUNNING, *[s.status(w) != S_RUNNING for w in before])
 
     def running_ceiling(self, s: State) -> z3.ArithRef:
+        """c of the node whose attempt is in flight (0 when none is)."""
         c: z3.ArithRef = real(0)
         for v in reversed(self.graph.names):
             c = z3.If(self.running_is(s, v), self.params.ceilings[v], c)
         return c
-
-    def reservation_fits(self, s: State, amount: z3.ArithRef) -> z3.BoolRef:
-        return z3.And(s["attempt_spend"] + amount <= self.running_ceiling(s) + EPS,
-                      self.within_budget(s["settled"] + s["reserved"] + amount))
-
-    # ---- shared updates
-    def end_attempt(self, s: State, v: str, passed: bool) -> dict[str, z3.ExprRef]:
-        upd: dict[str, z3.ExprRef] = {"attempt_spend": real(0)}
-        if passed:
-            upd[f"status:{v}"] = S_DONE
-            upd[f"passes:{v}"] = z3.Store(s.passes(v), s.act(v), True)
-        else:
-            upd[f"status:{v}"] = z3.If(s.att(v) < self.params.attempts[v], S_PENDING, S_EXHAUSTED)
-        return upd
-
-    def end_running_attempt(self, s: State) -> dict[str, z3.ExprRef]:
-        """A failed end of whichever attempt is in flight (Overrun names no node)."""
-        upd: dict[str, z3.ExprRef] = {"attempt_spend": real(0)}
-        for v in self.graph.names:
-            after = z3.If(s.att(v) < self.params.attempts[v], S_PENDING, S_EXHAUSTED)
-            upd[f"status:{v}"] = z3.If(self.running_is(s, v), after, s.st(v))
-        return upd
-
-    def reset_subtree(self, s: State, u: str) -> dict[str, z3.ExprRef]:
-        upd: dict[str, z3.ExprRef] = {}
-        for w in self.graph.subtree(u):
-            upd |= {f"status:{w}": S_PENDING, f"activation:{w}": s.act(w) + 1,
-                    f"attempts:{w}": z3.IntVal(0)}
-        return upd
 
     # ---- between Z3 and model.RunState
     def pin(self, s: State, r: RunState) -> z3.BoolRef:
@@ -477,12 +393,14 @@ class RunEncoding:
         g = self.graph
         cs: list[z3.BoolRef] = []
         for v in g.names:
-            cs += [s.st(v) == STATUS[r.status_of(g, v)], s.act(v) == r.activation_of(g, v),
-                   s.att(v) == r.attempts_of(g, v), s.passes(v) == _history(r.passes, v),
+            cs += [s.status(v) == STATUS[r.status_of(g, v)],
+                   s.activation(v) == r.activation_of(g, v),
+                   s.attempts(v) == r.attempts_of(g, v), s.passes(v) == _history(r.passes, v),
                    s.cancelled(v) == _history(r.cancelled, v)]
-        cs += [s["repairs_used"] == r.repairs_used, s["attempts_total"] == r.attempts_total,
-               s["abandoned"] == r.abandoned, s["settled"] == real(r.settled), s["reserved"] == real(r.reserved),
-               s["attempt_spend"] == real(r.attempt_spend), s["outcome"] == OUTCOME[r.outcome]]
+        cs += [s.repairs_used == r.repairs_used, s.attempts_total == r.attempts_total,
+               s.abandoned == r.abandoned, s.settled == real(r.settled),
+               s.reserved == real(r.reserved), s.attempt_spend == real(r.attempt_spend),
+               s.outcome == OUTCOME[r.outcome]]
         return z3.And(cs)
 
     def read(self, model: z3.ModelRef, s: State) -> RunState:
@@ -491,23 +409,23 @@ class RunEncoding:
         outcome = {str(z): o for o, z in OUTCOME.items()}
         passes, cancelled = set(), set()
         for v in g.names:
-            for e in range(value(model, s.act(v)) + 1):
+            for e in range(value(model, s.activation(v)) + 1):
                 if value(model, z3.Select(s.passes(v), e)):
                     passes.add((v, e))
                 if value(model, z3.Select(s.cancelled(v), e)):
                     cancelled.add((v, e))
         return RunState(
-            status=tuple(by_name[value(model, s.st(v))] for v in g.names),
-            activation=tuple(value(model, s.act(v)) for v in g.names),
-            attempts=tuple(value(model, s.att(v)) for v in g.names),
+            status=tuple(by_name[value(model, s.status(v))] for v in g.names),
+            activation=tuple(value(model, s.activation(v)) for v in g.names),
+            attempts=tuple(value(model, s.attempts(v)) for v in g.names),
             passes=frozenset(passes),
-            repairs_used=value(model, s["repairs_used"]),
-            attempts_total=value(model, s["attempts_total"]),
-            abandoned=value(model, s["abandoned"]),
-            settled=float(value(model, s["settled"])),
-            reserved=float(value(model, s["reserved"])),
-            attempt_spend=float(value(model, s["attempt_spend"])),
-            outcome=outcome[value(model, s["outcome"])],
+            repairs_used=value(model, s.repairs_used),
+            attempts_total=value(model, s.attempts_total),
+            abandoned=value(model, s.abandoned),
+            settled=float(value(model, s.settled)),
+            reserved=float(value(model, s.reserved)),
+            attempt_spend=float(value(model, s.attempt_spend)),
+            outcome=outcome[value(model, s.outcome)],
             cancelled=frozenset(cancelled),
         )
 
@@ -520,14 +438,16 @@ class RunEncoding:
             current = [[v, e] for v, e in sorted(r.passes) if e == r.activation_of(self.graph, v)]
             out["passes"] = current + [f"... {len(r.passes) - len(current)} older"]
         nodes = cast(dict[str, dict[str, Any]], out["nodes"])
-        for k in self.semantics.extra_fields(self):
-            x = value(model, s[k])
+        extra = dict(self.representation_fields())
+        if isinstance(self.rules, Ghosts):
+            extra |= self.rules.extra_fields(self)
+        for (name, v) in extra:
+            x = value(model, s.terms[(name, v)])
             x = number(x) if isinstance(x, Fraction) else x
-            if ":" in k:
-                name, v = k.split(":", 1)
-                nodes[v][name] = x
+            if v is None:
+                out[name] = x
             else:
-                out[k] = x
+                nodes[v][name] = x
         return out
 
     # ---- for traces
@@ -542,11 +462,11 @@ class RunEncoding:
         """Round 0: every scalar field; round 1: the PASS cells a trace shows (activations up
         to the current one, chosen after round 0 fixed the activations)."""
         if round_ == 0:
-            return [x for x in s.vars.values() if not z3.is_array(x)]
+            return [x for x in s.terms.values() if not z3.is_array(x)]
         if round_ > 1:
             return []
         return [z3.Select(s.passes(v), e) for v in self.graph.names
-                for e in range(min(max(value(model, s.act(v)), -1), 64) + 1)]
+                for e in range(min(max(value(model, s.activation(v)), -1), 64) + 1)]
 
     @property
     def case(self) -> str:
@@ -558,7 +478,6 @@ class RunEncoding:
     def concrete(self, model: z3.ModelRef, s: State,
                  ev: Ev | None) -> tuple[RunState, mt.Event | None]:
         return self.read(model, s), None if ev is None else ev.to_model(model)
-
 
 def _history(pairs: frozenset[tuple[str, int]], v: str) -> z3.ArrayRef:
     """The activations of `v` in a set of (node, activation) pairs, as an Int -> Bool array."""

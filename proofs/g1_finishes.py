@@ -35,6 +35,12 @@ import z3
 
 from loopproof.model.bounds import attempt_bound, rerun_set
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import (
+    not_exhausted,
+    not_in_relation,
+    repair_available,
+    repairs_spent,
+)
 from loopproof.proofs.checks import (
     Found,
     NotRefuted,
@@ -54,10 +60,11 @@ from loopproof.proofs.encoding import (
     S_PENDING,
     S_RUNNING,
     Ev,
+    Ghosts,
     Params,
     RunEncoding,
-    Semantics,
     State,
+    assumed,
 )
 from loopproof.proofs.family import shapes
 from loopproof.proofs.g3_no_overspend import spend_invariant
@@ -73,25 +80,25 @@ def structural(enc: RunEncoding, s: State) -> z3.BoolRef:
     g, a = enc.graph, enc.params.attempts
     cs: list[z3.BoolRef] = []
     for v in g.names:
-        st, i = s.st(v), s.att(v)
+        st, i = s.status(v), s.attempts(v)
         cs += [i >= 0, i <= a[v],  # EXHAUSTED: i = a_v, or fewer when an operator cancelled
                z3.Implies(st == S_PENDING, i < a[v]),
                z3.Implies(st == S_RUNNING, i >= 1)]
         for w in g.names:
             if w != v:
                 cs.append(z3.Not(z3.And(st == S_RUNNING,
-                                        z3.Or(s.st(w) == S_RUNNING, s.st(w) == S_EXHAUSTED))))
+                                        z3.Or(s.status(w) == S_RUNNING, s.status(w) == S_EXHAUSTED))))
         for w in g.desc(v):
-            started = z3.Or(s.st(w) != S_PENDING, s.att(w) > 0)
+            started = z3.Or(s.status(w) != S_PENDING, s.attempts(w) > 0)
             cs.append(z3.Implies(started, st == S_DONE))
-    cs += [s["repairs_used"] >= 0, s["repairs_used"] <= enc.params.repair_budget]
+    cs += [s.repairs_used >= 0, s.repairs_used <= enc.params.repair_budget]
     return z3.And(cs)
 
 
 def remaining(enc: RunEncoding, s: State, v: str) -> z3.ArithRef:
     """Attempts v may still start in its current activation."""
     a = enc.params.attempts[v]
-    return z3.If(z3.Or(s.st(v) == S_DONE, s.st(v) == S_EXHAUSTED), 0, a - s.att(v))
+    return z3.If(z3.Or(s.status(v) == S_DONE, s.status(v) == S_EXHAUSTED), 0, a - s.attempts(v))
 
 
 def per_repair(enc: RunEncoding) -> z3.ArithRef:
@@ -112,13 +119,13 @@ def closed_form(enc: RunEncoding) -> z3.ArithRef:
 def attempt_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
     """structural and attempts_total + sum_v remaining(v) <= sum_v a_v + repairs_used * M."""
     a = enc.params.attempts
-    lhs = s["attempts_total"] + z3.Sum([remaining(enc, s, v) for v in enc.graph.names])
-    rhs = z3.Sum(list(a.values())) + s["repairs_used"] * per_repair(enc)
+    lhs = s.attempts_total + z3.Sum([remaining(enc, s, v) for v in enc.graph.names])
+    rhs = z3.Sum(list(a.values())) + s.repairs_used * per_repair(enc)
     return z3.And(structural(enc, s), lhs <= rhs)
 
 
 def within_w(enc: RunEncoding, s: State) -> z3.BoolRef:
-    return s["attempts_total"] <= closed_form(enc)
+    return s.attempts_total <= closed_form(enc)
 
 
 def check_attempt_bound(graph: LoopGraph) -> Found:
@@ -133,7 +140,7 @@ P = z3.Int("P")  # the assumed bound on metered operations and claims per attemp
 C = z3.Int("C")  # the assumed bound on crashes recovered (Abandon) in the whole run
 
 
-class OpsBound(Semantics):
+class OpsBound(Ghosts):
     """The model plus the termination assumption: a ghost `ops` counts Reserve, Settle and Claim
     in the current attempt (Begin resets it) and they are enabled only while ops < P."""
 
@@ -141,33 +148,34 @@ class OpsBound(Semantics):
     COUNTED = ("Reserve", "Settle", "Claim")
 
     def extra_fields(self, enc):
-        return {"ops": z3.IntSort()}
+        return {("ops", None): z3.IntSort()}
 
     def extra_init(self, enc, s):
-        return [s["ops"] == 0]
+        return [s.ghost("ops") == 0]
 
-    def guard(self, enc, s, ev: Ev):
-        g = super().guard(enc, s, ev)
-        return z3.And(g, s["ops"] < P) if ev.kind in self.COUNTED else g
-
-    def update(self, enc, s, ev: Ev):
-        upd = super().update(enc, s, ev)
+    def guard(self, s, ev: Ev, g):
+        super().guard(s, ev, g)
         if ev.kind in self.COUNTED:
-            upd["ops"] = s["ops"] + 1
+            g.need(s.ghost("ops") < P, assumed)
+
+    def effect(self, s, ev: Ev, u):
+        super().effect(s, ev, u)
+        if ev.kind in self.COUNTED:
+            u.set_ghost("ops", s.ghost("ops") + 1)
         elif ev.kind == "Begin":
-            upd["ops"] = z3.IntVal(0)
-        return upd
+            u.set_ghost("ops", z3.IntVal(0))
 
 
-class CrashBound(Semantics):
+class CrashBound(Ghosts):
     """The model plus the second termination assumption: Abandon is enabled only while
     abandoned < C (a run sees finitely many crashes)."""
 
     name = "model + at most C recovered crashes"
 
-    def guard(self, enc, s, ev: Ev):
-        g = super().guard(enc, s, ev)
-        return z3.And(g, s["abandoned"] < C) if ev.kind == "Abandon" else g
+    def guard(self, s, ev: Ev, g):
+        super().guard(s, ev, g)
+        if ev.kind == "Abandon":
+            g.need(s.abandoned < C, assumed)
 
 
 class OpsAndCrashBound(CrashBound, OpsBound):
@@ -180,29 +188,29 @@ class OpsAndCrashBound(CrashBound, OpsBound):
 def mu(enc: RunEncoding, s: State, v: str) -> z3.ArithRef:
     """Per node: 0 once DONE or EXHAUSTED, else 2 * (a_v - attempts) + (1 if RUNNING)."""
     a = enc.params.attempts[v]
-    open_ = 2 * (a - s.att(v)) + z3.If(s.st(v) == S_RUNNING, 1, 0)
-    return z3.If(z3.Or(s.st(v) == S_DONE, s.st(v) == S_EXHAUSTED), 0, open_)
+    open_ = 2 * (a - s.attempts(v)) + z3.If(s.status(v) == S_RUNNING, 1, 0)
+    return z3.If(z3.Or(s.status(v) == S_DONE, s.status(v) == S_EXHAUSTED), 0, open_)
 
 
 def control_rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
-    return [z3.If(s["outcome"] == O_RUNNING, 1, 0),
-            enc.params.repair_budget - s["repairs_used"],
+    return [z3.If(s.outcome == O_RUNNING, 1, 0),
+            enc.params.repair_budget - s.repairs_used,
             z3.Sum([mu(enc, s, v) for v in enc.graph.names])]
 
 
 def crash_rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
     """(live, K - repairs_used, C - abandoned, sum_v mu_v)."""
     live, repairs, nodes = control_rank(enc, s)
-    return [live, repairs, C - s["abandoned"], nodes]
+    return [live, repairs, C - s.abandoned, nodes]
 
 
 def rank(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
     """(live, K - repairs_used, C - abandoned, sum_v mu_v, P - ops)."""
-    return crash_rank(enc, s) + [P - s["ops"]]
+    return crash_rank(enc, s) + [P - s.ghost("ops")]
 
 
 def rank_without_crash_bound(enc: RunEncoding, s: State) -> list[z3.ArithRef]:
-    return control_rank(enc, s) + [P - s["ops"]]
+    return control_rank(enc, s) + [P - s.ghost("ops")]
 
 
 def ops_encoding(graph: LoopGraph) -> RunEncoding:
@@ -212,8 +220,8 @@ def ops_encoding(graph: LoopGraph) -> RunEncoding:
 
 
 def ops_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
-    return z3.And(structural(enc, s), s["ops"] >= 0, s["ops"] <= P,
-                  s["abandoned"] >= 0, s["abandoned"] <= C)
+    return z3.And(structural(enc, s), s.ghost("ops") >= 0, s.ghost("ops") <= P,
+                  s.abandoned >= 0, s.abandoned <= C)
 
 
 def check_ranking_with_ops_bound(graph: LoopGraph) -> Found:
@@ -231,7 +239,7 @@ def check_ranking_without_crash_bound(graph: LoopGraph) -> Found:
     enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(P >= 0), OpsBound())
 
     def inv(s: State) -> z3.BoolRef:
-        return z3.And(structural(enc, s), s["ops"] >= 0, s["ops"] <= P, s["abandoned"] >= 0)
+        return z3.And(structural(enc, s), s.ghost("ops") >= 0, s.ghost("ops") <= P, s.abandoned >= 0)
 
     return check_ranking(enc, inv, lambda s: rank_without_crash_bound(enc, s))
 
@@ -242,49 +250,52 @@ def check_ranking_without_ops_bound(graph: LoopGraph) -> Found:
     enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(C >= 0), CrashBound())
 
     def inv(s: State) -> z3.BoolRef:
-        return z3.And(structural(enc, s), s["abandoned"] >= 0, s["abandoned"] <= C)
+        return z3.And(structural(enc, s), s.abandoned >= 0, s.abandoned <= C)
 
     return check_ranking(enc, inv, lambda s: crash_rank(enc, s))
 
 
 # ---- the broken variant: per-activation repair counters -----------------------------------------
 
-class PerActivationRepairs(Semantics):
+class PerActivationRepairs(Ghosts):
     """Broken: each activation carries its own repair counter (`repairs_of`), checked against K;
     a repair starts fresh activations for S_u -- with fresh counters. There is no global count."""
 
     name = "per-activation repair counters"
 
     def extra_fields(self, enc):
-        return {f"repairs_of:{v}": z3.IntSort() for v in enc.graph.names}
+        return {("repairs_of", v): z3.IntSort() for v in enc.graph.names}
 
     def extra_init(self, enc, s):
-        return [s[f"repairs_of:{v}"] == 0 for v in enc.graph.names]
+        return [s.ghost("repairs_of", v) == 0 for v in enc.graph.names]
 
-    def guard_repair(self, enc, s, ev):
-        return z3.And(enc.in_relation(ev.node, ev.target), enc.live(s),
-                      s.st(ev.node) == S_EXHAUSTED,
-                      s[f"repairs_of:{ev.node}"] < enc.params.repair_budget)
+    def guard_repair(self, s, ev, g):
+        d = ev.node
+        self.live(s, g)
+        g.need(s.in_relation(d, ev.target), not_in_relation, d, ev.target)
+        g.need(s.status(d) == s.EXHAUSTED, not_exhausted, d)
+        g.need(s.ghost("repairs_of", d) < s.repair_budget, repairs_spent)
 
-    def update_repair(self, enc, s, ev):
-        upd = enc.reset_subtree(s, ev.target)
-        upd[f"repairs_of:{ev.node}"] = s[f"repairs_of:{ev.node}"] + 1
-        for w in enc.graph.subtree(ev.target):
-            upd[f"repairs_of:{w}"] = z3.IntVal(0)  # a fresh activation, a fresh counter
-        return upd
+    def effect_repair(self, s, ev, u):
+        u.for_each(s.subtree(ev.target), lambda w: self.reset(s, u, w))
+        u.set_ghost("repairs_of", s.ghost("repairs_of", ev.node) + 1, ev.node)
+        for w in s.subtree(ev.target):
+            u.set_ghost("repairs_of", z3.IntVal(0), w)  # a fresh activation, a fresh counter
 
-    def guard_fail(self, enc, s, ev):
-        spent = s[f"repairs_of:{ev.node}"] >= enc.params.repair_budget
-        return z3.And(enc.live(s), s.st(ev.node) == S_EXHAUSTED,
-                      z3.Or(z3.Not(enc.has_pair(ev.node)), spent))
+    def guard_fail(self, s, ev, g):
+        d = ev.node
+        self.live(s, g)
+        g.need(s.status(d) == s.EXHAUSTED, not_exhausted, d)
+        g.need(s.or_(s.no_pair(d), s.ghost("repairs_of", d) >= s.repair_budget),
+               repair_available)
 
 
 def guard_relevant(enc: RunEncoding, s: State) -> list[z3.ExprRef]:
     """Every field a guard reads, or an update of such a field reads: all but activation,
     passes, attempts_total and abandoned (history that no guard of the model consults). A
     repeat on these fields therefore repeats forever."""
-    skip = ("activation:", "passes:", "attempts_total", "abandoned")
-    return [x for k, x in s.vars.items() if not k.startswith(skip)]
+    skip = ("activation", "passes", "attempts_total", "abandoned")
+    return [x for (name, _), x in s.terms.items() if name not in skip]
 
 
 LASSO_GRAPH = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=1.0),
@@ -331,27 +342,26 @@ def lasso_unbounded_crashes(depth: int = 4) -> Found:
 DELTA = z3.Real("delta")  # the assumed least charge of an attempt recovered after a crash
 
 
-class PaidCrashes(Semantics):
+class PaidCrashes(Ghosts):
     """The model plus: every recovered crash was charged at least delta (settled during its
     attempt plus its open reservation). A ghost `base` holds settled at the attempt's Begin."""
 
     name = "model + every recovered crash charged at least delta"
 
     def extra_fields(self, enc):
-        return {"base": z3.RealSort()}
+        return {("base", None): z3.RealSort()}
 
     def extra_init(self, enc, s):
-        return [s["base"] == 0]
+        return [s.ghost("base") == 0]
 
-    def guard_abandon(self, enc, s, ev):
-        charged = s["settled"] + s["reserved"] - s["base"]
-        return z3.And(super().guard_abandon(enc, s, ev), charged >= DELTA)
+    def guard_abandon(self, s, ev, g):
+        super().guard_abandon(s, ev, g)
+        g.need(s.settled + s.reserved - s.ghost("base") >= DELTA, assumed)
 
-    def update(self, enc, s, ev: Ev):
-        upd = super().update(enc, s, ev)
+    def effect(self, s, ev: Ev, u):
+        super().effect(s, ev, u)
         if ev.kind in ("Begin", "Abandon"):
-            upd["base"] = upd["settled"] if "settled" in upd else s["settled"]
-        return upd
+            u.set_ghost("base", u.current(("settled", None)))
 
 
 def check_paid_crashes_bounded(graph: LoopGraph) -> Found:
@@ -360,11 +370,11 @@ def check_paid_crashes_bounded(graph: LoopGraph) -> Found:
     assert b is not None
 
     def inv(s: State) -> z3.BoolRef:
-        return z3.And(spend_invariant(enc, s), s["settled"] >= s["base"],
-                      s["base"] >= DELTA * s["abandoned"])
+        return z3.And(spend_invariant(enc, s), s.settled >= s.ghost("base"),
+                      s.ghost("base") >= DELTA * s.abandoned)
 
     def bounded(s: State) -> z3.BoolRef:
-        return DELTA * s["abandoned"] <= b + EPS
+        return DELTA * s.abandoned <= b + EPS
 
     return (check_inductive(enc, inv, bounded, "delta * abandoned <= B + EPS")
             or check_init_satisfiable(enc, inv) or check_enabled(enc, inv))
@@ -402,7 +412,7 @@ def bound_attained(depth: int = 14) -> Found:
     not loose there. None when such a run exists; a 'vacuous' trace when none is found."""
     enc = ControlRuns(TIGHT_GRAPH, Params.of(TIGHT_GRAPH))
     w = attempt_bound(TIGHT_GRAPH)
-    found = bmc(enc, lambda s: s["attempts_total"] == w, depth, f"attempts_total = W = {w}")
+    found = bmc(enc, lambda s: s.attempts_total == w, depth, f"attempts_total = W = {w}")
     if isinstance(found, NotRefuted):  # no witness: the bound is not shown to be reached
         return Trace("vacuous", f"no run of {found.depth} control steps reaches W = {w}")
     return None  # a run reaching W exists: proved by its witness

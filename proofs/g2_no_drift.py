@@ -11,6 +11,7 @@ from __future__ import annotations
 import z3
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules
 from loopproof.proofs.checks import (
     Found,
     bmc,
@@ -19,7 +20,7 @@ from loopproof.proofs.checks import (
     check_init_satisfiable,
     first,
 )
-from loopproof.proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, Semantics, State
+from loopproof.proofs.encoding import S_DONE, S_RUNNING, Params, RunEncoding, State
 from loopproof.proofs.family import shapes
 from loopproof.proofs.unbounded import UnboundedRuns, UState
 
@@ -42,7 +43,7 @@ def check_no_drift() -> Found:
 
 def check_no_drift_self_report() -> Found:
     """The broken variant; must be refuted."""
-    return check_inductive(UnboundedRuns(claim_marks_done=True), no_drift)
+    return check_inductive(UnboundedRuns(SelfReportMarksDone()), no_drift)
 
 
 def check_sanity() -> Found:
@@ -58,13 +59,14 @@ def check_sanity() -> Found:
 
 # ---- the broken variant as a run from Init on a concrete graph ---------------------------------
 
-class SelfReportMarksDone(Semantics):
-    """Broken: a worker's "done" is taken at its word."""
+class SelfReportMarksDone(RunRules):
+    """Broken: a worker's "done" is taken at its word (and its attempt ends there)."""
 
     name = "self-report marks DONE"
 
-    def update_claim(self, enc, s, ev):
-        return {f"status:{ev.node}": S_DONE, "attempt_spend": z3.RealVal(0)}
+    def effect_claim(self, s, ev, u):
+        u.set_status(ev.node, s.DONE)
+        u.close(s.attempt(ev.node))
 
 
 CHAIN = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", attempts=1, needs=("a",))],
@@ -72,7 +74,7 @@ CHAIN = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", attempts=1, ne
 
 
 def drift(enc: RunEncoding, s: State) -> z3.BoolRef:
-    return z3.Or([z3.And(s.st(v) == S_DONE, z3.Not(s.passes(v)[s.act(v)]))
+    return z3.Or([z3.And(s.status(v) == S_DONE, z3.Not(s.passes(v)[s.activation(v)]))
                   for v in enc.graph.names])
 
 

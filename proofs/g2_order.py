@@ -9,15 +9,13 @@ from __future__ import annotations
 import z3
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules, exhausted, no_room, not_pending, unfit
 from loopproof.proofs.checks import Found, bmc, check_inductive, first
 from loopproof.proofs.encoding import (
     S_DONE,
-    S_EXHAUSTED,
     S_PENDING,
-    S_RUNNING,
     Params,
     RunEncoding,
-    Semantics,
     State,
 )
 from loopproof.proofs.family import shapes
@@ -25,7 +23,7 @@ from loopproof.proofs.family import shapes
 
 def needs_done(enc: RunEncoding, s: State) -> z3.BoolRef:
     """started(v) => every predecessor of v is DONE."""
-    return z3.And([z3.Implies(z3.Or(s.st(v) != S_PENDING, s.att(v) > 0), s.st(p) == S_DONE)
+    return z3.And([z3.Implies(z3.Or(s.status(v) != S_PENDING, s.attempts(v) > 0), s.status(p) == S_DONE)
                    for v in enc.graph.names for p in enc.graph.predecessors(v)] or [True])
 
 
@@ -36,14 +34,17 @@ def check_needs_done() -> Found:
     return first(one(g) for g in shapes())
 
 
-class BeginIgnoresNeeds(Semantics):
-    """Broken: an attempt may start before its predecessors are DONE."""
+class BeginIgnoresNeeds(RunRules):
+    """Broken: an attempt may start before its predecessors are DONE (the real guard, copied,
+    without its check of needs)."""
 
-    def guard_begin(self, enc, s, ev):
-        names = enc.graph.names
-        return z3.And(enc.live(s), *[s.st(w) != S_RUNNING for w in names],
-                      *[s.st(w) != S_EXHAUSTED for w in names],
-                      s.st(ev.node) == S_PENDING, enc.fits(s, ev.node))  # no check of needs
+    def guard_begin(self, s, ev, g):
+        v = ev.node
+        self.live(s, g)
+        g.need_room(s.none(s.RUNNING), no_room)
+        g.need(s.none(s.EXHAUSTED), exhausted)
+        g.need(s.status(v) == s.PENDING, not_pending, v)
+        g.need_spend(self.fits(s, v), unfit)  # no check of needs
 
 
 PAIR = LoopGraph.build([NodeSpec("a"), NodeSpec("b", needs=("a",))])

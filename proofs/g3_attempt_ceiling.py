@@ -11,17 +11,18 @@ from __future__ import annotations
 import z3
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules
 from loopproof.proofs.checks import Found, bmc, check_inductive, first
-from loopproof.proofs.encoding import EPS, S_RUNNING, Params, RunEncoding, Semantics, State
+from loopproof.proofs.encoding import EPS, S_RUNNING, Params, RunEncoding, State
 from loopproof.proofs.family import shapes
 from loopproof.proofs.g1_finishes import structural
 
 
 def within_ceiling(enc: RunEncoding, s: State) -> z3.BoolRef:
     """The attempt in flight has spent and reserved at most its node's c_v; none: nothing."""
-    running = z3.Or([s.st(v) == S_RUNNING for v in enc.graph.names])
-    return z3.And(s["attempt_spend"] <= enc.running_ceiling(s) + EPS,
-                  z3.Implies(z3.Not(running), s["attempt_spend"] == 0))
+    running = z3.Or([s.status(v) == S_RUNNING for v in enc.graph.names])
+    return z3.And(s.attempt_spend <= enc.running_ceiling(s) + EPS,
+                  z3.Implies(z3.Not(running), s.attempt_spend == 0))
 
 
 def check_within_ceiling() -> Found:
@@ -34,20 +35,13 @@ def check_within_ceiling() -> Found:
     return first(one(g) for g in shapes())
 
 
-class CeilingUnchecked(Semantics):
+class CeilingUnchecked(RunRules):
     """Broken: a reservation is checked against the run's budget B, not against c_v."""
 
     name = "reservations checked against B only"
 
-    def fits(self, enc, s, ev):
-        return enc.within_budget(s["settled"] + s["reserved"] + ev.amount)
-
-    def guard_reserve(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, self.fits(enc, s, ev))
-
-    def guard_overrun(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS,
-                      z3.Not(self.fits(enc, s, ev)))
+    def reservation_fits(self, s, a, amount):
+        return s.within_budget(s.settled + s.reserved + amount)
 
 
 ONE = LoopGraph.build([NodeSpec("a", attempts=1, spend_ceiling=1.0)], spend_budget=10.0)

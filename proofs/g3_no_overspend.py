@@ -14,19 +14,20 @@ from __future__ import annotations
 import z3
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules, negative, the_reservation_fits
 from loopproof.proofs.checks import Found, bmc, check_inductive, first
-from loopproof.proofs.encoding import EPS, Params, RunEncoding, Semantics, State
+from loopproof.proofs.encoding import EPS, Params, RunEncoding, State
 from loopproof.proofs.family import shapes
 
 
 def within_budget(enc: RunEncoding, s: State) -> z3.BoolRef:
     b = enc.params.spend_budget
     assert b is not None, "G3 is about a finite budget B"
-    return s["settled"] + s["reserved"] <= b + EPS
+    return s.settled + s.reserved <= b + EPS
 
 
 def spend_invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
-    return z3.And(s["settled"] >= 0, s["reserved"] >= 0, within_budget(enc, s))
+    return z3.And(s.settled >= 0, s.reserved >= 0, within_budget(enc, s))
 
 
 def check_no_overspend(graph: LoopGraph) -> Found:
@@ -38,46 +39,33 @@ def no_overspend_family() -> Found:
     return first(check_no_overspend(g) for g in shapes())
 
 
-class BetweenAttempts(Semantics):
+class BetweenAttempts(RunRules):
     """Broken: the budget is checked only when an attempt is admitted (settled <= B), and the
     metered operations inside an attempt reserve without any check."""
 
     name = "spend checked only between attempts"
 
-    def fits_between(self, enc, s):
-        return enc.within_budget(s["settled"])
+    def fits(self, s, v):
+        return s.within_budget(s.settled)
 
-    def guard_begin(self, enc, s, ev):
-        return z3.And(enc.ready(s, ev.node), self.fits_between(enc, s))
+    def guard_reserve(self, s, ev, g):
+        self.in_attempt(s, g, ev.node)
+        g.need_spend(ev.amount >= 0, negative)
 
-    def guard_refuse(self, enc, s, ev):
-        return z3.And(enc.ready(s, ev.node), z3.Not(self.fits_between(enc, s)))
-
-    def guard_reserve(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0)
-
-    def guard_overrun(self, enc, s, ev):
-        return z3.BoolVal(False)  # every reservation "fits"
+    def guard_overrun(self, s, ev, g):
+        g.need(False, the_reservation_fits)  # every reservation "fits"
 
 
-class CheckThenSpend(Semantics):
+class CheckThenSpend(RunRules):
     """Broken: each reservation is checked against the settled spend only, as if the other
     calls in flight had not reserved (the race of a proxy that checks the budget, then
     forwards, then charges)."""
 
     name = "concurrent reservations checked against settled spend only"
 
-    def _fits(self, enc, s, ev):
-        return z3.And(s["attempt_spend"] - s["reserved"] + ev.amount
-                      <= enc.running_ceiling(s) + EPS,
-                      enc.within_budget(s["settled"] + ev.amount))
-
-    def guard_reserve(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, self._fits(enc, s, ev))
-
-    def guard_overrun(self, enc, s, ev):
-        return z3.And(enc.in_attempt(s), ev.amount >= 0, s["reserved"] <= EPS,
-                      z3.Not(self._fits(enc, s, ev)))
+    def reservation_fits(self, s, a, amount):
+        return s.and_(a.spent - a.reserved + amount <= a.ceiling + s.eps,
+                      s.within_budget(s.settled + amount))
 
 
 ONE_NODE = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0)], spend_budget=1.0)

@@ -67,8 +67,8 @@ def admitted(graph: LoopGraph,
 
 
 def within_policy(s: State) -> z3.BoolRef:
-    return z3.And(s["settled"] + s["reserved"] <= SPEND + EPS, s["repairs_used"] <= REPAIRS,
-                  s["attempts_total"] <= ATTEMPTS)
+    return z3.And(s.settled + s.reserved <= SPEND + EPS, s.repairs_used <= REPAIRS,
+                  s.attempts_total <= ATTEMPTS)
 
 
 def check_budgets_bound_the_run(graph: LoopGraph) -> Found:
@@ -98,5 +98,5 @@ def run_cap_ignores_repairs(depth: int = 4) -> Found:
     admitted_by_broken = admits(real(CAP.spend), CAP.repairs, CAP.attempts, p.spend_budget,
                                 p.repair_budget, declared_attempts(enc))
     assert z3.is_true(z3.simplify(admitted_by_broken)), "the broken rule must admit the graph"
-    return bmc(enc, lambda s: s["attempts_total"] > CAP.attempts, depth,
+    return bmc(enc, lambda s: s.attempts_total > CAP.attempts, depth,
                "attempts_total <= the policy's budget.attempts")

@@ -29,13 +29,14 @@ from __future__ import annotations
 import z3
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules
 from loopproof.proofs.checks import Found, bmc, check_inductive, first
-from loopproof.proofs.encoding import Params, RunEncoding, Semantics, State
+from loopproof.proofs.encoding import Params, RunEncoding, State
 from loopproof.proofs.family import shapes
 
 
 def invariant(enc: RunEncoding, s: State) -> z3.BoolRef:
-    """TODO: the property, over one encoded state (s.st(v), s.att(v), s["settled"], ...)."""
+    """TODO: the property, over one encoded state (s.status(v), s.attempts(v), s.settled, ...)."""
     raise NotImplementedError("write invariant() in proofs/{module}.py (docs/extending.md)")
 
 
@@ -48,8 +49,9 @@ def check() -> Found:
     return first(one(g) for g in shapes())
 
 
-class Broken(Semantics):
-    """TODO: override exactly one rule (guard_<kind> or update_<kind>) the way a bug would."""
+class Broken(RunRules):
+    """TODO: override exactly one rule of the table (model/run_rules.py: a guard_<kind>, an
+    effect_<kind> or a shared guard such as reservation_fits) the way a bug would."""
 
     name = "TODO: the bug, in a few words"
 
@@ -62,7 +64,7 @@ GRAPH = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0),
 def run_broken(depth: int = 6) -> Found:
     """Refuted: a run from Init of at most `depth` steps breaks the invariant. Set `depth` to
     the length of the shortest bad run you can write down, plus a step or two."""
-    if not any(k.startswith(("guard", "update")) for k in vars(Broken)):
+    if not any(callable(x) and not k.startswith("__") for k, x in vars(Broken).items()):
         raise NotImplementedError("Broken overrides no rule in proofs/{module}.py: it is the "
                                   "real model, which nothing refutes")
     enc = RunEncoding(GRAPH, Params.of(GRAPH), Broken())

@@ -7,16 +7,15 @@ antisymmetric (the graph is acyclic); every need p -> v has reach(p, v) and p !=
 pair (d, u) has reach(u, d); a_v >= 1, c_v >= 0, K >= 0, B >= 0. Nothing more is assumed: G2 holds
 for any relation with these properties, so it holds for the true descendant relation.
 
-Guards are the model's, with one deliberate over-approximation: "the attempt in flight is n"
-is encoded as "n is RUNNING" (the model picks the first RUNNING node). The two agree on every
-reachable state (at most one node runs); elsewhere the encoding allows more transitions, which
-can only make an invariant harder to prove.
+The rules are the rule table's (model/run_rules.py), read through `UnboundedTerms`
+(proofs/z3_values.py): a guard's condition over every node is a quantifier over the sort, an
+effect on a set of nodes a lambda. With one deliberate over-approximation: "the attempt in
+flight is n" reads "n is RUNNING" (the model picks the first RUNNING node). The two agree on
+every reachable state (at most one node runs); elsewhere the encoding allows more transitions,
+which can only make an invariant harder to prove.
 
-Why one module: just over 400 lines on purpose, since it is proofs/encoding.py over an unbounded
-sort: the axioms, the guards and one update per transition of model/transitions.py, read side
-by side with both, and the lifting of a concrete graph and state onto it (`on_graph`,
-`pin_state`) through which the differential test (tests/proofs/test_encoding.py) checks it against
-the model.
+The lifting of a concrete graph and state onto it (`on_graph`, `pin_state`) is what the
+differential test (tests/proofs/test_encoding.py) checks it against the model through.
 """
 
 from __future__ import annotations
@@ -29,29 +28,24 @@ import z3
 
 from loopproof.model import transitions as mt
 from loopproof.model.graph import LoopGraph
+from loopproof.model.run_rules import RULES, RunRules
 from loopproof.model.state import RunState
 from loopproof.proofs.canonical import Canonical
 from loopproof.proofs.encoding import (
     EPS,
     METERED,
-    O_BUDGET,
-    O_DONE,
-    O_FAILED,
     O_RUNNING,
     OUTCOME,
-    S_DONE,
-    S_EXHAUSTED,
     S_PENDING,
-    S_RUNNING,
     STATUS,
     OutcomeSort,
     StatusSort,
     outcome_name,
     real,
-    released,
     value,
 )
 from loopproof.proofs.trace import number
+from loopproof.proofs.z3_values import Conjuncts, UnboundedTerms, UnboundedWrites
 
 Node = z3.DeclareSort("Node")
 _FRESH = itertools.count()
@@ -105,12 +99,13 @@ class UEv:
 
 
 class UnboundedRuns:
-    """States, Init, graph axioms and transitions over a sort of nodes (`Node`, uninterpreted, in proofs).
+    """States, Init, graph axioms and transitions over a sort of nodes (`Node`, uninterpreted, in
+    proofs), under a rule table (`rules`: the model's, or a broken variant of it)."""
 
-    `claim_marks_done` is the G2 broken variant: a worker's self-report marks its node DONE."""
+    checks_class = Conjuncts  # how a guard's conditions are taken (all of them)
 
-    def __init__(self, claim_marks_done: bool = False, node_sort: z3.SortRef = Node) -> None:
-        self.claim_marks_done = claim_marks_done
+    def __init__(self, rules: RunRules = RULES, node_sort: z3.SortRef = Node) -> None:
+        self.rules = rules
         self.N = node_sort
         self.needs = z3.Function("needs", self.N, self.N, z3.BoolSort())
         self.reach = z3.Function("reach", self.N, self.N, z3.BoolSort())
@@ -171,121 +166,23 @@ class UnboundedRuns:
         evs += [UEv("Repair", self, n("d"), n("u")), UEv("Finish", self)]
         return evs
 
+    def guard(self, s: UState, ev: UEv) -> z3.BoolRef:
+        g = self.checks_class()
+        self.rules.guard(UnboundedTerms(self, s), ev, g)
+        return g.formula()
+
+    def update(self, s: UState, ev: UEv) -> dict[str, z3.ExprRef]:
+        w = UnboundedWrites(s)
+        self.rules.effect(UnboundedTerms(self, s), ev, w)
+        return w.out
+
     def transition(self, s: UState, t: UState, ev: UEv) -> z3.BoolRef:
-        guard, upd = getattr(self, f"_{ev.kind.lower()}")(s, ev)
+        upd = self.update(s, ev)
         now, nxt = s.fields(), t.fields()
-        return z3.And(guard, *[nxt[k] == upd.get(k, now[k]) for k in now])
-
-    # ---- shared guards
-    def live(self, s: UState) -> z3.BoolRef:
-        return s.outcome == O_RUNNING
-
-    def none_is(self, s: UState, status: z3.ExprRef) -> z3.BoolRef:
-        x = z3.Const("x", self.N)
-        return z3.ForAll([x], s.status[x] != status)
-
-    def ready(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
-        p = z3.Const("p", self.N)
-        return z3.And(self.live(s), self.none_is(s, S_RUNNING), self.none_is(s, S_EXHAUSTED),
-                      s.status[n] == S_PENDING,
-                      z3.ForAll([p], z3.Implies(self.needs(p, n), s.status[p] == S_DONE)))
+        return z3.And(self.guard(s, ev), *[nxt[k] == upd.get(k, now[k]) for k in now])
 
     def within_budget(self, amount: z3.ArithRef) -> z3.BoolRef:
         return z3.Or(self.B_unbounded, amount <= self.B + EPS)
-
-    def fits(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
-        return self.within_budget(s.settled + self.c(n))
-
-    def in_attempt(self, s: UState, n: z3.ExprRef) -> z3.BoolRef:
-        return z3.And(self.live(s), s.status[n] == S_RUNNING)
-
-    def reservation_fits(self, s: UState, r: z3.ExprRef, amount: z3.ArithRef) -> z3.BoolRef:
-        return z3.And(s.attempt_spend + amount <= self.c(r) + EPS,
-                      self.within_budget(s.settled + s.reserved + amount))
-
-    def end_attempt(self, s: UState, n: z3.ExprRef, passed: bool) -> dict[str, z3.ExprRef]:
-        if passed:
-            return {"status": z3.Store(s.status, n, S_DONE),
-                    "passes": z3.Store(s.passes, n, s.activation[n], True),
-                    "attempt_spend": real(0)}
-        after = z3.If(s.attempts[n] < self.a(n), S_PENDING, S_EXHAUSTED)
-        return {"status": z3.Store(s.status, n, after), "attempt_spend": real(0)}
-
-    # ---- one guard and update per declared transition
-    def _begin(self, s, ev):
-        n = ev.node
-        return (z3.And(self.ready(s, n), self.fits(s, n)),
-                {"status": z3.Store(s.status, n, S_RUNNING),
-                 "attempts": z3.Store(s.attempts, n, s.attempts[n] + 1),
-                 "attempts_total": s.attempts_total + 1, "attempt_spend": real(0)})
-
-    def _refuse(self, s, ev):
-        return z3.And(self.ready(s, ev.node), z3.Not(self.fits(s, ev.node))), {"outcome": O_BUDGET}
-
-    def _reserve(self, s, ev):
-        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0,
-                       self.reservation_fits(s, ev.node, ev.amount))
-        return guard, {"reserved": s.reserved + ev.amount,
-                       "attempt_spend": s.attempt_spend + ev.amount}
-
-    def _overrun(self, s, ev):
-        guard = z3.And(self.in_attempt(s, ev.node), ev.amount >= 0, s.reserved <= EPS,
-                       z3.Not(self.reservation_fits(s, ev.node, ev.amount)))
-        return guard, self.end_attempt(s, ev.node, False)
-
-    def _settle(self, s, ev):
-        of = released(s.reserved, ev)
-        guard = z3.And(self.in_attempt(s, ev.node), of >= 0, of <= s.reserved, ev.amount >= 0,
-                       ev.amount <= of)
-        return guard, {"settled": s.settled + ev.amount, "reserved": s.reserved - of,
-                       "attempt_spend": s.attempt_spend - of + ev.amount}
-
-    def _verdict(self, s, ev):
-        return (z3.And(self.in_attempt(s, ev.node), s.reserved <= EPS),
-                self.end_attempt(s, ev.node, ev.passed))
-
-    def _abandon(self, s, ev):
-        n = ev.node
-        return self.in_attempt(s, n), {
-            "status": z3.Store(s.status, n, S_PENDING),
-            "attempts": z3.Store(s.attempts, n, s.attempts[n] - 1),
-            "attempts_total": s.attempts_total - 1, "abandoned": s.abandoned + 1,
-            "settled": s.settled + s.reserved, "reserved": real(0), "attempt_spend": real(0)}
-
-    def _claim(self, s, ev):
-        if self.claim_marks_done:  # the broken variant: the worker's word is taken
-            return self.in_attempt(s, ev.node), {"status": z3.Store(s.status, ev.node, S_DONE)}
-        return self.in_attempt(s, ev.node), {}
-
-    def _cancel(self, s, ev):
-        n = ev.node
-        return self.ready(s, n), {
-            "status": z3.Store(s.status, n, S_EXHAUSTED),
-            "cancelled": z3.Store(s.cancelled, n, s.activation[n], True)}
-
-    def _repair(self, s, ev):
-        d, u = ev.node, ev.target
-        x = z3.Const("x", self.N)
-        guard = z3.And(self.live(s), self.repair(d, u), s.status[d] == S_EXHAUSTED,
-                       s.repairs_used < self.K)
-        inside = self.reach(u, x)
-        return guard, {
-            "status": z3.Lambda([x], z3.If(inside, S_PENDING, s.status[x])),
-            "activation": z3.Lambda([x], z3.If(inside, s.activation[x] + 1, s.activation[x])),
-            "attempts": z3.Lambda([x], z3.If(inside, 0, s.attempts[x])),
-            "repairs_used": s.repairs_used + 1}
-
-    def _fail(self, s, ev):
-        u = z3.Const("u", self.N)
-        no_repair = z3.Or(z3.ForAll([u], z3.Not(self.repair(ev.node, u))),
-                          s.repairs_used >= self.K)
-        return (z3.And(self.live(s), s.status[ev.node] == S_EXHAUSTED, no_repair),
-                {"outcome": O_FAILED})
-
-    def _finish(self, s, ev):
-        x = z3.Const("x", self.N)
-        return (z3.And(self.live(s), z3.ForAll([x], s.status[x] == S_DONE)),
-                {"outcome": O_DONE})
 
     # ---- canonical counterexamples (proofs/canonical.py)
     def canonical_universe(self, c: Canonical) -> None:
@@ -353,12 +250,12 @@ class UnboundedRuns:
 
     # ---- pinning a concrete graph and state (for the differential test)
     @classmethod
-    def on_graph(cls, graph: LoopGraph) -> tuple[UnboundedRuns, dict[str, z3.ExprRef],
-                                                  list[z3.BoolRef]]:
+    def on_graph(cls, graph: LoopGraph, rules: RunRules = RULES
+                 ) -> tuple[UnboundedRuns, dict[str, z3.ExprRef], list[z3.BoolRef]]:
         """The same encoding (same code, same quantifiers) with the node sort made exactly the
         graph's nodes -- a finite enumeration -- and the relations pinned to the graph's."""
         sort, consts = z3.EnumSort(f"Node_{next(_FRESH)}", [f"node_{v}" for v in graph.names])
-        sys = cls(node_sort=sort)
+        sys = cls(rules, node_sort=sort)
         k = dict(zip(graph.names, consts, strict=True))
         return sys, k, sys.pin_relations(k, graph)
 

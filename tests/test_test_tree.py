@@ -1,7 +1,7 @@
 """The tests' tree mirrors the checkout's: each folder of tests/ names a folder that exists
 (tests/engine/run/proxy/ for engine/run/proxy/), is a package (two test files of one name in two
-folders stay two modules), and no module under tests/ imports a test file: what tests share lives
-in tests/support/."""
+folders stay two modules), only the checks of the whole tree sit at the top, and no module under
+tests/ imports a test file: what tests share lives in tests/support/."""
 
 from __future__ import annotations
 
@@ -49,8 +49,26 @@ def importing(root: Path) -> list[str]:
             for p in sorted(root.rglob("*.py")) if (names := _test_imports(p))]
 
 
+# The test files at the top of tests/: checks of the whole tree or of the installed package,
+# which mirror no one folder.
+WHOLE_TREE = {"test_layout.py", "test_type_ignores.py", "test_wheel.py", "test_core_only.py",
+              "test_test_tree.py", "test_api.py"}
+
+
+def at_the_top(root: Path) -> list[str]:
+    """Each test file at the top of `root` that is not a check of the whole tree."""
+    return [f"tests/{p.name}: put it in the folder of what it tests (tests/engine/run/ for "
+            f"engine/run/), or name it in WHOLE_TREE if it checks the whole tree"
+            for p in sorted(root.glob("test_*.py")) if p.name not in WHOLE_TREE]
+
+
 def test_every_folder_mirrors_one_of_the_checkout_and_is_a_package() -> None:
     assert misplaced(TESTS, REPO) == []
+
+
+def test_only_the_whole_trees_checks_sit_at_the_top() -> None:
+    assert at_the_top(TESTS) == []
+    assert all((TESTS / name).is_file() for name in WHOLE_TREE)
 
 
 def test_no_module_of_the_tests_imports_a_test_file() -> None:
@@ -69,6 +87,10 @@ def test_a_planted_stray_folder_and_a_test_importing_a_test_are_caught(tmp_path:
                                      "tests/modle/ has no __init__.py"]
     assert importing(root) == ["tests/model/test_a.py imports tests.model.test_b",
                                "tests/model/test_c.py imports test_b"]
+    (root / "test_proxy_new.py").write_text("")
+    assert at_the_top(root) == [
+        "tests/test_proxy_new.py: put it in the folder of what it tests (tests/engine/run/ for "
+        "engine/run/), or name it in WHOLE_TREE if it checks the whole tree"]
 
 
 # Paths of tests/ that text outside tests/ names on purpose though no such file is in the tree:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,22 +101,33 @@ class Command:
         return [part.format(**values) for part in self.argv]
 
 
+# A gate the audit hands a tree to, as the run would judge it (a graph node's own gate, whatever
+# its kind: engine/commands/_graph_loops.py builds it): (tree, at most this many seconds or None)
+# -> (verdict "accept" | "reject" | "error", the gate's own words).
+GateCall = Callable[[Path, float | None], tuple[str, str]]
+
+
 @dataclass(frozen=True)
 class Loop:
-    """One catalogue entry. `gate_dir` is the gate actually audited (gate/ or gate.repaired/)."""
+    """One catalogue entry. `gate_dir` is the gate actually audited (gate/ or gate.repaired/).
+    `gate` is a command template (a catalogue's) or a `GateCall` (a graph node's own gate);
+    `kind` names the gate's kind for the report; `loaded` says how the artifact was chosen
+    (engine/audit/loaded.py), when it is not the loop's declaration."""
 
     id: str
     description: str
     root: Path
     workspace: Path
     gate_dir: Path
-    gate: Command
+    gate: Command | GateCall
     artifact_files: tuple[str, ...]
     oracle: Command | None
     # the gate's own code, for the differential oracle: its files (default: the .py files of
     # gate_dir) and inline `-c` programs
     gate_files: tuple[Path, ...] = ()
     gate_code: tuple[str, ...] = ()
+    kind: str = "command"
+    loaded: dict | None = None
 
     @property
     def claim_files(self) -> tuple[str, ...]:

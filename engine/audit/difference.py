@@ -8,7 +8,10 @@ time limit, like a gate; nothing of the engine is in it.
 
 The job: {"reference": path, "mutant": path, "module": name, "gate_sources": [text, ...],
 "max_examples": n, "call_timeout_s": t}. For each function the gate names (a call, a name or a
-string in its sources; else every public top-level function), inputs are drawn with Hypothesis
+string in its sources; else every public top-level function) that the mutant can have changed
+(its definition differs, or it uses, directly or through others, a top-level name whose
+definition differs; every function when a statement outside a definition differs: a real
+module has hundreds of functions and a mutant changes one), inputs are drawn with Hypothesis
 from, in turn: the literal arguments of the gate's own calls, values shaped like them, the
 function's type hints, and (when there is none of these) plain values, kept only where the
 reference returns normally (its own behaviour says what its domain is). Each input is given, as
@@ -229,6 +232,40 @@ def inputs(fn, sources: list[str]) -> tuple[st.SearchStrategy | None, list[str]]
     return st.one_of(*parts), whence
 
 
+# ---- what the mutant can have changed -------------------------------------------------------
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def affected(reference: str, mutant: str) -> set[str] | None:
+    """The top-level names whose behaviour the mutant can have changed: the definitions that
+    differ, and every top-level definition that names one of them, transitively. None when a
+    statement outside a definition differs (module state: anything may behave otherwise), or
+    either does not parse. A function outside this set runs the same code on the same module
+    state in both, so comparing it can find nothing."""
+    try:
+        ref, mut = ast.parse(reference).body, ast.parse(mutant).body
+    except SyntaxError:
+        return None
+
+    def split(body: list[ast.stmt]) -> tuple[dict[str, ast.stmt], list[str]]:
+        defs = {n.name: n for n in body if isinstance(n, _DEFS)}
+        return defs, [ast.dump(n) for n in body if not isinstance(n, _DEFS)]
+
+    (rd, ro), (md, mo) = split(ref), split(mut)
+    if ro != mo:
+        return None
+    changed = {n for n in rd.keys() | md.keys()
+               if n not in rd or n not in md or ast.dump(rd[n]) != ast.dump(md[n])}
+    uses = {n: {x.id for x in ast.walk(d) if isinstance(x, ast.Name)} for n, d in rd.items()}
+    grown = True
+    while grown:
+        more = {n for n, used in uses.items() if n not in changed and used & changed}
+        changed |= more
+        grown = bool(more)
+    return changed
+
+
 # ---- the comparison ------------------------------------------------------------------------
 
 def compare(job: dict) -> dict:
@@ -256,6 +293,13 @@ def compare(job: dict) -> dict:
         n for n in functions if not n.startswith("_"))
     if not chosen:
         return {"verdict": "undetermined", "why": "the reference defines no function to call"}
+    reach = affected(Path(job["reference"]).read_text(encoding="utf-8"),
+                     Path(job["mutant"]).read_text(encoding="utf-8"))
+    if reach is not None:  # only what the mutant can have changed (the others run the same)
+        chosen = [n for n in chosen if n in reach] or sorted(n for n in functions if n in reach)
+        if not chosen:
+            return {"verdict": "undetermined", "why": "the mutant changes no function the "
+                    "oracle can call (a method, a class no top-level function uses)"}
     checked: list[str] = []
     for name in chosen:
         other = getattr(mut, name, None)

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from loopproof.engine.audit.catalogue import Loop
-from loopproof.engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
+from loopproof.engine.audit.judge import ACCEPT, ERROR, NEVER, REJECT, Deadline, GateReply
 from loopproof.engine.audit.mutants import Files, Mutant, apply
 from loopproof.engine.audit.operators import kind_of
 from loopproof.engine.system.process import ProcessError, gate_environment, run_command
@@ -68,9 +68,12 @@ def _write(root: Path, files: Files) -> None:
 
 
 def compare(loop: Loop, reference: Files, mutant: Mutant, sources: list[str],
-            sandbox: Sandbox, scratch_root: Path) -> GateReply:
+            sandbox: Sandbox, scratch_root: Path, deadline: Deadline = NEVER) -> GateReply:
     """REJECT (destroying: it differs), ACCEPT (equivalent as far as the search saw) or ERROR
-    (undetermined), with the distinguishing input or the reason in `detail`."""
+    (undetermined), with the distinguishing input or the reason in `detail`; NOT_RUN when the
+    audit's deadline came first."""
+    if deadline.passed():
+        return deadline.not_run()
     scratch = Path(tempfile.mkdtemp(prefix="diff-", dir=scratch_root))
     try:
         _write(scratch / "reference", reference)
@@ -82,26 +85,28 @@ def compare(loop: Loop, reference: Files, mutant: Mutant, sources: list[str],
                    "module": Path(name).stem, "gate_sources": sources,
                    "max_examples": MAX_EXAMPLES, "call_timeout_s": CALL_TIMEOUT_S,
                    "import_timeout_s": IMPORT_TIMEOUT_S}
-            verdicts.append(_run_child(job, scratch, sandbox))
+            verdicts.append(deadline.settle(_run_child(job, scratch, sandbox,
+                                                       deadline.cut(TIMEOUT_S))))
             if verdicts[-1].outcome == REJECT:
                 return verdicts[-1]
-        return next((v for v in verdicts if v.outcome == ERROR), verdicts[0])
+        return next((v for v in verdicts if v.outcome not in (ACCEPT, REJECT)), verdicts[0])
     finally:
         remove_tree(scratch, best_effort=True)
 
 
-def _run_child(job: dict, scratch: Path, sandbox: Sandbox) -> GateReply:
+def _run_child(job: dict, scratch: Path, sandbox: Sandbox, timeout_s: float = TIMEOUT_S
+               ) -> GateReply:
     exe = Path(sys.executable)
     view = View(readable=(scratch, CHILD.parent, exe.parent.parent,
                           Path(os.path.realpath(exe)).parent.parent), private_home=True)
     try:
-        res = run_command([sys.executable, "-I", str(CHILD)], scratch, TIMEOUT_S,
+        res = run_command([sys.executable, "-I", str(CHILD)], scratch, timeout_s,
                           env=gate_environment(), stdin=json.dumps(job).encode(),
                           confine=Confinement(sandbox, view))
     except ProcessError as exc:
         return GateReply(ERROR, f"undetermined: the comparison could not start: {exc}", 0.0)
     if res.killed:
-        return GateReply(ERROR, f"undetermined: the comparison ran past {TIMEOUT_S:g} s",
+        return GateReply(ERROR, f"undetermined: the comparison ran past {timeout_s:g} s",
                        res.seconds)
     try:
         reply = json.loads(res.stdout.decode("utf-8").strip().splitlines()[-1])
@@ -121,8 +126,8 @@ def _run_child(job: dict, scratch: Path, sandbox: Sandbox) -> GateReply:
 
 
 def judge(loops: Iterable[tuple[Loop, Files, list[Mutant]]], jobs: int,
-          sandbox: str | Sandbox = DEFAULT, on_done: Callable[[], None] | None = None
-          ) -> dict[str, dict[str, GateReply]]:
+          sandbox: str | Sandbox = DEFAULT, on_done: Callable[[], None] | None = None,
+          deadline: Deadline = NEVER) -> dict[str, dict[str, GateReply]]:
     """Compare every mutant that `applies`, `jobs` at a time: loop id -> mutant key -> verdict
     (the same GateReply shape as an oracle's, so engine/audit/report.py reads both alike)."""
     box = backend(sandbox) if isinstance(sandbox, str) else sandbox
@@ -140,7 +145,8 @@ def judge(loops: Iterable[tuple[Loop, Files, list[Mutant]]], jobs: int,
         futures = []
         for loop, ref, m, src in work:  # a mutant in two tiers is compared once
             if (loop.id, m.key) not in seen:
-                seen[(loop.id, m.key)] = pool.submit(compare, loop, ref, m, src, box, Path(root))
+                seen[(loop.id, m.key)] = pool.submit(compare, loop, ref, m, src, box, Path(root),
+                                                     deadline)
                 futures.append((loop.id, m.key, seen[(loop.id, m.key)]))
         for loop_id, key, future in futures:
             out[loop_id][key] = future.result()

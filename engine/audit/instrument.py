@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from loopproof.engine.audit import differential as differential_mod
 from loopproof.engine.audit import report
 from loopproof.engine.audit.catalogue import Loop
-from loopproof.engine.audit.judge import ACCEPT, GateReply, Job, Judge
+from loopproof.engine.audit.judge import ACCEPT, NOT_RUN, GateReply, Job, Judge
 from loopproof.engine.audit.mutants import (
     Files,
     Mutant,
@@ -60,6 +60,7 @@ class References:
     files: dict[str, Files]
     broken: dict[str, str]
     live: list[Loop]
+    not_run: dict[str, str] = field(default_factory=dict)  # the audit's time ran out first
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,19 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
     loops = sorted(loops, key=lambda lp: lp.id)
     refs = check_references(loops, judge, progress)
     drawn = draw(refs, tiers, seed, cap or {})
+    # what needs no oracle first (the probes, the mutants wrong by construction): vacuity and
+    # self-attestation are what an audit stopped by its deadline must still have judged
+    run_gates(refs, drawn, {lp.id: {} for lp in refs.live}, judge, progress, "gate: absence")
     oracle = ask_oracles(refs, drawn, judge, progress, differential)
     gate = run_gates(refs, drawn, oracle, judge, progress)
     gates = [entry(lp, refs, drawn, oracle, gate, tiers, differential) for lp in loops]
     summary = _summary(gates, tiers)
     summary["mutants_judged"] = sum(len(drawn.mutants(lp.id)) for lp in refs.live)
     summary["probes_judged"] = sum(len(p) for p in drawn.probes.values())
+    if judge.deadline.passed():  # --max-seconds: what was left, said in the report
+        summary["stopped"] = {"why": judge.deadline.why, "loops_not_run": len(refs.not_run),
+                              "mutants_not_run": sum(row["not_run"]
+                                                     for row in summary["tiers"].values())}
     return Audit(gates, summary, _timing(summary, judge, started, cpu_before, runs_before))
 
 
@@ -109,14 +117,19 @@ def check_references(loops: list[Loop], judge: Judge, progress: Progress) -> Ref
     replies = dict(zip([(j.loop.id, j.role) for j in ref_jobs],
                        judge.run(ref_jobs, progress("reference", len(ref_jobs))), strict=True))
     broken: dict[str, str] = {}
+    not_run: dict[str, str] = {}
     for lp in loops:
         gate_ref = replies[(lp.id, "gate")]
-        if gate_ref.outcome != ACCEPT:
+        said = [gate_ref, *([replies[(lp.id, "oracle")]] if lp.oracle else [])]
+        if any(r.outcome == NOT_RUN for r in said):
+            not_run[lp.id] = next(r.detail for r in said if r.outcome == NOT_RUN)
+        elif gate_ref.outcome != ACCEPT:
             broken[lp.id] = f"gate does not accept its reference workspace ({gate_ref.detail})"
         elif lp.oracle and replies[(lp.id, "oracle")].outcome != ACCEPT:
             broken[lp.id] = ("oracle does not accept the reference workspace "
                              f"({replies[(lp.id, 'oracle')].detail})")
-    return References(files, broken, [lp for lp in loops if lp.id not in broken])
+    return References(files, broken, [lp for lp in loops
+                                      if lp.id not in broken and lp.id not in not_run], not_run)
 
 
 def draw(refs: References, tiers: tuple[int, ...], seed: int,
@@ -152,15 +165,16 @@ def ask_oracles(refs: References, drawn: Drawn, judge: Judge, progress: Progress
         pending = [(lp, refs.files[lp.id], drawn.mutants(lp.id)) for lp in live if lp.oracle is None]
         count = sum(1 for lp, _, ms in pending for m in ms if differential_mod.applies(lp, m))
         found = differential_mod.judge(pending, judge.jobs, judge.sandbox,
-                                       progress("differential", count))
+                                       progress("differential", count), judge.deadline)
         for loop_id, replies in found.items():
             oracle[loop_id].update(replies)
     return oracle
 
 
 def run_gates(refs: References, drawn: Drawn, oracle: Replies, judge: Judge,
-              progress: Progress) -> Replies:
-    """Phase 4: each gate on its probes and on the mutants its oracle found destroying."""
+              progress: Progress, phase: str = "gate") -> Replies:
+    """Phase 4: each gate on its probes and on the mutants its oracle found destroying (and,
+    with no oracle replies yet, on those destroying by construction)."""
     gate_jobs: list[Job] = []
     for lp in refs.live:
         wanted = list(drawn.probes[lp.id])
@@ -169,7 +183,8 @@ def run_gates(refs: References, drawn: Drawn, oracle: Replies, judge: Judge,
                        if report.is_destroying(m, oracle[lp.id].get(m.key)) is True]
         gate_jobs += _jobs(lp, refs.files[lp.id], wanted, "gate")
     gate: Replies = {lp.id: {} for lp in refs.live}
-    for job, reply in zip(gate_jobs, judge.run(gate_jobs, progress("gate", len(gate_jobs))),
+    for job, reply in zip(gate_jobs, judge.run(gate_jobs, progress(phase,
+                                                                   judge.pending(gate_jobs))),
                           strict=True):
         gate[job.loop.id][job.key] = reply
     return gate
@@ -181,6 +196,12 @@ def entry(lp: Loop, refs: References, drawn: Drawn, oracle: Replies, gate: Repli
     out: dict = {"gate": lp.id, "description": lp.description, "gate_dir": lp.gate_dir.name,
                  "oracle": "declared" if lp.oracle else "differential" if differential
                  and any(kind_of(f) == "python" for f in lp.artifact_files) else "none"}
+    if lp.loaded is not None:  # a graph's gate: its kind, and where the mutants were placed
+        out.update(kind=lp.kind, artifact=lp.loaded)
+    if lp.id in refs.not_run:
+        out.update(status="not run", reason=refs.not_run[lp.id], vacuous=None, vacuous_by=[],
+                   self_attesting=None, self_attesting_on=[], flagged=False, tiers={})
+        return out
     if lp.id in refs.broken:
         out.update(status="broken", reason=refs.broken[lp.id], vacuous=None, vacuous_by=[],
                    self_attesting=None, self_attesting_on=[], flagged=True, tiers={})
@@ -189,6 +210,7 @@ def entry(lp: Loop, refs: References, drawn: Drawn, oracle: Replies, gate: Repli
     absence = [m for m in per_tier[1] if m.family == "absence"]
     vacuous_by = report.vacuity(absence, drawn.probes[lp.id], gate[lp.id])
     trusts = report.self_attestation(drawn.probes[lp.id], gate[lp.id])
+    unjudged = [m for m in absence + drawn.probes[lp.id] if gate[lp.id][m.key].outcome == NOT_RUN]
     stats = {str(t): report.tier_stats(per_tier[t], oracle[lp.id], gate[lp.id])
              for t in sorted(tiers)}
     for t, row in stats.items():  # what the oracle said about each false accept
@@ -196,8 +218,10 @@ def entry(lp: Loop, refs: References, drawn: Drawn, oracle: Replies, gate: Repli
                                    for m in per_tier[int(t)]
                                    if m.label in row["false_accept_labels"]
                                    and m.key in oracle[lp.id]}
-    out.update(status="audited", vacuous=bool(vacuous_by), vacuous_by=vacuous_by,
-               self_attesting=bool(trusts), self_attesting_on=trusts, tiers=stats)
+    # with absence mutants or probes left unjudged (--max-seconds), no accept is not "not vacuous"
+    out.update(status="audited", vacuous=True if vacuous_by else None if unjudged else False,
+               vacuous_by=vacuous_by, self_attesting=bool(trusts) if not unjudged or trusts
+               else None, self_attesting_on=trusts, tiers=stats)
     out["flagged"] = bool(vacuous_by or trusts or any(s["false_accepts"] for s in stats.values()))
     return out
 
@@ -225,10 +249,11 @@ def _cpu_seconds() -> float:
 
 def _summary(gates: list[dict], tiers: tuple[int, ...]) -> dict:
     audited = [g for g in gates if g["status"] == "audited"]
-    out: dict = {"loops": len(gates), "broken": len(gates) - len(audited),
+    out: dict = {"loops": len(gates), "broken": sum(g["status"] == "broken" for g in gates),
                  "vacuous": sum(bool(g["vacuous"]) for g in audited),
                  "self_attesting": sum(bool(g["self_attesting"]) for g in audited),
-                 "neither": sum(not g["vacuous"] and not g["self_attesting"] for g in audited),
+                 "neither": sum(g["vacuous"] is False and g["self_attesting"] is False
+                                for g in audited),
                  "flagged": sum(g["flagged"] for g in gates), "tiers": {}}
     for t in sorted(tiers):
         rows = [g["tiers"][str(t)] for g in audited]
@@ -237,11 +262,12 @@ def _summary(gates: list[dict], tiers: tuple[int, ...]) -> dict:
         undetermined = sum(r["undetermined"] for r in rows)
         equivalent = sum(r["equivalent"] for r in rows)
         fa = sum(r["false_accepts"] for r in rows)
+        not_run = sum(r["not_run"] for r in rows)
         judged = destroying - errors
         out["tiers"][str(t)] = {
             "mutants": sum(r["mutants"] for r in rows), "destroying": destroying,
             "equivalent": equivalent, "undetermined": undetermined,
-            "errors": errors, "false_accepts": fa,
+            "errors": errors, "false_accepts": fa, "not_run": not_run,
             "alpha": round(fa / judged, report.DIGITS) if judged else None,
             "alpha_upper95": report.wilson_upper(fa, judged)}
     return out

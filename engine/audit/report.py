@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from loopproof.engine.audit.judge import ACCEPT, ERROR, REJECT, GateReply
+from loopproof.engine.audit.judge import ACCEPT, ERROR, NOT_RUN, REJECT, GateReply
 from loopproof.engine.audit.mutants import Mutant
 
 DIGITS = 4
@@ -38,7 +38,7 @@ def is_destroying(mutant: Mutant, oracle: GateReply | None) -> bool | None:
     """True when wrong by construction or the oracle rejects it; None when nobody can say."""
     if mutant.by_construction:
         return True
-    if oracle is None or oracle.outcome == ERROR:
+    if oracle is None or oracle.outcome in (ERROR, NOT_RUN):
         return None
     return oracle.outcome == REJECT
 
@@ -46,27 +46,35 @@ def is_destroying(mutant: Mutant, oracle: GateReply | None) -> bool | None:
 def tier_stats(corpus: list[Mutant], oracle: dict[str, GateReply], gate: dict[str, GateReply]) -> dict:
     """{"mutants","destroying","false_accepts","alpha","alpha_upper95"} plus the error count,
     the equivalent and undetermined counts (mutants the oracle found harmless, and ones nobody
-    could judge: neither is destroying) and the labels of the false accepts (what a repair must
-    address)."""
-    destroying = undetermined = equivalent = errors = 0
+    could judge: neither is destroying), the labels of the false accepts (what a repair must
+    address) and, when the audit's time ran out, how many mutants were not judged (`not_run`:
+    counted nowhere else)."""
+    destroying = undetermined = equivalent = errors = not_run = 0
     false_accepts: list[str] = []
     for m in corpus:
-        verdict = is_destroying(m, oracle.get(m.key))
+        said = oracle.get(m.key)
+        if said is not None and said.outcome == NOT_RUN:
+            not_run += 1
+            continue
+        verdict = is_destroying(m, said)
         if verdict is None:
             undetermined += 1
             continue
         if not verdict:  # the oracle found it harmless: equivalent (as far as it can tell)
             equivalent += 1
             continue
-        destroying += 1
         outcome = gate[m.key].outcome
+        if outcome == NOT_RUN:
+            not_run += 1
+            continue
+        destroying += 1
         if outcome == ERROR:
             errors += 1
         elif outcome == ACCEPT:
             false_accepts.append(m.label)
     judged = destroying - errors
     return {"mutants": len(corpus), "destroying": destroying, "errors": errors,
-            "undetermined": undetermined, "equivalent": equivalent,
+            "undetermined": undetermined, "equivalent": equivalent, "not_run": not_run,
             "false_accepts": len(false_accepts),
             "alpha": round(len(false_accepts) / judged, DIGITS) if judged else None,
             "alpha_upper95": wilson_upper(len(false_accepts), judged),

@@ -81,8 +81,9 @@ def test_a_forged_activation_in_a_verdict_cannot_point_the_hand_off_outside(kit)
     kit.ledger.write_bytes(rechain(recs))
     os.rename(victim, kit.ledger.parent / "victim-1")  # where the forged path points
     r = kit.resume("--stop-file", stop)
-    # refused as it is read: no run writes a verdict whose activation is not an integer
-    assert r.code == 2 and "field 'activation': is string" in r.err, (r.code, r.err)
+    # refused as it is read: no run writes a verdict whose activation is not an integer, so the
+    # ledger is corrupt (exit 5), as a tampered ledger is
+    assert r.code == 5 and "field 'activation': is string" in r.err, (r.code, r.err)
     assert not (kit.ledger.parent / "stolen").exists()
     assert not any(rec["type"] == "begin" and rec["node"] == "b"
                    for rec in kit.records(kit.ledger))

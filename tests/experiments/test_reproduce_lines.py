@@ -87,6 +87,23 @@ def test_a_saved_report_is_written_only_when_the_step_succeeded(tmp_path, monkey
     assert not (tmp_path / "results/x/bad.json").exists()
 
 
+def test_a_saved_report_names_paths_of_the_checkout_relative_to_it(tmp_path, monkeypatch) -> None:
+    """The copy once held "/tmp/rep/results/examples/pipeline.jsonl", the path of the machine
+    that ran it, so every clone's rerun rewrote it. Planted fault (seen failing): the report
+    saved as printed."""
+    import sys
+    monkeypatch.chdir(tmp_path)
+    report = {"ledger": str(tmp_path / "results/examples/p.jsonl"), "other": "/elsewhere/x",
+              "detail": f"File \"{tmp_path}/examples/g.py\", line 1"}
+    step = reproduce.Step("ok", (sys.executable, "-c", f"print({json.dumps(json.dumps(report))})"),
+                          1, save="results/examples/p.json")
+    monkeypatch.setattr(reproduce, "steps", lambda scale, seed: [step])
+    assert reproduce.main(["--scale", "smoke"]) == 0
+    assert json.loads((tmp_path / "results/examples/p.json").read_text()) == {
+        "ledger": "results/examples/p.jsonl", "other": "/elsewhere/x",
+        "detail": 'File "examples/g.py", line 1'}
+
+
 def test_the_estimate_follows_the_scale(tmp_path, monkeypatch) -> None:
     """The estimate printed before a run is for the scale asked for: smaller for smoke, larger
     for paper, and a last run counts only at its own scale (an older flat file was default)."""

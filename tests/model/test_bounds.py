@@ -38,7 +38,7 @@ from loopproof.model.graph import LoopGraph, NodeSpec
 from loopproof.model.state import Outcome, RunState, Status, initial_state
 from loopproof.model.transitions import control_events, step
 from tests.support.paths import REPO as ROOT
-from tests.support.strategies import graphs
+from tests.support.strategies import any_graphs
 from tests.support.worst_runs import maximising_schedule
 
 
@@ -50,7 +50,7 @@ def replay(graph: LoopGraph, events) -> RunState:
 
 
 @settings(max_examples=60)
-@given(graphs())
+@given(any_graphs())
 def test_w_is_never_exceeded_and_is_reached(graph: LoopGraph) -> None:
     worst, schedule = true_worst_case(graph)
     assert worst == attempt_bound(graph)
@@ -69,7 +69,7 @@ def brute_force_worst(graph: LoopGraph, s: RunState) -> int:
 
 
 @settings(max_examples=25)
-@given(graphs(max_nodes=3, max_attempts=2, max_k=1))
+@given(any_graphs(nodes=(1, 3), attempts=(1, 2), repair_budget=(0, 1)))
 def test_the_memoised_search_equals_enumerating_every_run(graph: LoopGraph) -> None:
     # Checks the explorer's state abstraction (it drops activations, passes, a DONE node's counter)
     assert true_worst_case(graph)[0] == brute_force_worst(graph, initial_state(graph))
@@ -77,7 +77,7 @@ def test_the_memoised_search_equals_enumerating_every_run(graph: LoopGraph) -> N
 
 
 @settings(max_examples=80)
-@given(graphs(max_nodes=5, max_attempts=4, max_k=4))
+@given(any_graphs(nodes=(1, 5), attempts=(1, 4), repair_budget=(0, 4)))
 def test_repeating_the_maximising_pair_k_times_reaches_w(graph: LoopGraph) -> None:
     end = maximising_schedule(graph)
     assert end.outcome is Outcome.DONE
@@ -114,7 +114,7 @@ def test_the_spend_bound_weights_attempts_by_their_ceiling() -> None:
 
 
 @settings(max_examples=25)
-@given(graphs(max_nodes=5))
+@given(any_graphs(nodes=(1, 5)))
 def test_the_symbolic_bounds_equal_the_numeric_ones(graph: LoopGraph) -> None:
     values = symbolic_values(graph)
     assert int(symbolic_attempt_bound(graph).subs(values)) == attempt_bound(graph)

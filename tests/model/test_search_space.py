@@ -209,6 +209,20 @@ def test_a_fault_planted_in_the_abstract_space_is_seen(monkeypatch) -> None:
     assert any(d is not None and "Repair" in d for d in differences)
 
 
+def test_a_rule_changed_in_the_table_for_the_fast_path_alone_is_seen() -> None:
+    """The fast path is compiled from the rule table: compiled from a variant of it (a repair
+    that spends nothing of K; a cancel that needs an attempt made) while the model keeps the
+    table, it disagrees with the model, and compiled from the table it agrees."""
+    from tests.support.rule_variants import CancelAfterAnAttempt, FreeRepairs
+
+    graph, _ = explorer_cases(1)[-1]  # a repairs itself, a_v = 2, K = 2
+    assert first_difference(graph, AbstractSpace(graph)) is None
+    found = first_difference(graph, AbstractSpace(graph, rules=FreeRepairs()))
+    assert found is not None and "Repair(node='a', target='a')" in found
+    found = first_difference(graph, AbstractSpace(graph, rules=CancelAfterAnAttempt()))
+    assert found is not None and "Cancel(node='a')" in found
+
+
 def test_a_fault_planted_in_the_counters_is_seen(monkeypatch) -> None:
     """The abstract space keeps a DONE node's counter: the keys no longer match the model's."""
     monkeypatch.setattr(space_module, "DONE", 99)  # no status is DONE to the abstract space

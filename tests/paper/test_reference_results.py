@@ -150,7 +150,62 @@ def test_a_replay_keeps_the_model_runs_manifest_in_the_copy(tmp_path: Path) -> N
     reference.update(run, copy)
     assert json.loads((copy / "transition-llm" / "manifest.json").read_text())["mode"] == "model"
     assert json.loads((copy / "transition-llm" / "summary.json").read_text())["from"] == "replay"
-    # a new model run does replace the copy's log
+    # a new model run does replace the copy's log (make reproduce-llm: --timings)
     (run / "transition-llm" / "manifest.json").write_text(json.dumps({"mode": "model", "n": 2}))
-    reference.update(run, copy)
+    reference.update(run, copy)  # its figures did not move: the copy's files stay
+    assert "n" not in json.loads((copy / "transition-llm" / "manifest.json").read_text())
+    reference.update(run, copy, timings=True)
     assert json.loads((copy / "transition-llm" / "manifest.json").read_text())["n"] == 2
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _rerun(tmp_path: Path) -> Path:
+    """What a rerun of every study at the copy's seed gives on another machine: the same
+    figures, every timing and the machine's own bytes different."""
+    run = _copy(tmp_path / "run")
+    proofs = json.loads((run / "proofs" / "proofs.json").read_text())
+    for row in proofs:
+        row["seconds"] += 0.25  # the solver's time
+    (run / "proofs" / "proofs.json").write_text(json.dumps(proofs, indent=2) + "\n")
+    for timing in run.glob("*/timing*.json"):
+        timing.write_text(timing.read_text().replace("1", "2"))
+    for rel in reference.files(run):
+        if rel.startswith("examples/"):  # wall-clock spend, and the head hash over it
+            report = json.loads((run / rel).read_text())
+            report["spend"]["settled"] = report["spend"].get("settled", 0) + 0.125
+            report["head"] = "f" * 64
+            (run / rel).write_text(json.dumps(report, sort_keys=True) + "\n")
+        elif rel.startswith("bench/") or rel.endswith(".png"):
+            (run / rel).write_bytes((run / rel).read_bytes() + b"\0")  # a timing, a redraw
+    return run
+
+
+def test_a_rerun_that_reproduces_every_figure_changes_no_byte_of_the_copy(
+        tmp_path: Path) -> None:
+    """make reproduce on a fresh clone once left 12 tracked files changed (solver seconds,
+    wall-clock spend, the machine's ledger path): a study whose figures did not move keeps the
+    copy's files as they are. Planted fault (seen failing): update() replacing every study the
+    run made, as it did."""
+    copy = _copy(tmp_path / "copy")
+    before = _files(copy)
+    run = _rerun(tmp_path)
+    assert reference.compare(run, copy)["differ"] == {}
+    assert reference.main(["--update", str(run), "--copy", str(copy)]) == 0
+    assert _files(copy) == before
+    # a moved figure refreshes its study, its timings with it, and nothing else
+    crash = json.loads((run / "crash" / "summary.json").read_text())
+    crash["outcome_recovered"] -= 1
+    (run / "crash" / "summary.json").write_text(json.dumps(crash, indent=2, sort_keys=True))
+    written = reference.update(run, copy)
+    assert written and {rel.split("/", 1)[0] for rel in written} == {"crash"}
+    now = _files(copy)
+    assert {rel for rel in now if now[rel] != before.get(rel)} == {
+        rel for rel in written if (run / rel).read_bytes() != before.get(rel)}
+    assert now["crash/summary.json"] == (run / "crash" / "summary.json").read_bytes()
+    # --timings refreshes every study of the run
+    reference.update(run, copy, timings=True)
+    assert _files(copy)["proofs/proofs.json"] == (run / "proofs" / "proofs.json").read_bytes()

@@ -16,6 +16,7 @@ import random
 import z3
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules, no_room, not_pending, unfit
 from loopproof.model.state import RunState, initial_state
 from loopproof.model.transitions import (
     Abandon,
@@ -28,7 +29,7 @@ from loopproof.model.transitions import (
     step,
 )
 from loopproof.proofs import concurrent as par
-from loopproof.proofs.encoding import Ev, Params, Semantics, real
+from loopproof.proofs.encoding import Ev, Params, real
 from loopproof.proofs.replay import real_run
 from loopproof.proofs.trace import Trace
 
@@ -126,35 +127,41 @@ def test_a_repair_of_an_attempt_in_flight_loses_its_reservation_and_the_model_wa
 
 # ---- each rule the proofs lean on, dropped, fails its proof --------------------------------------
 
-class NoRepairWait(par.ConcurrentRules):
-    def guard_repair(self, enc, s, ev):
-        return Semantics.guard_repair(self, enc, s, ev)
+class NoRepairWait(RunRules):
+    """A repair that does not wait for the attempts in flight in S_u."""
+
+    guard_repair = par.RepairDropsFlight.guard_repair
 
 
-class NoRoomCheck(par.ConcurrentRules):
-    def guard_begin(self, enc, s, ev):
-        return z3.And(enc.live(s), s.st(ev.node) == par.S_PENDING, enc.fits(s, ev.node),
-                      *[s.st(p) == par.S_DONE for p in enc.graph.predecessors(ev.node)])
+class NoRoomCheck(RunRules):
+    """Begin without the room check (and without nothing-EXHAUSTED)."""
+
+    def guard_begin(self, s, ev, g):
+        v = ev.node
+        self.live(s, g)
+        g.need(s.status(v) == s.PENDING, not_pending, v)
+        g.need_spend(self.fits(s, v), no_room)
+        g.need_all(s.predecessors(v), lambda p: s.status(p) == s.DONE, not_pending)
 
 
-class HeldIgnoresFlight(par.ConcurrentRules):
-    def guard_begin(self, enc, s, ev):
-        return z3.And(enc.ready(s, ev.node),
-                      enc.within_budget(s["settled"] + enc.params.ceilings[ev.node]))
+class HeldIgnoresFlight(RunRules):
+    def guard_begin(self, s, ev, g):
+        self.ready(s, g, ev.node)
+        g.need_spend(s.within_budget(s.settled + s.ceiling(ev.node)), unfit)
 
 
-class VerdictOfAnyNode(par.ConcurrentRules):
+class VerdictOfAnyNode(RunRules):
     """A verdict for a node with no attempt in flight (the node need only be live)."""
 
-    def guard_verdict(self, enc, s, ev):
-        return enc.live(s)
+    def guard_verdict(self, s, ev, g):
+        self.live(s, g)
 
 
 def test_dropping_a_rule_fails_the_proof_that_needs_it() -> None:
     fork = par.FORK
     enc = par.encoding(fork, NoRepairWait())
     assert par.check_inductive(enc, lambda s: par.spend_invariant(enc, s)) is not None
-    enc = par.encoding(fork, par.ConcurrentRules())
+    enc = par.encoding(fork, RunRules())
     assert par.check_inductive(enc, lambda s: par.spend_invariant(enc, s)) is None
     enc = par.encoding(fork, NoRoomCheck())
     assert par.check_inductive(enc, lambda s: par.attempt_invariant(enc, s)) is not None

@@ -17,9 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopproof.model import run_rules as rr
 from loopproof.model import transitions
 from loopproof.model.explore import allowed_pairs, build_graph, dags, true_worst_case
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RunRules
 from loopproof.model.state import RunState, initial_state
 from loopproof.proofs import coq
 from tests.support import coq_cases
@@ -31,7 +33,7 @@ from tests.support.coq_cases import (
     random_case,
     random_concurrent_case,
 )
-from tests.support.strategies import graphs
+from tests.support.strategies import any_graphs
 from tests.support.worst_runs import maximising_run
 
 
@@ -58,7 +60,7 @@ def test_every_event_is_decided_alike_and_reaches_the_same_state(rng: random.Ran
 
 
 @settings(max_examples=25)
-@given(graphs(max_nodes=8, max_attempts=3, max_k=3))
+@given(any_graphs(nodes=(1, 8)))
 def test_w_and_its_maximising_schedule_agree(graph) -> None:
     events, end = maximising_run(graph)
     assert differences([(graph, events)]) == []
@@ -94,10 +96,24 @@ def test_a_fault_in_the_coq_step_is_caught(variant: str) -> None:
     assert differences(seeded_cases(), variant) != []
 
 
+class OneRepairMore(RunRules):
+    """The model's rule table with K taken as one more than it is, by Repair and by Fail."""
+
+    def guard_repair(self, s, ev, g):
+        self.live(s, g)
+        g.need(s.in_relation(ev.node, ev.target), rr.not_in_relation, ev.node, ev.target)
+        g.need(s.status(ev.node) == s.EXHAUSTED, rr.not_exhausted, ev.node)
+        g.need(s.repairs_used <= s.repair_budget, rr.repairs_spent)
+
+    def guard_fail(self, s, ev, g):
+        self.live(s, g)
+        g.need(s.status(ev.node) == s.EXHAUSTED, rr.not_exhausted, ev.node)
+        g.need(s.or_(s.no_pair(ev.node), s.repairs_used > s.repair_budget), rr.repair_available)
+
+
 def test_a_fault_in_the_model_is_caught(monkeypatch) -> None:
-    # the model's Repair guard takes K as one more than it is
-    monkeypatch.setattr(transitions, "_repair_budget_left",
-                        lambda graph, s: s.repairs_used <= graph.repair_budget)
+    # the model's rule table takes K as one more than it is (model.step reads transitions.RULES)
+    monkeypatch.setattr(transitions, "RULES", OneRepairMore())
     assert differences(seeded_cases() + explorer_cases()) != []
 
 

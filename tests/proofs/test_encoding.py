@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.run_rules import RULES, RunRules
 from loopproof.model.state import RunState, Status, initial_state
 from loopproof.model.transitions import (
     Begin,
@@ -39,7 +40,7 @@ from loopproof.model.transitions import (
     enabled,
     step,
 )
-from loopproof.proofs.encoding import EPS, KINDS, S_RUNNING, Params, RunEncoding, Semantics
+from loopproof.proofs.encoding import EPS, KINDS, S_RUNNING, Params, RunEncoding
 from loopproof.proofs.unbounded import INT, UnboundedRuns, UState
 from tests.support.encoding_steps import (
     DROPPED,
@@ -51,7 +52,9 @@ from tests.support.encoding_steps import (
     check_sat,
     conjuncts,
     disagreement,
+    effect_changed,
     faults,
+    guard_changed,
     guard_keys,
     instances,
 )
@@ -84,7 +87,7 @@ def drawn_cases(kind: str, examples: int, disagree) -> list[Case]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_as_the_step_under_test_and_every_fault_planted_in_it_is_caught(kind):
-    seen = drawn_cases(kind, EXAMPLES, lambda case: disagreement(Semantics(), case))
+    seen = drawn_cases(kind, EXAMPLES, lambda case: disagreement(RULES, case))
     on = sum(bool(c.enabled_steps) for c in seen)
     off = sum(bool(c.disabled_steps) for c in seen)
     assert on >= MIN_ENABLED * len(seen), f"{kind} enabled in {on} of {len(seen)} cases"
@@ -94,7 +97,7 @@ def test_every_kind_as_the_step_under_test_and_every_fault_planted_in_it_is_caug
         if fault.drops_a_conjunct and not any(changes_a_transition(fault, c) for c in seen):
             continue  # the same rule on every drawn graph: not a fault
         planted += 1
-        if not any(disagreement(fault.semantics, c) is not None for c in seen):
+        if not any(disagreement(fault.rules, c) is not None for c in seen):
             uncaught.append(fault.name)
     assert planted >= 2 + len(FIELDS), f"{kind}: only {planted} faults planted"
     assert not uncaught, f"{kind}: the differential test misses {uncaught}"
@@ -105,24 +108,23 @@ def test_every_kind_as_the_step_under_test_and_every_fault_planted_in_it_is_caug
 def test_run_encoding_agrees_with_the_model_on_any_step(case):
     """The same check with the kind drawn too: random exploration in the dev profile."""
     event(f"step under test: {case.kind}")
-    problem = disagreement(Semantics(), case)
+    problem = disagreement(RULES, case)
     assert problem is None, problem
 
 
 def test_the_differential_test_catches_a_repair_that_adds_two_to_the_activation():
     """The fault a reviewer planted by hand (it passed every test and every proof before the
     step under test was drawn apart from the prefix)."""
-    class RepairTwice(Semantics):
-        def update_repair(self, enc, s, ev):
-            upd = super().update_repair(enc, s, ev)
-            for w in enc.graph.subtree(ev.target):
-                upd[f"activation:{w}"] = s.act(w) + 2
-            return upd
+    class RepairTwice(RunRules):
+        def effect_repair(self, s, ev, u):
+            super().effect_repair(s, ev, u)
+            for w in s.subtree(ev.target):
+                u.set_activation(w, s.activation(w) + 2)
 
     graph = LoopGraph.build([NodeSpec("a", repairs=("a",))], repair_budget=1)
     s = step(graph, step(graph, initial_state(graph), Begin("a")), Verdict("a", False))
     case = Case(graph, s, "Repair")
-    assert case.enabled_steps == [Repair("a", "a")] and disagreement(Semantics(), case) is None
+    assert case.enabled_steps == [Repair("a", "a")] and disagreement(RULES, case) is None
     assert "rejects the model's successor" in disagreement(RepairTwice(), case)
 
 
@@ -200,14 +202,14 @@ def agreeing_checks(case: Case) -> list[tuple[RunState, Event]]:
             if sum(x == Status.RUNNING for x in s.status) <= 1]
 
 
-def unbounded_disagreement(case: Case, system: type[UnboundedRuns] = UnboundedRuns) -> str | None:
-    """As `disagreement`, for the unbounded encoding (`system`, or a planted fault's subclass)
-    with its node sort made the graph's nodes, on every step of the case from a state with at
-    most one node RUNNING (`agreeing_checks`: it over-approximates which attempt is in flight
-    elsewhere). Each question is asked of a fresh solver (`solve`), so no answer depends on
-    the questions before it."""
+def unbounded_disagreement(case: Case, rules: RunRules = RULES) -> str | None:
+    """As `disagreement`, for the unbounded encoding (under `rules`, or a planted fault's
+    variant of them) with its node sort made the graph's nodes, on every step of the case from
+    a state with at most one node RUNNING (`agreeing_checks`: it over-approximates which
+    attempt is in flight elsewhere). Each question is asked of a fresh solver (`solve`), so no
+    answer depends on the questions before it."""
     graph = case.graph
-    sys, k, pinned = system.on_graph(graph)
+    sys, k, pinned = UnboundedRuns.on_graph(graph, rules)
     pre, post = sys.fresh("pre"), sys.fresh("post")
     facts = [*graph_facts(sys, graph, pinned), *pinned]
     for s, ev in agreeing_checks(case):
@@ -225,7 +227,7 @@ def unbounded_disagreement(case: Case, system: type[UnboundedRuns] = UnboundedRu
     return None
 
 
-def changes_an_unbounded_transition(broken: type[UnboundedRuns], cases_: list[Case]) -> bool:
+def changes_an_unbounded_transition(broken: RunRules, cases_: list[Case]) -> bool:
     """Does a fault change the guard of a step of one of the cases on some state of its graph
     with at most one node RUNNING (`agreeing_checks`) that satisfies G3's proved bounds (the
     rule of the per-shape faults, tests/support/encoding_steps.py)? If not, it is the same rule there
@@ -235,7 +237,7 @@ def changes_an_unbounded_transition(broken: type[UnboundedRuns], cases_: list[Ca
     for case in cases_:
         graph = case.graph
         sys, k, pinned = UnboundedRuns.on_graph(graph)
-        mutant = broken(node_sort=sys.N)
+        mutant = UnboundedRuns(broken, node_sort=sys.N)
         x, y = z3.Consts("x y", sys.N)
         s = sys.fresh("s")
         one = z3.And(
@@ -247,8 +249,7 @@ def changes_an_unbounded_transition(broken: type[UnboundedRuns], cases_: list[Ca
                                       s.attempt_spend <= sys.c(x) + EPS)))
         for ev in {e for _, e in agreeing_checks(case)}:
             u = sys.event(k, graph, case.state, ev)
-            real = getattr(sys, f"_{u.kind.lower()}")(s, u)[0]
-            other = getattr(mutant, f"_{u.kind.lower()}")(s, u)[0]
+            real, other = sys.guard(s, u), mutant.guard(s, u)
             if not z3.eq(real, other) and solve(*graph_facts(sys, graph, pinned), *pinned, one,
                                                 real != other) == z3.sat:
                 return True
@@ -267,35 +268,25 @@ def _unbounded_bump(sys: UnboundedRuns, x: z3.ExprRef, pre: UState,
     return z3.Store(x, n, _bump(x[n], None, ""))
 
 
-def unbounded_faults(kind: str) -> Iterator[tuple[str, type[UnboundedRuns]]]:
-    """Every generated fault of `kind` in the unbounded encoding, as a subclass of it: the guard
-    negated, the guard dropped, each conjunct of the guard (flattened) dropped, and each field of
-    the effect written one step wrong at the event's node (for Finish, which names none, at some
-    node: any node the solver picks is written wrong)."""
-    method = f"_{kind.lower()}"
-    real = getattr(UnboundedRuns, method)
+def unbounded_faults(kind: str) -> Iterator[tuple[str, RunRules]]:
+    """Every generated fault of `kind` in the unbounded encoding, as a variant of the rule
+    table: the guard negated, the guard dropped, each conjunct of the guard (flattened) dropped,
+    and each field of the effect written one step wrong at the event's node (for Finish, which
+    names none, at some node: any node the solver picks is written wrong)."""
     probe = UnboundedRuns()
-    width = max(len(conjuncts(real(probe, probe.fresh("p"), ev)[0]))
+    width = max(len(conjuncts(probe.guard(probe.fresh("p"), ev)))
                 for ev in probe.events("p") if ev.kind == kind)
-
-    def fault(name, change):
-        def perturbed(self, s, ev):
-            guard, upd = real(self, s, ev)
-            return change(self, s, ev, guard, dict(upd))
-        return name, type(f"{kind}Fault", (UnboundedRuns,), {method: perturbed})
-
-    yield fault("guard negated", lambda sys, s, ev, g, u: (z3.Not(g), u))
-    yield fault("guard dropped", lambda sys, s, ev, g, u: (z3.BoolVal(True), u))
+    yield "guard negated", guard_changed(kind, lambda g, ev: z3.Not(g))()
+    yield "guard dropped", guard_changed(kind, lambda g, ev: z3.BoolVal(True))()
     for i in range(width):
-        def drop(sys, s, ev, g, u, i=i):
-            return z3.And([c for j, c in enumerate(conjuncts(g)) if j != i]), u
-        yield fault(f"{DROPPED}conjunct {i}", drop)
+        def drop(g, ev, i=i):
+            return z3.And([c for j, c in enumerate(conjuncts(g)) if j != i])
+        yield f"{DROPPED}conjunct {i}", guard_changed(kind, drop)()
     for name in FIELDS:
-        def write(sys, s, ev, g, u, name=name):
-            n = ev.node if ev.node is not None else z3.Const("w@fault", sys.N)
-            u[name] = _unbounded_bump(sys, u.get(name, getattr(s, name)), s, n)
-            return g, u
-        yield fault(f"effect writes {name} wrong", write)
+        def write(s, ev, u, name=name):
+            n = ev.node if ev.node is not None else z3.Const("w@fault", s.sys.N)
+            u.write(name, _unbounded_bump(s.sys, u.current(name), s.s, n))
+        yield f"effect writes {name} wrong", effect_changed(kind, write)()
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -95,8 +95,8 @@ def test_the_extending_doc_shows_the_code_in_the_tree():
     assert len(example_a) >= 3
     for b in example_a:
         assert "..." not in b and b.strip() in module, b
-    # example B quotes the rule and its encoding: every line is a line of those files
-    lines = {line.strip() for f in ("model/transitions.py", "proofs/encoding.py")
+    # example B quotes the rule and its event: every line is a line of those files
+    lines = {line.strip() for f in ("model/run_rules.py", "model/transitions.py")
              for line in (REPO / f).read_text().splitlines()}
     example_b = python_blocks(section(doc, "## Worked example B"))
     assert len(example_b) >= 2
@@ -107,24 +107,26 @@ def test_the_extending_doc_shows_the_code_in_the_tree():
 
 
 def _body(fn: ast.FunctionDef) -> list[str]:
-    """The statements of a function, docstring left out, each as ast.dump (layout-free)."""
+    """The statements of a function, docstring and `pass` left out, each as ast.dump
+    (layout-free)."""
     body = fn.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    return [ast.dump(b) for b in body]
+    return [ast.dump(b) for b in body if not isinstance(b, ast.Pass)]
 
 
-def test_the_rules_block_is_every_rule_of_semantics_as_in_the_tree():
-    """docs/extending.md copies each guard and update so a broken variant can drop one check
-    without opening proofs/encoding.py: each must be the tree's, and none may be missing."""
+def test_the_rules_block_is_the_table_as_in_the_tree():
+    """docs/extending.md copies each rule of the table (model/run_rules.py) so a broken variant
+    can drop one check by copying it: each must be the tree's, and none may be missing."""
     doc = (REPO / "docs" / "extending.md").read_text()
-    [block] = [b for b in python_blocks(section(doc, "## The encoding's API"))
-               if b.startswith("def guard_begin")]
+    [block] = [b for b in python_blocks(section(doc, "## The rule table"))
+               if b.startswith("def live")]
     shown = {f.name: _body(f) for f in ast.parse(block).body if isinstance(f, ast.FunctionDef)}
-    tree = ast.parse((REPO / "proofs" / "encoding.py").read_text())
-    [sem] = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "Semantics"]
-    real = {f.name: _body(f) for f in sem.body if isinstance(f, ast.FunctionDef)
-            and f.name.startswith(("guard_", "update_"))}
+    tree = ast.parse((REPO / "model" / "run_rules.py").read_text())
+    [table] = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "RunRules"]
+    shared = {"live", "ready", "fits", "in_attempt", "reservation_fits", "end_attempt", "reset"}
+    real = {f.name: _body(f) for f in table.body if isinstance(f, ast.FunctionDef)
+            and (f.name.startswith(("guard_", "effect_")) or f.name in shared)}
     assert sorted(shown) == sorted(real)
     for name, body in real.items():
         assert shown[name] == body, f"docs/extending.md shows {name} differently from the tree"
@@ -135,21 +137,22 @@ def test_the_docs_broken_repair_is_refuted_only_deep_enough():
     too shallow it is `not refuted within depth d`; deep enough Z3 prints the run."""
     import z3
 
+    from loopproof.model import run_rules
     from loopproof.model.graph import LoopGraph, NodeSpec
     from loopproof.proofs import encoding
     from loopproof.proofs.checks import bmc
     from loopproof.proofs.encoding import Params, RunEncoding
 
     doc = (REPO / "docs" / "extending.md").read_text()
-    [block] = [b for b in python_blocks(section(doc, "## The encoding's API"))
+    [block] = [b for b in python_blocks(section(doc, "## The rule table"))
                if "class RepairIgnoresK" in b]
-    names: dict = {"z3": z3, **vars(encoding)}
+    names: dict = {"z3": z3, **vars(encoding), **vars(run_rules)}
     exec(block, names)  # noqa: S102 -- the docs' own code
     graph = LoopGraph.build([NodeSpec("a", attempts=2, spend_ceiling=1.0),
                              NodeSpec("b", needs=("a",), repairs=("a",))],
                             repair_budget=1, spend_budget=10.0)
     enc = RunEncoding(graph, Params.of(graph), names["RepairIgnoresK"]())
-    bad = lambda s: s["repairs_used"] > enc.params.repair_budget  # noqa: E731
+    bad = lambda s: s.repairs_used > enc.params.repair_budget  # noqa: E731
     assert bmc(enc, bad, 6, "K") == NotRefuted(6, "K")
     found = bmc(enc, bad, 12, "K")
     assert isinstance(found, Trace) and found.steps[-1].event.startswith("Repair")
@@ -158,9 +161,11 @@ def test_the_docs_broken_repair_is_refuted_only_deep_enough():
 
 def test_every_name_the_api_page_uses_is_in_the_tree():
     """A helper renamed or removed in the tree must not live on in docs/extending.md: every
-    `enc.X`, `enc.params.X`, `enc.graph.X`, `s.X(...)`, `Params.X` and every check or helper the
-    page names resolves, on a real encoding and state."""
+    `enc.X`, `enc.params.X`, `enc.graph.X`, `s.X` (an encoded state, or the run as a rule reads
+    it), `g.X`, `u.X`, `Params.X`, `RunRules.X` and every check or helper the page names
+    resolves, on a real encoding, state, guard and effect."""
     from loopproof.model.graph import LoopGraph, NodeSpec
+    from loopproof.model.run_rules import RunRules
     from loopproof.proofs import (
         checks,
         encoding,
@@ -170,32 +175,76 @@ def test_every_name_the_api_page_uses_is_in_the_tree():
         g3_no_overspend,
         solver,
     )
-    from loopproof.proofs.encoding import Params, RunEncoding, Semantics
+    from loopproof.proofs.encoding import Params, RunEncoding
+    from loopproof.proofs.z3_values import Conjuncts, SerialWrites
 
-    doc = section((REPO / "docs" / "extending.md").read_text(), "## The encoding's API")
+    doc = section((REPO / "docs" / "extending.md").read_text(), "## The rule table")
     code = " ".join(re.findall(r"`([^`]+)`", doc))
     graph = LoopGraph.build([NodeSpec("a", attempts=2), NodeSpec("b", needs=("a",))])
     enc = RunEncoding(graph, Params.symbolic(graph))
     s = enc.fresh("t0")
-    scopes = {"enc.params": enc.params, "enc.graph": enc.graph, "enc": enc, "s": s,
-              "Params": Params, "RunEncoding": RunEncoding, "Semantics": Semantics}
+    scopes = {"enc.params": [enc.params], "enc.graph": [enc.graph], "enc": [enc],
+              "s": [s, enc.view(s)], "g": [Conjuncts()], "u": [SerialWrites(enc, s)],
+              "Params": [Params], "RunEncoding": [RunEncoding], "RunRules": [RunRules]}
     missing = []
-    for scope, attr in re.findall(r"\b(enc\.params|enc\.graph|enc|s|Params|RunEncoding|"
-                                   r"Semantics)\.(\w+)", code):
-        if not hasattr(scopes[scope], attr):
+    for scope, attr in re.findall(r"\b(enc\.params|enc\.graph|enc|s|g|u|Params|RunEncoding|"
+                                   r"RunRules)\.(\w+)", code):
+        if not any(hasattr(x, attr) for x in scopes[scope]):
             missing.append(f"{scope}.{attr}")
     for attr in re.findall(r"\.(\w+)\(", doc.split("`enc.graph.names`", 1)[1].split("|")[0]):
         if not hasattr(enc.graph, attr):
             missing.append(f"enc.graph.{attr}")
     modules = (encoding, checks, family, g1_finishes, g2_order, g3_no_overspend, solver)
     for name in re.findall(r"\b((?:check|find|S|O)_\w+|bmc|first|shapes|structural|"
-                            r"spend_invariant|needs_done|EPS|real|released|NotRefuted|"
-                            r"Unknown)\b", code):
+                            r"spend_invariant|needs_done|EPS|real|NotRefuted|Unknown)\b", code):
         if not any(hasattr(m, name) for m in modules):
             missing.append(name)
-    kinds = re.search(r"Kinds: (.*?)\. `guard_", doc, re.S).group(1)
+    for name in re.findall(r"`(live|ready|fits|in_attempt|reservation_fits|end_attempt|reset)\(",
+                           doc):
+        if not hasattr(RunRules, name):
+            missing.append(f"RunRules.{name}")
+    kinds = re.search(r"Kinds: (.*?)\. The event's", doc, re.S).group(1)
     for kind in re.findall(r"`(\w+)`", kinds):
-        for part in ("guard", "update"):
-            if not hasattr(Semantics, f"{part}_{kind}"):
-                missing.append(f"Semantics.{part}_{kind}")
+        for part in ("guard", "effect"):
+            if not hasattr(RunRules, f"{part}_{kind}"):
+                missing.append(f"RunRules.{part}_{kind}")
     assert not missing, missing
+
+
+def test_worked_example_c_is_proved_and_refuted_in_the_serial_and_concurrent_encodings():
+    """docs/extending.md's example C (tried for real in commit b23843a, reverted), as a variant
+    of the table: a cancel needs an attempt made in the activation. Its invariant is proved on
+    the serial and the concurrent encodings of the two-node DAGs, and the real table (the guard
+    without the condition) is refuted in both by Cancel(a) from Init."""
+    import z3
+
+    from loopproof.model.graph import LoopGraph, NodeSpec
+    from loopproof.model.run_rules import RULES
+    from loopproof.proofs import cancel
+    from loopproof.proofs import concurrent as par
+    from loopproof.proofs.checks import bmc, check_inductive, first
+    from loopproof.proofs.encoding import Params, RunEncoding
+    from loopproof.proofs.family import shapes
+    from tests.support.rule_variants import CancelAfterAnAttempt
+
+    def tried(enc, s):
+        return z3.And([z3.Implies(cancel.cancelled_now(enc, s, v), s.attempts(v) >= 1)
+                       for v in enc.graph.names])
+
+    def proved(enc):
+        return check_inductive(enc, lambda s: z3.And(cancel.history_is_past(enc, s),
+                                                     cancel.cancel_never_done(enc, s),
+                                                     tried(enc, s)))
+
+    rules = CancelAfterAnAttempt()
+    assert first(proved(RunEncoding(g, Params.symbolic(g), rules))
+                 for g in shapes(max_nodes=2)) is None
+    assert first(proved(par.encoding(g, rules)) for g in shapes(max_nodes=2)) is None
+    one = LoopGraph.build([NodeSpec("a", attempts=2)])
+    for enc in (RunEncoding(one, Params.of(one), RULES), par.concrete(one.with_max_parallel(2),
+                                                                     RULES)):
+        found = bmc(enc, lambda s, enc=enc: z3.Not(tried(enc, s)), 3, "tried before cancel")
+        assert isinstance(found, Trace) and [st.event for st in found.steps[1:]] == ["Cancel(a)"]
+    for enc in (RunEncoding(one, Params.of(one), rules), par.concrete(one.with_max_parallel(2),
+                                                                      rules)):
+        assert not isinstance(bmc(enc, lambda s, enc=enc: z3.Not(tried(enc, s)), 3, "x"), Trace)

@@ -32,7 +32,7 @@ from loopproof.proofs.checks import (
     check_transitions,
     check_unchanged,
 )
-from loopproof.proofs.encoding import EPS, S_DONE, Params, RunEncoding, State
+from loopproof.proofs.encoding import S_DONE, Params, RunEncoding, State
 from loopproof.proofs.family import dags, shapes
 from loopproof.proofs.obligations import OBLIGATIONS, Obligation, discharge
 from loopproof.proofs.trace import Trace
@@ -211,9 +211,9 @@ def test_bound_attained_finds_w_and_nothing_beyond_it():
     g = g1.TIGHT_GRAPH
     enc = g1.ControlRuns(g, Params.of(g))
     w = attempt_bound(g)
-    beyond = bmc(enc, lambda s: s["attempts_total"] > w, 14, "more than W attempts")
+    beyond = bmc(enc, lambda s: s.attempts_total > w, 14, "more than W attempts")
     assert beyond == NotRefuted(14, "more than W attempts")
-    reached = bmc(enc, lambda s: s["attempts_total"] == w, 14, "W attempts")
+    reached = bmc(enc, lambda s: s.attempts_total == w, 14, "W attempts")
     assert isinstance(reached, Trace)
     assert replay(reached)[-1].attempts_total == w
 
@@ -410,10 +410,10 @@ def test_attempt_bound_without_the_unstarted_descendants_clause_is_not_inductive
 
     def weak(s: State) -> z3.BoolRef:
         a = enc.params.attempts
-        lhs = s["attempts_total"] + z3.Sum([g1.remaining(enc, s, v) for v in graph.names])
-        counters = [z3.And(s.att(v) >= 0, s.att(v) <= a[v]) for v in graph.names]
+        lhs = s.attempts_total + z3.Sum([g1.remaining(enc, s, v) for v in graph.names])
+        counters = [z3.And(s.attempts(v) >= 0, s.attempts(v) <= a[v]) for v in graph.names]
         return z3.And(*counters, lhs <= z3.Sum(list(a.values()))
-                      + s["repairs_used"] * g1.per_repair(enc))
+                      + s.repairs_used * g1.per_repair(enc))
 
     assert check_inductive(enc, lambda s: g1.attempt_invariant(enc, s)) is None
     found = check_transitions(enc, weak)
@@ -425,7 +425,7 @@ def test_spend_invariant_without_nonnegative_reservation_is_not_inductive():
     enc = RunEncoding(graph, Params.symbolic(graph))
 
     def weak(s: State) -> z3.BoolRef:
-        return z3.And(s["settled"] >= 0, g3.within_budget(enc, s))
+        return z3.And(s.settled >= 0, g3.within_budget(enc, s))
 
     found = check_transitions(enc, weak)
     assert found is not None and found.kind == "cti"
@@ -440,11 +440,13 @@ def test_a_claim_that_marks_done_is_caught_on_every_family_shape():
 
 def test_settle_with_a_tolerance_lets_spend_creep_past_the_budget():
     """The model once allowed Settle(amount <= reserved + EPS); the G3 proof caught it."""
-    from loopproof.proofs.encoding import Semantics
+    from loopproof.model.run_rules import RunRules, settled_outside
 
-    class Tolerant(Semantics):
-        def guard_settle(self, enc, s, ev):
-            return z3.And(enc.in_attempt(s), ev.amount >= 0, ev.amount <= s["reserved"] + EPS)
+    class Tolerant(RunRules):
+        def guard_settle(self, s, ev, g):
+            self.in_attempt(s, g, ev.node)
+            g.need_spend(s.and_(ev.amount >= 0, ev.amount <= s.reserved + s.eps), settled_outside,
+                         ev.amount, s.reserved)
 
     graph = g3.ONE_NODE
     enc = RunEncoding(graph, Params.symbolic(graph), Tolerant())
@@ -583,15 +585,15 @@ def test_paid_crashes_bound_needs_its_assumption():
     graph = LoopGraph.build([NodeSpec("a", attempts=1)], spend_budget=1.0)
 
     class Unpaid(g1.PaidCrashes):
-        def guard_abandon(self, enc, s, ev):
-            return enc.in_attempt(s, ev.node)
+        def guard_abandon(self, s, ev, g):
+            self.in_attempt(s, g, ev.node)
 
     for sem, want_cex in ((g1.PaidCrashes(), False), (Unpaid(), True)):
         enc = RunEncoding(graph, Params.symbolic(graph).with_constraints(g1.DELTA > 0), sem)
 
         def inv(s, enc=enc):
-            return z3.And(g3.spend_invariant(enc, s), s["settled"] >= s["base"],
-                          s["base"] >= g1.DELTA * s["abandoned"])
+            return z3.And(g3.spend_invariant(enc, s), s.settled >= s.ghost("base"),
+                          s.ghost("base") >= g1.DELTA * s.abandoned)
 
         found = check_inductive(enc, inv)
         assert (found is not None) == want_cex

@@ -64,7 +64,7 @@ def event_tokens(graph: LoopGraph, e: Event, concurrent: bool = False) -> list[s
     node (its index, or - for none)."""
     i = graph._index
     whose = ([] if not concurrent else
-             ["-" if e.node is None else str(i[e.node])]  # type: ignore[attr-defined]
+             ["-" if e.node is None else str(i[e.node])]  # type: ignore[attr-defined]  # a spend event: node
              if isinstance(e, Reserve | Overrun | Settle) else [])
     match e:
         case Begin(v) | Refuse(v) | Abandon(v) | Claim(v) | Cancel(v) | Fail(v):

@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 import z3
 from hypothesis import strategies as st
 
-from loopproof.model.graph import LoopGraph, NodeSpec
+from loopproof.model.graph import LoopGraph
+from loopproof.model.run_rules import RunRules
 from loopproof.model.state import Outcome, RunState, Status, initial_state
 from loopproof.model.transitions import (
     EVENT_TYPES,
@@ -49,10 +50,11 @@ from loopproof.proofs.encoding import (
     OutcomeSort,
     Params,
     RunEncoding,
-    Semantics,
     State,
     StatusSort,
 )
+from loopproof.proofs.z3_values import Conjuncts
+from tests.support import strategies
 
 NAMES = ("a", "b", "c", "d")
 CEILINGS = (0.0, 0.5, 1.0, 2.0, 3.0)
@@ -64,29 +66,16 @@ ENDING = (Finish, Fail, Refuse)  # left out of prefixes: they end the run
 assert set(KINDS) == {t.__name__ for t in EVENT_TYPES}, "the encoding and the model differ"
 
 
-@st.composite
-def graphs(draw, repairs_needed: bool = False, tight: bool = False) -> LoopGraph:
-    """A DAG of 1-4 nodes with attempts, ceilings, needs, repair pairs, K and B all drawn (at
-    least one repair pair when `repairs_needed`: the encoding has a Repair event only for a
-    pair of the graph; finite budgets, small first, and large ceilings first when `tight`)."""
-    n = draw(st.integers(1, 4))
-    names = NAMES[:n]
-    needs = {v: tuple(draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)))
-             if i else () for i, v in enumerate(names)}
-    plain = LoopGraph.build([NodeSpec(v, needs=needs[v]) for v in names])
-    nodes = []
-    for v in names:
-        targets = [v, *sorted(plain.ancestors(v))]
-        least = 1 if repairs_needed and v == names[0] else 0
-        repairs = draw(st.lists(st.sampled_from(targets), unique=True, min_size=least,
-                                max_size=2))
-        nodes.append(NodeSpec(v, attempts=draw(st.integers(1, 2)),
-                              spend_ceiling=draw(st.sampled_from(CEILINGS[::-1] if tight
-                                                                 else CEILINGS)),
-                              needs=needs[v], repairs=tuple(repairs)))
-    return LoopGraph.build(nodes, repair_budget=draw(st.integers(int(repairs_needed), 2)),
-                           spend_budget=draw(st.sampled_from(TIGHT if tight
-                                                             else BUDGETS)))
+def graphs(repairs_needed: bool = False, tight: bool = False) -> st.SearchStrategy[LoopGraph]:
+    """The graphs of the encoding's cases (tests/support/strategies.py): 1-4 nodes, a_v of 1-2,
+    every ceiling and budget above, at least one repair pair when `repairs_needed` (the
+    encoding has a Repair event only for a pair of the graph), and large ceilings and small
+    budgets first when `tight`."""
+    return strategies.graphs(nodes=(1, 4), max_needs=2, max_repairs=2, attempts=(1, 2),
+                             ceilings=CEILINGS[::-1] if tight else CEILINGS,
+                             repair_budget=(int(repairs_needed), 2),
+                             budgets=TIGHT if tight else BUDGETS,
+                             first_repairs=int(repairs_needed), names=NAMES)
 
 
 def amounts(graph: LoopGraph, s: RunState) -> list[float]:
@@ -326,12 +315,13 @@ def neighbours(draw, graph: LoopGraph, s: RunState,
 
 # ---- the check --------------------------------------------------------------------------------
 
-def disagreement(semantics: Semantics, case: Case) -> str | None:
-    """None when the encoding under `semantics` agrees with the model on every step of the
-    case: a step the model takes is accepted with the model's successor and no other state; a
-    step the model refuses has no successor at all."""
+def disagreement(rules: RunRules, case: Case) -> str | None:
+    """None when the encoding under `rules` (the table, or a planted fault's variant of it)
+    agrees with the model on every step of the case: a step the model takes is accepted with
+    the model's successor and no other state; a step the model refuses has no successor at
+    all."""
     graph = case.graph
-    enc = RunEncoding(graph, Params.of(graph), semantics)
+    enc = RunEncoding(graph, Params.of(graph), rules)
     pre, post = enc.fresh("pre"), enc.fresh("post")
     by_state: dict[RunState, list[Event]] = {}
     for x, e in case.checks:
@@ -442,7 +432,7 @@ def _bump(x: z3.ExprRef, s: State, node: str) -> z3.ExprRef:
     if z3.is_real(x):
         return x + z3.RealVal("1/4")
     if z3.is_array(x):
-        return z3.Store(x, s.act(node), z3.Not(z3.Select(x, s.act(node))))
+        return z3.Store(x, s.activation(node), z3.Not(z3.Select(x, s.activation(node))))
     raise TypeError(f"no bump for {sort}")  # pragma: no cover
 
 
@@ -454,52 +444,65 @@ DROPPED = "guard without "
 
 @dataclass(frozen=True)
 class Fault:
-    """One planted fault: `kind`'s guard or effect changed as `name` says."""
+    """One planted fault: `kind`'s guard or effect changed as `name` says, as a variant of the
+    rule table."""
 
     kind: str
     name: str
-    semantics: Semantics
+    rules: RunRules
 
     @property
     def drops_a_conjunct(self) -> bool:
         return self.name.startswith(DROPPED)
 
 
-def _field(enc: RunEncoding, ev: Ev, family: str) -> str:
+def _field(enc: RunEncoding, ev: Ev, family: str) -> tuple[str, str | None]:
     """The state field a perturbed effect writes: a node field of the event's node (of the
     first node when the event names none), or the global field."""
     if family in NODE_FIELDS:
-        return f"{family}:{ev.node or enc.graph.names[0]}"
-    return family
+        return (family, ev.node or enc.graph.names[0])
+    return (family, None)
+
+
+def guard_changed(kind: str, change: Callable[[z3.BoolRef, Ev], z3.BoolRef]) -> type[RunRules]:
+    """The rule table with `kind`'s guard, as conjoined on Z3 terms, changed by `change`."""
+    class Changed(RunRules):
+        def guard(self, s, ev, g):
+            if ev.kind != kind:
+                return super().guard(s, ev, g)
+            real = Conjuncts()
+            super().guard(s, ev, real)
+            g.need(change(real.formula(), ev), None)
+            return None
+    return Changed
+
+
+def effect_changed(kind: str, change: Callable[[object, object, Ev, object], None]
+                   ) -> type[RunRules]:
+    """The rule table with `kind`'s effect followed by `change(s, ev, u)`."""
+    class Changed(RunRules):
+        def effect(self, s, ev, u):
+            super().effect(s, ev, u)
+            if ev.kind == kind:
+                change(s, ev, u)
+    return Changed
 
 
 def faults(kind: str, keys: Iterable[str]) -> Iterator[Fault]:
     """Every generated fault of `kind`: its guard negated, its guard dropped, each conjunct of
     its guard dropped (one fault per conjunct key in `keys`, the keys of the cases' guards),
     and each field of its effect written one step wrong."""
-    lower = kind.lower()
-
-    def guard_fault(name: str, change: Callable[[z3.BoolRef, Ev], z3.BoolRef]) -> Fault:
-        def guard(self, enc, s, ev):
-            return change(getattr(Semantics, f"guard_{lower}")(self, enc, s, ev), ev)
-        return Fault(kind, name, type(f"{kind}Fault", (Semantics,),
-                                      {f"guard_{lower}": guard, "name": name})())
-
-    yield guard_fault("guard negated", lambda g, ev: z3.Not(g))
-    yield guard_fault("guard dropped", lambda g, ev: z3.BoolVal(True))
+    yield Fault(kind, "guard negated", guard_changed(kind, lambda g, ev: z3.Not(g))())
+    yield Fault(kind, "guard dropped", guard_changed(kind, lambda g, ev: z3.BoolVal(True))())
     for key in sorted(keys):
         def drop(g, ev, key=key):
             return z3.And([c for c in conjuncts(g) if conjunct_key(c, ev) != key])
-        yield guard_fault(f"{DROPPED}{key}", drop)
+        yield Fault(kind, f"{DROPPED}{key}", guard_changed(kind, drop)())
     for family in FIELDS:
-        def update(self, enc, s, ev, family=family):
-            upd = dict(getattr(Semantics, f"update_{lower}")(self, enc, s, ev))
-            f = _field(enc, ev, family)
-            upd[f] = _bump(upd.get(f, s[f]), s, ev.node or enc.graph.names[0])
-            return upd
-        name = f"effect writes {family} wrong"
-        yield Fault(kind, name, type(f"{kind}Fault", (Semantics,),
-                                     {f"update_{lower}": update, "name": name})())
+        def write(s, ev, u, family=family):
+            f = _field(s.enc, ev, family)
+            u.write(f, _bump(u.current(f), s, ev.node or s.enc.graph.names[0]))
+        yield Fault(kind, f"effect writes {family} wrong", effect_changed(kind, write)())
 
 
 def changes_a_transition(fault: Fault, case: Case) -> bool:
@@ -507,7 +510,7 @@ def changes_a_transition(fault: Fault, case: Case) -> bool:
     graph? If not, on this graph it is the same rule, and no test could tell them apart."""
     graph = case.graph
     enc = RunEncoding(graph, Params.of(graph))
-    broken = RunEncoding(graph, Params.of(graph), fault.semantics)
+    broken = RunEncoding(graph, Params.of(graph), fault.rules)
     s = enc.fresh("s")
     for e in {e for _, e in case.checks}:
         real, mutant = enc.guard(s, Ev.of_event(e)), broken.guard(s, Ev.of_event(e))

@@ -21,6 +21,7 @@ from loopproof.engine.record.ledger import canonical, record_hash
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.gate import CallableGate
 from loopproof.engine.run.worker import CallableWorker
+from tests.support.specs import write_spec
 
 EPS = 1e-9  # model/transitions.py's tolerance for float spend comparisons
 
@@ -153,16 +154,14 @@ class CallableKind:
         self.funcs[fn] = make
         return fn
 
-    def node(self, name: str, fn: str, **fields: object) -> str:
-        """A `[node.NAME]` table of this kind; `fields` are written as TOML values."""
-        lines = [f"[node.{name}]", f'kind = "{self.name}"', f'fn = "{fn}"']
-        lines += [f"{k} = {json.dumps(v)}" for k, v in fields.items()]
-        return "\n".join(lines) + "\n"
+    def node(self, name: str, fn: str, **fields: object) -> dict[str, dict[str, object]]:
+        """`{name: table}`: a node of this kind running `fn`, with `fields` (for
+        tests/support/specs.py's write_spec; merge several with `|`)."""
+        return {name: {"kind": self.name, "fn": fn, **fields}}
 
     def one_node_spec(self, tmp_path: Path, fn: str, worker: Work, gate: Judge = accept, *,
                       budget: float, **fields: object) -> spec_mod.Spec:
         """The spec of a graph with one node `n` of this kind running `worker` and `gate`."""
         self.add(fn, worker, gate)
-        p = tmp_path / "graph.toml"
-        p.write_text(f"[graph]\nspend_budget = {budget}\n" + self.node("n", fn, **fields))
-        return spec_mod.load(p)
+        return spec_mod.load(write_spec(tmp_path, self.node("n", fn, **fields),
+                                        spend_budget=budget))

@@ -236,7 +236,7 @@ def select_passing(spec: Path, ledger: Path) -> list[str]:
     failing = set((run(spec, "fix", ledger)["verdict"] or {}).get("failing", []))
     if len(failing) >= 50:  # the verdict keeps 50 labels: the rest cannot be told apart
         raise SystemExit("real_repos: the honest fix fails 50 tests or more here")
-    excused = gate.collected.get("excused", set())  # type: ignore[attr-defined]
+    excused = gate.collected.get("excused", set())  # type: ignore[attr-defined]  # a PytestGate
     selected = [i for i in ids if i not in failing and i not in excused]
     for graph in spec.glob("graph-*.toml"):
         graph.write_text(graph.read_text() + f"select = {json.dumps(selected)}\n")

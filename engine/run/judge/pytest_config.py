@@ -79,7 +79,7 @@ def engine_ini(path: Path | None) -> str:
         parser = configparser.ConfigParser(interpolation=None, strict=True,
                                            comment_prefixes=("#", ";"),
                                            inline_comment_prefixes=None)
-        parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys as written
+        parser.optionxform = str  # type: ignore[assignment, method-assign]  # keys as written
         try:
             parser.read_string(path.read_text(encoding="utf-8"), str(path))
         except (OSError, UnicodeDecodeError, configparser.Error) as exc:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import ast
 
 import pytest
+from cosmic_ray.mutating import mutate_code
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopproof.engine.audit.operators import ALL, TIERS, kind_of
+from loopproof.engine.audit import mutants
+from loopproof.engine.audit.catalogue import Command, Loop
+from loopproof.engine.audit.operators import ALL, TIERS, kind_of, tier2
 from loopproof.engine.audit.operators import selfattest as sa
 from loopproof.engine.audit.operators.tier1 import shape_only
+from tests.support.paths import REPO
 
 EXAMPLES = [(op, ex) for op in ALL for ex in op.examples]
 
@@ -80,3 +84,81 @@ def test_shape_only_keeps_every_signature_and_drops_every_statement(funcs, depth
         for d in defs:
             assert ast.get_docstring(d) == f"Doc {d.name}."
             assert not any(isinstance(s, ast.Return | ast.Assign) for s in d.body)
+
+
+# ---- cosmic-ray's mutants from one parse -------------------------------------------------------
+
+ROOT = REPO
+EVERY_KIND = '''def f(xs, flag=True):
+    total = 0
+    for x in xs:
+        if x < 0 and not flag:
+            continue
+        if x > 10 or x == 3:
+            break
+        total += -x * 2 - 1
+    while total >= 100:
+        total //= 2
+    return total if flag is True else False
+'''
+
+
+@pytest.mark.parametrize("source", ["engine/audit/mutants.py", "examples/catalog/he000-full-check/"
+                                    "workspace/solution.py", "every-kind"])
+def test_cosmic_ray_mutants_from_one_parse_are_its_own(source):
+    """`_cosmic_ray` builds every mutant from one parse (operators rewrite nodes in place, and
+    the tree is put back after each); it must give exactly cosmic-ray's `mutate_code`, site by
+    site. Planted fault: not putting back leaf values (ReplaceBinaryOperator sets node.value)
+    made the first cr-comparison mutant of he000 differ."""
+    text = EVERY_KIND if source == "every-kind" else (ROOT / source).read_text()
+    for group in tier2._CR_GROUPS:
+        expected = []
+        for _name, op in tier2._cr_operators(group):
+            k = 0
+            while (m := mutate_code(text, op, k)) is not None:
+                expected.append(m)
+                k += 1
+        assert tier2._cosmic_ray(group, text) == expected, group
+        assert expected or group == "cr-loop" or source != "every-kind"
+
+
+def test_a_drawn_corpus_of_a_large_tree_is_seeded_distinct_and_capped(tmp_path):
+    """Above BUILD_WHOLE_BYTES a sampled tier is drawn (never built whole): the same seed gives
+    the same mutants, another seed others, the cap holds distinct non-equivalent mutants, and
+    the absence mutants of tier 1 are never sampled away."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    body = "".join(f"def f{i}(x):\n    return x * {i} + {i % 7} - (x < {i})\n\n"
+                   for i in range(2500))
+    (ws / "big.py").write_text(body)
+    (ws / "small.py").write_text(EVERY_KIND)
+    assert len(body) > mutants.BUILD_WHOLE_BYTES
+    loop = Loop("l", "d", ws, ws, ws, Command(("true",), 5.0, True), ("big.py", "small.py"), None)
+    ref = mutants.read_reference(loop)
+    first = mutants.corpus(loop, ref, 2, 0, 12)
+    assert [m.label for m in first] == [m.label for m in mutants.corpus(loop, ref, 2, 0, 12)]
+    assert [m.label for m in first] != [m.label for m in mutants.corpus(loop, ref, 2, 1, 12)]
+    assert len(first) == 12 and len({m.key for m in first}) == 12
+    assert mutants.workspace_key(ref, normalize=True) not in {
+        mutants.workspace_key(mutants.apply(ref, m.changes), normalize=True) for m in first}
+    assert {m.label.split(":", 1)[1].split("#")[0] for m in first} == {"big.py", "small.py"}
+    t1 = mutants.corpus(loop, ref, 1, 0, 3)
+    assert {m.operator for m in t1 if m.family == "absence"} >= {"delete", "empty", "filler"}
+
+
+def test_a_file_with_no_code_gets_no_absence_mutant_of_its_own(tmp_path):
+    """A docstring-only `__init__.py` loses nothing when deleted: its absence mutants would be
+    equivalent, and a gate accepting them was reported vacuous (planted: without the rule the
+    bench tree's sound pytest gate read `vacuous_by: delete, empty, filler`)."""
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "__init__.py").write_text('"""The package."""\nfrom __future__ import annotations\n')
+    (ws / "pkg" / "m.py").write_text(EVERY_KIND)
+    files = ("pkg/__init__.py", "pkg/m.py")
+    loop = Loop("l", "d", ws, ws, ws, Command(("true",), 5.0, True), files, None)
+    t1 = mutants.corpus(loop, mutants.read_reference(loop), 1, 0, None)
+    absent = {m.label.split("#")[0] for m in t1 if m.family == "absence"}
+    assert not any(label.endswith("pkg/__init__.py") for label in absent)
+    assert {"delete:*", "empty:*", "delete:pkg/m.py", "empty:pkg/m.py"} <= absent
+    assert mutants.holds_no_code("a.py", "") and not mutants.holds_no_code("a.py", "x = 1\n")
+    assert not mutants.holds_no_code("a.txt", "")

@@ -18,6 +18,7 @@ from loopproof.engine.record.replay import open_replayed, replay
 from loopproof.engine.system import faults
 from loopproof.engine.system.errors import LedgerCorrupt
 from tests.support.ledger_damage import DAMAGE, lines, make, write
+from tests.support.specs import command_node, write_spec
 
 # keys chosen to fall on both sides of "hash" and next to it in sort order
 KEYS = st.sampled_from(["", "a", "h", "ha", "has", "hasa", "hash_", "hasi", "hb", "hz", "i",
@@ -153,11 +154,10 @@ def _run_ledger(tmp_path: Path) -> Path:
     from loopproof.engine.run.runner import Runner
     from loopproof.engine.run.spec import load
 
-    spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 100.0\nrepair_budget = 1\n'
-                    '[node.a]\nworker = ["true"]\ngate = ["true"]\nspend_ceiling = 5.0\n'
-                    '[node.b]\nworker = ["true"]\ngate = ["false"]\nspend_ceiling = 5.0\n'
-                    'attempts = 2\nneeds = ["a"]\nrepairs = ["a"]\n')
+    spec = write_spec(tmp_path, {
+        "a": command_node(["true"], ["true"], spend_ceiling=5.0),
+        "b": command_node(["true"], ["false"], spend_ceiling=5.0, attempts=2, needs=["a"],
+                          repairs=["a"])}, spend_budget=100.0, repair_budget=1)
     runner = Runner.start(load(spec), tmp_path / "run.jsonl")
     runner.run()
     runner.close()

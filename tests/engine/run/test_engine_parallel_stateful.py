@@ -18,7 +18,6 @@ each step it checks, after every rule, on the real ledger file:
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import threading
@@ -50,7 +49,10 @@ from loopproof.model import (
     initial_state,
     step,
 )
+from loopproof.model.graph import LoopGraph
 from tests.support.oracles import CallableKind, assert_g3, records, spend_at_every_prefix
+from tests.support.specs import model_tables, write_spec
+from tests.support.strategies import graphs
 
 KIND = CallableKind("test_parallel_stateful_py")
 
@@ -72,25 +74,6 @@ def to_event(r: dict):
         "cancel": lambda: Cancel(n), "fail": lambda: Fail(n), "finish": lambda: Finish(),
     }
     return table[t]() if t in table else None
-
-
-@st.composite
-def graphs(draw) -> dict:
-    n = draw(st.integers(2, 4))
-    nodes, ancestors = [], {}
-    for i in range(n):
-        name = f"n{i}"
-        needs = sorted(draw(st.sets(st.sampled_from([f"n{j}" for j in range(i)]), max_size=1))
-                       if i else set())
-        anc = set(needs).union(*(ancestors[p] for p in needs)) if needs else set()
-        ancestors[name] = anc
-        nodes.append({"name": name, "needs": needs,
-                      "repairs": draw(st.lists(st.sampled_from(sorted(anc | {name})),
-                                               max_size=1)),
-                      "attempts": draw(st.integers(1, 2)),
-                      "ceiling": draw(st.sampled_from([0.5, 1.0, 2.0]))})
-    return {"nodes": nodes, "K": draw(st.integers(0, 1)),
-            "B": draw(st.sampled_from([2.5, 6.0, 50.0])), "jobs": draw(st.integers(2, 3))}
 
 
 BEHAVIOURS = st.tuples(
@@ -142,15 +125,14 @@ class ParallelEngineMatchesModel(RuleBasedStateMachine):
         return work, judge
 
     # ---- setup -------------------------------------------------------------------------------
-    @initialize(g=graphs())
-    def build(self, g: dict) -> None:
-        lines = ["[graph]", f"spend_budget = {g['B']}", f"repair_budget = {g['K']}",
-                 f"max_parallel = {g['jobs']}"]
-        for n in g["nodes"]:
-            lines += [f"[node.{n['name']}]", f'kind = "{KIND.name}"', f'fn = "{self.pid}"',
-                      f"attempts = {n['attempts']}", f"spend_ceiling = {n['ceiling']}",
-                      f"needs = {json.dumps(n['needs'])}", f"repairs = {json.dumps(n['repairs'])}"]
-        (self.tmp / "graph.toml").write_text("\n".join(lines) + "\n")
+    @initialize(g=graphs(nodes=(2, 4), max_needs=1, max_repairs=1, attempts=(1, 2),
+                         repair_budget=(0, 1), budgets=(2.5, 6.0, 50.0)),
+                jobs=st.integers(2, 3))
+    def build(self, g: LoopGraph, jobs: int) -> None:
+        fields, nodes = model_tables(g)
+        for table in nodes.values():
+            table.update(kind=KIND.name, fn=self.pid)
+        write_spec(self.tmp, nodes, max_parallel=jobs, **fields)
         self.start_run()
 
     def start_run(self) -> None:

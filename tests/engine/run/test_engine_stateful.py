@@ -17,7 +17,6 @@ from the model alone, which model events the engine must record, runs an indepen
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -65,6 +64,8 @@ from loopproof.model import (
     step,
 )
 from tests.support.oracles import CallableKind, assert_g3, records
+from tests.support.specs import command_node, model_tables, write_spec
+from tests.support.strategies import graphs
 
 KIND = CallableKind("test_stateful_py")
 EPS = 1e-9
@@ -139,26 +140,6 @@ def _pair(plan: Plan, name: str):
 CMD_WORKER = 'rm -f out.txt; if [ -f "$0/sleep" ]; then sleep 30; fi; echo ok > out.txt'
 
 
-@st.composite
-def graphs(draw) -> dict:
-    n = draw(st.integers(1, 3))
-    nodes = []
-    ancestors: dict[str, set[str]] = {}
-    for i in range(n):
-        name = f"n{i}"
-        needs = sorted(draw(st.sets(st.sampled_from([f"n{j}" for j in range(i)]), max_size=2))
-                       if i else set())
-        anc = set(needs).union(*(ancestors[p] for p in needs)) if needs else set()
-        ancestors[name] = anc
-        repairs = draw(st.lists(st.sampled_from(sorted(anc | {name})), max_size=2, unique=True))
-        nodes.append({"name": name, "needs": needs, "repairs": repairs,
-                      "attempts": draw(st.integers(1, 3)),
-                      "ceiling": draw(st.sampled_from([0.5, 1.0, 2.0]))})
-    return {"nodes": nodes, "K": draw(st.integers(0, 2)),
-            "B": draw(st.sampled_from([2.0, 6.0, 50.0])),
-            "cmd": draw(st.booleans())}
-
-
 def to_event(r: dict):
     """The model event a ledger record stands for (the test's own reading of the records)."""
     t = r["type"]
@@ -197,25 +178,22 @@ class EngineMatchesModel(RuleBasedStateMachine):
         self.sleeps = 0
 
     # ---- setup -------------------------------------------------------------------------------
-    @initialize(g=graphs())
-    def build(self, g: dict) -> None:
-        lines = ["[graph]", f"spend_budget = {g['B']}", f"repair_budget = {g['K']}"]
-        for i, n in enumerate(g["nodes"]):
-            pin = self.tmp / f"gate_{n['name']}.txt"
+    @initialize(g=graphs(nodes=(1, 3), budgets=(2.0, 6.0, 50.0)), cmd=st.booleans())
+    def build(self, g: LoopGraph, cmd: bool) -> None:
+        fields, nodes = model_tables(g)
+        for i, (name, table) in enumerate(nodes.items()):
+            pin = self.tmp / f"gate_{name}.txt"
             pin.write_text("the gate's rules\n")
-            self.plan.pinned[n["name"]] = pin
-            lines += [f"[node.{n['name']}]", f"attempts = {n['attempts']}",
-                      f"spend_ceiling = {n['ceiling']}", f"needs = {json.dumps(n['needs'])}",
-                      f"repairs = {json.dumps(n['repairs'])}",
-                      f'gate_files = ["{pin.name}"]']
-            if i == 0 and g["cmd"]:
+            self.plan.pinned[name] = pin
+            table["gate_files"] = [pin.name]
+            if i == 0 and cmd:
                 (self.tmp / "ctrl").mkdir()
-                lines += [f"worker = {json.dumps(['sh', '-c', CMD_WORKER, 'ctrl'])}",
-                          'gate = ["sh", "-c", "test -f out.txt"]', f"timeout_s = {CMD_TIMEOUT}"]
+                table.update(command_node(["sh", "-c", CMD_WORKER, "ctrl"],
+                                          ["sh", "-c", "test -f out.txt"], timeout_s=CMD_TIMEOUT))
             else:
-                lines += [f'kind = "{KIND.name}"', f'fn = "{self.pid}"']
-        (self.tmp / "graph.toml").write_text("\n".join(lines) + "\n")
-        self.cmd_node = "n0" if g["cmd"] else None
+                table.update(kind=KIND.name, fn=self.pid)
+        write_spec(self.tmp, nodes, **fields)
+        self.cmd_node = "n0" if cmd else None
         self.runs = 0
         self.start_run()
 

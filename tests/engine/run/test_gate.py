@@ -11,6 +11,7 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.run.gate import ACCEPT, ERROR, REJECT, CallableGate, CommandGate
 from loopproof.engine.system.trees import tree_digest
+from tests.support.specs import command_node, write_spec
 
 
 @pytest.fixture
@@ -106,11 +107,10 @@ def tamper_graph(tmp_path: Path, sandbox: str = "none") -> tuple[Path, Path]:
     Without a sandbox it can: the pin check is what catches it."""
     gate = tmp_path / "check.sh"
     gate.write_text("test -f out.txt\n")
-    spec = tmp_path / "graph.toml"
-    spec.write_text(f'[graph]\nspend_budget = 10.0\nsandbox = "{sandbox}"\n[node.a]\n'
-                    'worker = ["sh", "-c", "touch out.txt; echo \'exit 0\' >> \\"$0\\"", '
-                    '"check.sh"]\n'
-                    'gate = ["sh", "check.sh"]\nattempts = 2\nspend_ceiling = 2.0\n')
+    worker = ["sh", "-c", "touch out.txt; echo 'exit 0' >> \"$0\"", "check.sh"]
+    spec = write_spec(tmp_path, {"a": command_node(worker, ["sh", "check.sh"], attempts=2,
+                                                   spend_ceiling=2.0)},
+                      spend_budget=10.0, sandbox=sandbox)
     return spec, gate
 
 
@@ -150,9 +150,8 @@ def test_changed_gate_file_stops_the_run_with_exit_5(tmp_path: Path, capsys) -> 
 def test_unchanged_gate_file_does_not_stop(tmp_path: Path) -> None:
     gate = tmp_path / "check.sh"
     gate.write_text("test -f out.txt\n")
-    spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 10.0\n[node.a]\nworker = ["touch", "out.txt"]\n'
-                    'gate = ["sh", "check.sh"]\nspend_ceiling = 2.0\n')
+    spec = write_spec(tmp_path, {"a": command_node(["touch", "out.txt"], ["sh", "check.sh"],
+                                                   spend_ceiling=2.0)}, spend_budget=10.0)
     assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 0
 
 

@@ -5,7 +5,6 @@ where the default "retry" fails the attempt and tries again."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -13,15 +12,16 @@ from loopproof.engine import cli
 from loopproof.engine.run.gate import CallableGate, judge_snapshot, snapshot_changes
 from loopproof.engine.system.trees import copy_tree, make_read_only
 from tests.support.oracles import records
+from tests.support.specs import command_node, write_spec
 
 
-def run(tmp_path: Path, gate: list[str], *, extra: str = "", graph: str = "",
+def run(tmp_path: Path, gate: list[str], *, node: dict | None = None, graph: dict | None = None,
         attempts: int = 1, code: int | None = None) -> tuple[int, list[dict], Path]:
-    spec = tmp_path / "graph.toml"
-    spec.write_text(f"[graph]\nspend_budget = 100.0\n{graph}\n[node.a]\n"
-                    f'worker = ["sh", "-c", "echo 1 > out.txt; echo helper = 1 > helper.py"]\n'
-                    f"gate = {json.dumps(gate)}\nattempts = {attempts}\nspend_ceiling = 10.0\n"
-                    f"gate_timeout_s = 3\n{extra}")
+    worker = ["sh", "-c", "echo 1 > out.txt; echo helper = 1 > helper.py"]
+    spec = write_spec(tmp_path, {"a": command_node(worker, gate, attempts=attempts,
+                                                   spend_ceiling=10.0, gate_timeout_s=3,
+                                                   **(node or {}))},
+                      spend_budget=100.0, **(graph or {}))
     ledger = tmp_path / "L.jsonl"
     got = cli.main(["run", str(spec), "--ledger", str(ledger), "--json"])
     if code is not None:
@@ -35,9 +35,9 @@ def verdicts(recs: list[dict]) -> list[dict]:
 
 def test_each_way_a_gate_fails_to_judge_is_named(tmp_path: Path, capsys) -> None:
     cases = {  # (a signal to itself: unsandboxed, since PID 1 of a sandbox ignores it)
-        "exit 2": (["sh", "-c", "echo cannot read my config >&2; exit 2"], ""),
-        "signal SIGSEGV": (["sh", "-c", "kill -SEGV $$"], 'sandbox = "none"'),
-        "timeout": (["sleep", "30"], ""),
+        "exit 2": (["sh", "-c", "echo cannot read my config >&2; exit 2"], {}),
+        "signal SIGSEGV": (["sh", "-c", "kill -SEGV $$"], {"sandbox": "none"}),
+        "timeout": (["sleep", "30"], {}),
     }
     for i, (kind, (gate, graph)) in enumerate(cases.items()):
         folder = tmp_path / str(i)
@@ -110,7 +110,7 @@ def test_a_gate_that_writes_bytecode_into_its_snapshot_is_told_what_it_wrote(tmp
     """`python -I` ignores PYTHONDONTWRITEBYTECODE, so importing a module of the judged tree
     writes __pycache__ into the snapshot (unsandboxed, as root nothing stops the write)."""
     gate = [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, '.'); import helper"]
-    _, recs, ledger = run(tmp_path, gate, graph='sandbox = "none"', code=3)
+    _, recs, ledger = run(tmp_path, gate, graph={"sandbox": "none"}, code=3)
     v = verdicts(recs)[0]
     assert v["verdict"] == "error" and v["error"] == "snapshot changed"
     tag = sys.implementation.cache_tag
@@ -125,8 +125,8 @@ def test_gate_errors_stop_stops_the_run_and_resume_goes_on(tmp_path: Path, capsy
     fixed = tmp_path / "fixed"  # what the gate needs from its environment, missing at first
     gate = ["sh", "-c", f"test -f {fixed} || {{ echo no fixture >&2; exit 2; }}"]
     capsys.readouterr()
-    code, recs, ledger = run(tmp_path, gate, graph='sandbox = "none"', attempts=3,
-                             extra='gate_errors = "stop"\n')
+    code, recs, ledger = run(tmp_path, gate, graph={"sandbox": "none"}, attempts=3,
+                             node={"gate_errors": "stop"})
     err = capsys.readouterr().err
     assert code == 6
     stopped = [r for r in recs if r["type"] == "stopped"]
@@ -147,9 +147,8 @@ def test_gate_errors_retry_is_the_default_and_fails_the_attempt(tmp_path: Path) 
 
 
 def test_a_bad_gate_errors_value_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
-    spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 1.0\n[node.a]\nworker = ["true"]\n'
-                    'gate = ["true"]\nspend_ceiling = 1.0\ngate_errors = "sometimes"\n')
+    spec = write_spec(tmp_path, {"a": command_node(["true"], ["true"], spend_ceiling=1.0,
+                                                   gate_errors="sometimes")}, spend_budget=1.0)
     capsys.readouterr()
     assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 2
     err = capsys.readouterr().err

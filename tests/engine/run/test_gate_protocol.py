@@ -13,6 +13,7 @@ from loopproof.engine.run.runner import Runner
 from loopproof.engine.run.worker import CallableWorker
 from loopproof.engine.system.sandbox import Confinement
 from tests.support.oracles import records
+from tests.support.specs import write_spec
 
 KIND = "test_gate_protocol_py"
 
@@ -52,9 +53,8 @@ spec_mod.register_kind(KIND, _factory, ["fn"])
 
 def run_with(tmp_path: Path, gate: Gate) -> tuple[int, dict[str, Any]]:
     GATES[tmp_path.name] = gate
-    p = tmp_path / "graph.toml"
-    p.write_text(f'[graph]\nspend_budget = 5.0\n[node.n]\nkind = "{KIND}"\n'
-                 f'fn = "{tmp_path.name}"\nspend_ceiling = 2.0\n')
+    p = write_spec(tmp_path, {"n": {"kind": KIND, "fn": tmp_path.name, "spend_ceiling": 2.0}},
+                   spend_budget=5.0)
     runner = Runner.start(spec_mod.load(p), tmp_path / "L.jsonl")
     code = runner.run()
     runner.close()

@@ -17,6 +17,7 @@ from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import EXIT_STOPPED, Runner, default_stop_file
 from tests.support.oracles import CallableKind, records
 from tests.support.paths import REPO
+from tests.support.specs import write_spec
 
 KIND = CallableKind("test_killswitch_py")
 STOP_AFTER: dict[str, Path] = {}  # node -> stop file its worker creates (a human's hand, simulated)
@@ -35,13 +36,11 @@ def _pair(name: str):
 KIND.add_per_node("chain", _pair)
 
 
-def chain(tmp_path: Path, extra_graph: str = "") -> Path:
-    spec = tmp_path / "graph.toml"
-    spec.write_text(f"[graph]\nspend_budget = 5.0\n{extra_graph}\n"
-                    + KIND.node("a", "chain", spend_ceiling=1.0)
-                    + KIND.node("b", "chain", spend_ceiling=1.0, needs=["a"])
-                    + KIND.node("c", "chain", spend_ceiling=1.0, needs=["b"]))
-    return spec
+def chain(tmp_path: Path, **graph: object) -> Path:
+    return write_spec(tmp_path, KIND.node("a", "chain", spend_ceiling=1.0)
+                      | KIND.node("b", "chain", spend_ceiling=1.0, needs=["a"])
+                      | KIND.node("c", "chain", spend_ceiling=1.0, needs=["b"]),
+                      spend_budget=5.0, **graph)
 
 
 def kinds(ledger: Path) -> list[str]:
@@ -97,7 +96,7 @@ def test_stop_file_flag_and_graph_field(tmp_path: Path, capsys) -> None:
         field = tmp_path / "field.stop"
         STOP_AFTER["b"] = field
         ledger2 = tmp_path / "L2.jsonl"
-        spec = chain(tmp_path, extra_graph='stop_file = "field.stop"')
+        spec = chain(tmp_path, stop_file="field.stop")
         assert cli.main(["run", str(spec), "--ledger", str(ledger2)]) == EXIT_STOPPED
     finally:
         STOP_AFTER.clear()

@@ -3,7 +3,6 @@ kills them at their ceiling or timeout, and refuses an attempt that does not fit
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.meter import BudgetOverrun
 from loopproof.engine.run.runner import Runner
 from tests.support.oracles import CallableKind, assert_g3, records
+from tests.support.specs import command_node, write_spec
 
 KIND = CallableKind("test_meter_py")
 
@@ -93,12 +93,10 @@ def test_reservation_must_fit_the_run_budget_too(tmp_path: Path) -> None:
 
 def command_graph(tmp_path: Path, worker: str, *, ceiling: float, timeout: float,
                   budget: float = 10.0) -> spec_mod.Spec:
-    p = tmp_path / "graph.toml"
-    p.write_text(f"[graph]\nspend_budget = {budget}\n[node.n]\n"
-                 f'worker = ["sh", "-c", {json.dumps(worker)}]\n'
-                 f'gate = ["sh", "-c", "test -f out.txt"]\n'
-                 f"spend_ceiling = {ceiling}\ntimeout_s = {timeout}\n")
-    return spec_mod.load(p)
+    return spec_mod.load(write_spec(
+        tmp_path, {"n": command_node(["sh", "-c", worker], ["sh", "-c", "test -f out.txt"],
+                                     spend_ceiling=ceiling, timeout_s=timeout)},
+        spend_budget=budget))
 
 
 def test_command_is_killed_at_its_ceiling_and_charged_the_ceiling(tmp_path: Path) -> None:

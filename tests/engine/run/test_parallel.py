@@ -34,6 +34,7 @@ from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import Runner
 from tests.support.oracles import CallableKind, assert_g3, records, spend_at_every_prefix
 from tests.support.paths import REPO
+from tests.support.specs import write_spec
 
 KIND = CallableKind("test_parallel_py")
 
@@ -41,12 +42,11 @@ KIND = CallableKind("test_parallel_py")
 def fan_spec(tmp_path: Path, fn: str, n: int, *, budget: float, ceiling: float,
              max_parallel: int, attempts: int = 1) -> spec_mod.Spec:
     """n independent nodes of `fn`, at most `max_parallel` in flight."""
-    text = f"[graph]\nspend_budget = {budget}\nmax_parallel = {max_parallel}\n"
-    text += "".join(KIND.node(f"w{i}", fn, spend_ceiling=ceiling, attempts=attempts)
-                    for i in range(n))
-    p = tmp_path / "graph.toml"
-    p.write_text(text)
-    return spec_mod.load(p)
+    nodes: dict = {}
+    for i in range(n):
+        nodes |= KIND.node(f"w{i}", fn, spend_ceiling=ceiling, attempts=attempts)
+    return spec_mod.load(write_spec(tmp_path, nodes, spend_budget=budget,
+                                    max_parallel=max_parallel))
 
 
 def in_flight_at_every_prefix(recs: list[dict]) -> list[int]:

@@ -6,7 +6,6 @@ through the engine's replay, so a bug in the engine's state cannot hide one in i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import Runner
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 from tests.support.oracles import CallableKind, assert_g3, records
+from tests.support.specs import command_node, write_spec
 
 KIND = CallableKind("test_prefix_py")
 EPS = 1e-9
@@ -37,26 +37,25 @@ def attempts(recs: list[dict]) -> list[list[dict]]:
     return out
 
 
-def graph_file(tmp_path: Path, body: str, budget: float, price: float | None = None) -> Path:
-    p = tmp_path / "graph.toml"
-    head = f"[graph]\nspend_budget = {budget}\n" + (f"price = {price}\n" if price else "")
-    p.write_text(head + body)
-    return p
+def graph_file(tmp_path: Path, nodes: dict, budget: float, price: float | None = None) -> Path:
+    return write_spec(tmp_path, nodes, spend_budget=budget, **({"price": price} if price else {}))
+
+
+def _reserve(eval_reserve: object) -> dict:
+    return {"eval_reserve": eval_reserve} if eval_reserve is not None else {}
 
 
 def py_node(name: str, fn: str, *, ceiling: float, eval_reserve: float | None,
-            attempts_: int = 1, needs: str = "") -> str:
-    extra = f"eval_reserve = {eval_reserve}\n" if eval_reserve is not None else ""
-    return (f'[node.{name}]\nkind = "{KIND.name}"\nfn = "{fn}"\nattempts = {attempts_}\n'
-            f"spend_ceiling = {ceiling}\n{extra}{needs}")
+            attempts_: int = 1) -> dict:
+    return {name: {"kind": KIND.name, "fn": fn, "attempts": attempts_, "spend_ceiling": ceiling,
+                   **_reserve(eval_reserve)}}
 
 
-def cmd_node(name: str, worker: str, *, ceiling: float, eval_reserve: float | None = None,
-             attempts_: int = 1, needs: str = "", timeout: float = 30) -> str:
-    extra = f"eval_reserve = {eval_reserve}\n" if eval_reserve is not None else ""
-    return (f"[node.{name}]\nworker = {json.dumps(['sh', '-c', worker])}\n"
-            f'gate = ["sh", "-c", "test -f out.txt"]\nattempts = {attempts_}\n'
-            f"spend_ceiling = {ceiling}\ntimeout_s = {timeout}\n{extra}{needs}")
+def cmd_node(name: str, worker: str, *, ceiling: float, eval_reserve: object = None,
+             attempts_: int = 1, timeout: float = 30, **more: object) -> dict:
+    return {name: command_node(["sh", "-c", worker], ["sh", "-c", "test -f out.txt"],
+                               attempts=attempts_, spend_ceiling=ceiling, timeout_s=timeout,
+                               **_reserve(eval_reserve), **more)}
 
 
 def run(path: Path, ledger: Path) -> tuple[int, Runner]:
@@ -181,8 +180,8 @@ def test_a_worker_asking_into_the_reserve_is_refused_and_recorded(tmp_path: Path
 
 def two_nodes(tmp_path: Path, budget: float) -> Path:
     body = (cmd_node("a", "sleep 0.3; touch out.txt", ceiling=1.0, attempts_=3)
-            + cmd_node("b", "sleep 0.3; touch out.txt", ceiling=1.0, attempts_=3,
-                       needs='needs = ["a"]\n'))
+            | cmd_node("b", "sleep 0.3; touch out.txt", ceiling=1.0, attempts_=3,
+                       needs=["a"]))
     return graph_file(tmp_path, body, budget=budget)
 
 
@@ -285,19 +284,16 @@ def test_a_resources_record_that_skips_a_price_is_refused_by_replay(tmp_path: Pa
         replay(forged)
 
 
-@pytest.mark.parametrize(("extra", "field"), [
-    ("eval_reserve = 2.0\n", "eval_reserve"), ("eval_reserve = -1\n", "eval_reserve"),
-    ("eval_reserve = true\n", "eval_reserve")])
-def test_eval_reserve_is_validated(tmp_path: Path, extra: str, field: str) -> None:
-    path = graph_file(tmp_path, cmd_node("n", "true", ceiling=1.0) + extra, budget=3.0)
+@pytest.mark.parametrize(("value", "field"), [
+    (2.0, "eval_reserve"), (-1, "eval_reserve"), (True, "eval_reserve")])
+def test_eval_reserve_is_validated(tmp_path: Path, value: object, field: str) -> None:
+    path = graph_file(tmp_path, cmd_node("n", "true", ceiling=1.0, eval_reserve=value), budget=3.0)
     with pytest.raises(BadInput, match=field):
         spec_mod.load(path)
 
 
-@pytest.mark.parametrize("price", ["0", "-2", "true", '"1"'])
-def test_price_is_validated(tmp_path: Path, price: str) -> None:
-    p = tmp_path / "graph.toml"
-    p.write_text(f"[graph]\nspend_budget = 3\nprice = {price}\n" + cmd_node("n", "true",
-                                                                          ceiling=1.0))
+@pytest.mark.parametrize("price", [0, -2, True, "1"])
+def test_price_is_validated(tmp_path: Path, price: object) -> None:
+    p = write_spec(tmp_path, cmd_node("n", "true", ceiling=1.0), spend_budget=3, price=price)
     with pytest.raises(BadInput, match="price"):
         spec_mod.load(p)

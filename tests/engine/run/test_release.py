@@ -10,6 +10,7 @@ from pathlib import Path
 from loopproof.engine import cli
 from loopproof.engine.run.runner import Runner
 from tests.support.oracles import records
+from tests.support.specs import command_node, write_spec
 
 POLICY = """
 [policy]
@@ -30,11 +31,9 @@ def graph(tmp_path: Path, conditions: list[str], extra: str = "") -> Path:
     (tmp_path / "check.sh").write_text("test -f out.txt\n")
     (tmp_path / "policy.toml").write_text(POLICY.format(conditions=json.dumps(conditions),
                                                         extra=extra))
-    spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 10.0\npolicy = "policy.toml"\n[node.a]\n'
-                    'worker = ["sh", "-c", "touch out.txt"]\n'
-                    'gate = ["sh", "check.sh"]\nspend_ceiling = 5.0\n')
-    return spec
+    return write_spec(tmp_path, {"a": command_node(["sh", "-c", "touch out.txt"], ["sh", "check.sh"],
+                                                   spend_ceiling=5.0)},
+                      spend_budget=10.0, policy="policy.toml")
 
 
 def test_an_unmet_approval_does_not_end_done_and_an_approval_then_does(tmp_path: Path,

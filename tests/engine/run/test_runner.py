@@ -21,6 +21,7 @@ from loopproof.engine.run.spec import load
 from loopproof.model import attempt_bound
 from tests.support.oracles import assert_g3, records
 from tests.support.paths import REPO
+from tests.support.specs import command_node, write_spec
 
 # `a` writes its activation number; `b` passes only on a's second activation, so b is exhausted
 # in activation 0 and repairs a (its ancestor): one repair, then DONE. Shell workers keep it fast.
@@ -235,12 +236,10 @@ repairs = 1
 def policy_graph(tmp_path: Path, spend: float, worker: str, sandbox: str = "bwrap") -> Path:
     (tmp_path / "check.sh").write_text("test -f out.txt\n")
     (tmp_path / "policy.toml").write_text(POLICY.format(spend=spend))
-    spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 10.0\npolicy = "policy.toml"\n'
-                    f'sandbox = "{sandbox}"\n[node.a]\n'
-                    f'worker = ["sh", "-c", {json.dumps(worker)}, "policy.toml"]\n'
-                    'gate = ["sh", "check.sh"]\nattempts = 2\nspend_ceiling = 1.0\n')
-    return spec
+    return write_spec(tmp_path, {"a": command_node(["sh", "-c", worker, "policy.toml"],
+                                                   ["sh", "check.sh"], attempts=2,
+                                                   spend_ceiling=1.0)},
+                      spend_budget=10.0, policy="policy.toml", sandbox=sandbox)
 
 
 def test_a_sandboxed_worker_cannot_change_the_policy(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ group; its claims are recorded in the ledger and never decide anything."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -11,18 +10,15 @@ from loopproof.engine import cli
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import Runner
 from tests.support.oracles import CallableKind, records
+from tests.support.specs import command_node, write_spec
 
 KIND = CallableKind("test_worker_py")
 
 
 def one_node(tmp_path: Path, worker: str, gate: str, **extra: object) -> Path:
-    spec = tmp_path / "graph.toml"
-    lines = [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
-    spec.write_text("[graph]\nspend_budget = 20.0\n[node.w]\n"
-                    f'worker = ["sh", "-c", {json.dumps(worker)}]\n'
-                    f'gate = ["sh", "-c", {json.dumps(gate)}]\n'
-                    "spend_ceiling = 5.0\n" + "\n".join(lines) + "\n")
-    return spec
+    return write_spec(tmp_path, {"w": command_node(["sh", "-c", worker], ["sh", "-c", gate],
+                                                   spend_ceiling=5.0, **extra)},
+                      spend_budget=20.0)
 
 
 def test_claims_of_success_are_recorded_but_do_not_make_done(tmp_path: Path, monkeypatch) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from loopproof.engine import cli
 from loopproof.engine.system.process import HEAD_BYTES, TAIL_BYTES, _decode, run_command
+from tests.support.specs import command_node, write_spec
 
 ECHO = [sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"]
 # 5 MB: well past the 1 MiB kept in memory; multi-byte characters at both cuts
@@ -43,10 +44,9 @@ def test_a_record_is_the_whole_stream_head_and_real_tail(tmp_path_factory, data:
 
 def test_a_worker_that_writes_megabytes_is_recorded_as_it_wrote(tmp_path: Path, capsys) -> None:
     (tmp_path / "writer.py").write_text(WRITER)
-    spec = tmp_path / "graph.toml"
-    spec.write_text('[graph]\nspend_budget = 100.0\n[node.a]\nworker = ["python3", "writer.py"]\n'
-                    'gate = ["python3", "writer.py"]\nspend_ceiling = 60.0\n'
-                    'timeout_s = 30\ngate_timeout_s = 30\n')
+    spec = write_spec(tmp_path, {"a": command_node(["python3", "writer.py"], ["python3", "writer.py"],
+                                                   spend_ceiling=60.0, timeout_s=30,
+                                                   gate_timeout_s=30)}, spend_budget=100.0)
     ledger = tmp_path / "L.jsonl"
     assert cli.main(["run", str(spec), "--ledger", str(ledger), "--json"]) == 0
     recs = [json.loads(x) for x in ledger.read_text().splitlines()]

@@ -18,27 +18,26 @@ from loopproof.engine.system.limits import Hold, ResourceLimits, holders
 from loopproof.engine.system.process import run_command
 from loopproof.engine.system.sandbox import Confinement, View, backend
 from tests.support.paths import REPO
-
-NODE = '[node.a]\nworker = ["/bin/true"]\ngate = ["/bin/true"]\nspend_ceiling = 1.0\n'
-
-
-def write(tmp_path: Path, graph: str = "", node: str = "") -> Path:
-    p = tmp_path / "graph.toml"
-    p.write_text(f"[graph]\nspend_budget = 5.0\n{graph}\n{NODE}{node}\n")
-    return p
+from tests.support.specs import command_node, write_spec
 
 
-BAD = [("max_memory_bytes", "-1"), ("max_memory_bytes", "1024"), ("max_memory_bytes", "1.5e9"),
-       ("max_memory_bytes", "true"), ("max_processes", "0"), ("max_processes", '"many"'),
-       ("max_processes", "99999999999"), ("max_tmp_bytes", "1"), ("max_tmp_bytes", "[]")]
+def write(tmp_path: Path, graph: dict | None = None, node: dict | None = None) -> Path:
+    return write_spec(tmp_path, {"a": command_node(["/bin/true"], ["/bin/true"], spend_ceiling=1.0,
+                                                   **(node or {}))},
+                      spend_budget=5.0, **(graph or {}))
+
+
+BAD = [("max_memory_bytes", -1), ("max_memory_bytes", 1024), ("max_memory_bytes", 1.5e9),
+       ("max_memory_bytes", True), ("max_processes", 0), ("max_processes", "many"),
+       ("max_processes", 99999999999), ("max_tmp_bytes", 1), ("max_tmp_bytes", [])]
 
 
 @pytest.mark.parametrize("where", ["graph", "node"])
 @pytest.mark.parametrize(("field", "value"), BAD)
 def test_a_bad_limit_is_one_line_naming_file_field_and_fix(tmp_path: Path, capsys, where: str,
-                                                          field: str, value: str) -> None:
-    line = f"{field} = {value}"
-    p = write(tmp_path, line if where == "graph" else "", line if where == "node" else "")
+                                                          field: str, value: object) -> None:
+    line = {field: value}
+    p = write(tmp_path, line if where == "graph" else None, line if where == "node" else None)
     ledger = tmp_path / "L.jsonl"
     assert cli.main(["run", str(p), "--ledger", str(ledger)]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
@@ -53,8 +52,8 @@ def test_defaults_then_the_graphs_then_the_nodes(tmp_path: Path) -> None:
     got = spec_mod.load(write(tmp_path)).nodes["a"].resources
     assert got == ResourceLimits(d["max_memory_bytes"], d["max_processes"], d["max_tmp_bytes"],
                                  DEFAULT_MAX_BYTES)
-    p = write(tmp_path, "max_processes = 100\nmax_memory_bytes = 33554432",
-              "max_processes = 50\nmax_workspace_bytes = 4096")
+    p = write(tmp_path, {"max_processes": 100, "max_memory_bytes": 33554432},
+              {"max_processes": 50, "max_workspace_bytes": 4096})
     got = spec_mod.load(p).nodes["a"].resources
     assert got == ResourceLimits(32 << 20, 50, d["max_tmp_bytes"], 4096)
     # the defaults keep one careless graph inside a 2-core, 24 GiB machine

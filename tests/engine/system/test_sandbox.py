@@ -22,17 +22,16 @@ from loopproof.engine.system import programs, sandbox
 from loopproof.engine.system.process import ProcessError, run_command, safe_environment
 from loopproof.engine.system.sandbox import Confinement, View
 from loopproof.engine.system.sandbox.bwrap import Bwrap, bwrap_argv, mount_plan
+from tests.support.specs import command_node, write_spec
 
 
-def graph(tmp_path: Path, nodes: str, extra: str = "") -> Path:
-    path = tmp_path / "graph.toml"
-    path.write_text(f"[graph]\nspend_budget = 100.0\n{extra}\n{nodes}")
-    return path
+def graph(tmp_path: Path, nodes: dict, **fields: object) -> Path:
+    return write_spec(tmp_path, nodes, spend_budget=100.0, **fields)
 
 
-def node(name: str, worker: list[str], gate: list[str], more: str = "") -> str:
-    return (f"[node.{name}]\nworker = {json.dumps(worker)}\ngate = {json.dumps(gate)}\n"
-            f"spend_ceiling = 30.0\ntimeout_s = 20\ngate_timeout_s = 20\n{more}\n")
+def node(name: str, worker: list[str], gate: list[str], **more: object) -> dict:
+    return {name: command_node(worker, gate, spend_ceiling=30.0, timeout_s=20, gate_timeout_s=20,
+                               **more)}
 
 
 def run(path: Path, ledger: Path, setup=None) -> tuple[int, list[dict]]:
@@ -94,7 +93,7 @@ def test_a_worker_sees_its_workspace_and_nothing_of_the_run(tmp_path: Path) -> N
         worker = [sys.executable, "probe.py", str(ledger), str(tmp_path),
                   f"at:{secret}", f"at:{engine_tmp}", mark]
         nodes = (node("first", ["sh", "-c", "echo hi > first.txt"], ["true"])
-                 + node("a", worker, [sys.executable, "check.py"], 'needs = ["first"]'))
+                 | node("a", worker, [sys.executable, "check.py"], needs=["first"]))
         code, records = run(graph(tmp_path, nodes), ledger)
     finally:
         secret.unlink()
@@ -180,10 +179,10 @@ def test_the_network_is_off_unless_the_node_asks(tmp_path: Path, network: bool) 
     t.start()
     (tmp_path / "connect.py").write_text(CONNECT)
     ledger = tmp_path / "L.jsonl"
-    more = "network = true\n" if network else ""
+    more = {"network": True} if network else {}
     try:
         code, _ = run(graph(tmp_path, node("a", [sys.executable, "connect.py", str(port)],
-                                           ["true"], more)), ledger)
+                                           ["true"], **more)), ledger)
     finally:
         server.close()
     got = (Path(f"{ledger}.work") / "a" / "got").read_text()
@@ -223,14 +222,14 @@ def test_a_socket_bound_in_is_reachable_with_the_network_off(tmp_path: Path) -> 
 def test_a_writable_path_is_the_one_other_place_a_worker_writes(tmp_path: Path) -> None:
     (tmp_path / "cache").mkdir()
     worker = ["sh", "-c", f"echo 1 >> {tmp_path}/cache/count; echo 2 > {tmp_path}/other; true"]
-    code, _ = run(graph(tmp_path, node("a", worker, ["true"], 'writable = ["cache"]')),
+    code, _ = run(graph(tmp_path, node("a", worker, ["true"], writable=["cache"])),
                   tmp_path / "L.jsonl")
     assert code == 0 and (tmp_path / "cache" / "count").read_text() == "1\n"
     assert not (tmp_path / "other").exists()
 
 
 def test_a_writable_path_may_not_hold_the_run(tmp_path: Path, capsys) -> None:
-    spec = graph(tmp_path, node("a", ["true"], ["true"], 'writable = ["."]'))
+    spec = graph(tmp_path, node("a", ["true"], ["true"], writable=["."]))
     ledger = tmp_path / "L.jsonl"
     assert cli.main(["run", str(spec), "--ledger", str(ledger)]) == 2
     err = capsys.readouterr().err
@@ -241,7 +240,7 @@ def test_a_writable_path_may_not_hold_the_run(tmp_path: Path, capsys) -> None:
 # ---- sandbox = "none", a missing bwrap -----------------------------------------------------------
 
 def test_sandbox_none_is_recorded_warned_and_reported(tmp_path: Path, capsys) -> None:
-    spec = graph(tmp_path, node("a", ["true"], ["true"]), 'sandbox = "none"')
+    spec = graph(tmp_path, node("a", ["true"], ["true"]), sandbox="none")
     ledger = tmp_path / "L.jsonl"
     capsys.readouterr()
     assert cli.main(["run", str(spec), "--ledger", str(ledger), "--json"]) == 0
@@ -275,16 +274,16 @@ def test_a_missing_or_unusable_bwrap_is_bad_input(tmp_path: Path, capsys, broken
     assert not ledger.exists() and not Path(f"{ledger}.work").exists()
 
 
-@pytest.mark.parametrize("field,value", [("sandbox", '"docker"'), ("sandbox", "true")])
-def test_a_bad_sandbox_value_is_refused(tmp_path: Path, capsys, field: str, value: str) -> None:
-    spec = graph(tmp_path, node("a", ["true"], ["true"]), f"{field} = {value}")
+@pytest.mark.parametrize("field,value", [("sandbox", "docker"), ("sandbox", True)])
+def test_a_bad_sandbox_value_is_refused(tmp_path: Path, capsys, field: str, value: object) -> None:
+    spec = graph(tmp_path, node("a", ["true"], ["true"]), **{field: value})
     assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "[graph] sandbox" in err and "fix:" in err
 
 
 def test_a_bad_network_value_is_refused(tmp_path: Path, capsys) -> None:
-    spec = graph(tmp_path, node("a", ["true"], ["true"], 'network = "yes"'))
+    spec = graph(tmp_path, node("a", ["true"], ["true"], network="yes"))
     assert cli.main(["run", str(spec), "--ledger", str(tmp_path / "L.jsonl")]) == 2
     assert "'network'" in capsys.readouterr().err
 

@@ -21,6 +21,7 @@ from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.process import ProcessError, run_command
 from loopproof.engine.system.sandbox import Confinement, View
 from loopproof.engine.system.sandbox.bwrap import Bwrap
+from tests.support.specs import command_node, write_spec
 
 SHOW_ENV = ("import json, os; json.dump({k: os.environ.get(k) for k in "
             "['MSWEA_CONFIGURED', 'LITELLM_LOCAL_MODEL_COST_MAP', 'SHARED']}, "
@@ -35,18 +36,18 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           env=env if env is not None else {"PATH": os.environ["PATH"]})
 
 
-def write(tmp: Path, body: str, graph: str = "") -> Path:
-    p = tmp / "graph.toml"
-    p.write_text(f"[graph]\nspend_budget = 10\n{graph}\n[node.a]\nspend_ceiling = 1\n{body}")
-    return p
+def write(tmp: Path, worker: list[str] | None = None, gate: list[str] | None = None,
+          graph: dict | None = None, **node: object) -> Path:
+    """Node `a` running `worker` and `gate` (`true` each unless given), with `node`'s fields."""
+    return write_spec(tmp, {"a": command_node(worker or ["true"], gate or ["true"],
+                                              spend_ceiling=1, **node)},
+                      spend_budget=10, **(graph or {}))
 
 
 def test_env_reaches_the_worker_and_never_the_gate(tmp_path: Path):
-    py = json.dumps(sys.executable)
-    spec = write(tmp_path, f"worker = [{py}, \"-c\", {json.dumps(SHOW_ENV)}]\n"
-                 f"gate = [{py}, \"-c\", {json.dumps(GATE_ENV)}]\n"
-                 'env = { MSWEA_CONFIGURED = "true", LITELLM_LOCAL_MODEL_COST_MAP = "True" }\n',
-                 'env = { SHARED = "graph", MSWEA_CONFIGURED = "graph" }')
+    spec = write(tmp_path, [sys.executable, "-c", SHOW_ENV], [sys.executable, "-c", GATE_ENV],
+                 {"env": {"SHARED": "graph", "MSWEA_CONFIGURED": "graph"}},
+                 env={"MSWEA_CONFIGURED": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     proc = cli("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"), "--json")
     assert proc.returncode == 0, proc.stderr  # the gate saw none of them: it accepted
     got = json.loads((tmp_path / "l.jsonl.work" / "a" / "env.json").read_text())
@@ -65,15 +66,13 @@ REFUSED = {"PATH": "PATH", "HOME": "HOME", "OPENAI_BASE_URL": "OPENAI_BASE_URL",
 def test_an_agents_own_anthropic_variable_is_its_own(tmp_path: Path):
     """Only the two ANTHROPIC_ names the engine sets are refused: Claude Code's model and
     feature switches are the agent's to set."""
-    spec = write(tmp_path, 'worker = ["true"]\ngate = ["true"]\n'
-                 'env = { ANTHROPIC_MODEL = "claude-fake", DISABLE_AUTOUPDATER = "1" }\n')
+    spec = write(tmp_path, env={"ANTHROPIC_MODEL": "claude-fake", "DISABLE_AUTOUPDATER": "1"})
     assert ("ANTHROPIC_MODEL", "claude-fake") in spec_mod.load(spec).nodes["a"].env
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_a_name_the_engine_sets_or_a_secret_is_refused_naming_it(tmp_path: Path, name: str):
-    spec = write(tmp_path, 'worker = ["true"]\ngate = ["true"]\n'
-                 f'env = {{ "{name}" = "sk-abcdef0123456789" }}\n')
+    spec = write(tmp_path, env={name: "sk-abcdef0123456789"})
     with pytest.raises(BadInput) as exc:
         spec_mod.load(spec)
     line = str(exc.value)
@@ -84,8 +83,7 @@ def test_a_name_the_engine_sets_or_a_secret_is_refused_naming_it(tmp_path: Path,
 @pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GITHUB_TOKEN"])
 def test_through_the_cli_a_refused_name_is_one_line_exit_2_nothing_written(tmp_path: Path,
                                                                           name: str):
-    spec = write(tmp_path, 'worker = ["true"]\ngate = ["true"]\n'
-                 f'env = {{ "{name}" = "sk-abcdef0123456789" }}\n')
+    spec = write(tmp_path, env={name: "sk-abcdef0123456789"})
     proc = cli("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"))
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
@@ -94,22 +92,21 @@ def test_through_the_cli_a_refused_name_is_one_line_exit_2_nothing_written(tmp_p
 
 
 def test_env_values_must_be_strings_and_graph_env_is_checked_too(tmp_path: Path):
-    for body, graph, field in (('env = { A = 1 }\n', "", "env.A"),
-                               ("env = 3\n", "", "'env'"),
-                               ("", 'env = { SESSION_ID = "x" }', "env.SESSION_ID")):
-        spec = write(tmp_path, f'worker = ["true"]\ngate = ["true"]\n{body}', graph)
+    for node, graph, field in (({"env": {"A": 1}}, {}, "env.A"),
+                               ({"env": 3}, {}, "'env'"),
+                               ({}, {"env": {"SESSION_ID": "x"}}, "env.SESSION_ID")):
+        spec = write(tmp_path, graph=graph, **node)
         with pytest.raises(BadInput) as exc:
             spec_mod.load(spec)
         assert field in str(exc.value)
 
 
-LLM = ('worker = ["true"]\ngate = ["true"]\ntimeout_s = {t}\n[node.a.llm]\n'
-       'upstream = "http://127.0.0.1:9/v1"\napi_key_env = "LP_NEVER_SET_KEY"\n'
-       'price_completion_per_1k = 0.6\nmax_tokens = 1024\n')
+LLM = {"upstream": "http://127.0.0.1:9/v1", "api_key_env": "LP_NEVER_SET_KEY",
+       "price_completion_per_1k": 0.6, "max_tokens": 1024}
 
 
 def test_bound_needs_no_key_and_run_asks_for_it(tmp_path: Path):
-    spec = write(tmp_path, LLM.format(t=1), "price = 0.001")
+    spec = write(tmp_path, graph={"price": 0.001}, timeout_s=1, llm=LLM)
     proc = cli("bound", str(spec), "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["W"] == 1
@@ -119,7 +116,7 @@ def test_bound_needs_no_key_and_run_asks_for_it(tmp_path: Path):
 
 def test_a_wall_clock_reservation_that_leaves_no_call_is_refused(tmp_path: Path):
     # price 1 x timeout_s 120 reserves all of c_v = 1: every call would be a 402 from the first
-    spec = write(tmp_path, LLM.format(t=120))
+    spec = write(tmp_path, timeout_s=120, llm=LLM)
     for args in (("bound", str(spec)), ("run", str(spec), "--ledger",
                                         str(tmp_path / "l.jsonl"))):
         proc = cli(*args, env={"PATH": os.environ["PATH"], "LP_NEVER_SET_KEY": "sk-x"})
@@ -131,8 +128,7 @@ def test_a_wall_clock_reservation_that_leaves_no_call_is_refused(tmp_path: Path)
 
 def test_resume_at_a_higher_price_is_refused_with_the_numbers(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("LP_NEVER_SET_KEY", "sk-x")
-    spec = write(tmp_path, LLM.format(t=1).replace('worker = ["true"]', 'worker = ["false"]'),
-                 "price = 0.001")
+    spec = write(tmp_path, ["false"], graph={"price": 0.001}, timeout_s=1, llm=LLM)
     ledger = tmp_path / "l.jsonl"
     runner = Runner.start(spec_mod.load(spec), ledger)
     runner.close()  # stopped before its first attempt
@@ -159,8 +155,7 @@ def test_a_shebang_interpreter_under_a_masked_folder_is_bound(tmp_path: Path):
     interp, tool = _interpreter_tree(tmp_path)
     spec_dir = tmp_path / "spec"
     spec_dir.mkdir()
-    spec = write(spec_dir, f'worker = ["/usr/bin/env", "X=1", "{tool}"]\n'
-                 'gate = ["/bin/sh", "-c", "test -f out.txt"]\n')
+    spec = write(spec_dir, ["/usr/bin/env", "X=1", str(tool)], ["/bin/sh", "-c", "test -f out.txt"])
     loaded = spec_mod.load(spec)
     assert loaded.programs[str(interp)] == str(interp) and str(tool) in loaded.programs
     proc = cli("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"), "--json")
@@ -170,7 +165,7 @@ def test_a_shebang_interpreter_under_a_masked_folder_is_bound(tmp_path: Path):
 def test_a_missing_shebang_interpreter_is_named_at_load(tmp_path: Path):
     interp, tool = _interpreter_tree(tmp_path)
     interp.unlink()
-    spec = write(tmp_path, f'worker = ["{tool}"]\ngate = ["true"]\n')
+    spec = write(tmp_path, [str(tool)])
     proc = cli("bound", str(spec))
     assert proc.returncode == 2 and f"the interpreter '{interp}'" in proc.stderr
     assert "shebang" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

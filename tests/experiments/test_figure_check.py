@@ -1,0 +1,55 @@
+"""experiments/figure_check.py: a figure whose title is drawn over its panels' titles is refused
+before it is saved (the paper's Figure 2 was one: the transition figure's title over its top
+panels' two-line titles, laid out by tight_layout); the same figure laid out constrained passes."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from experiments.figure_check import check, overlaps  # noqa: E402
+
+
+def transition_like(layout: str | None):
+    """The transition figure's shape: two coders, two rows of two panels each, two-line panel
+    titles, one figure title."""
+    fig, grid = plt.subplots(4, 2, figsize=(15, 21), squeeze=False, layout=layout)
+    for row in grid:
+        for ax in row:
+            ax.set_title("correct now vs ever (180 trajectories)\noffline search coder (search, "
+                         "scale default, seed 0)", fontsize=9)
+    fig.suptitle("transition: offline search coder (search, scale default, seed 0); Qwen2.5 "
+                 "Coder 1.5B Instruct GGUF (llm-1.5b, scale llm, seed 0)", fontsize=11)
+    if layout is None:
+        fig.tight_layout()
+    return fig
+
+
+def test_the_figure_title_over_the_top_panels_is_refused() -> None:
+    fig = transition_like(None)  # how notebooks/transition.ipynb laid it out before
+    found = overlaps(fig)
+    assert "the figure's title is drawn over panel 1's title 'correct now vs ever (180 " \
+           "trajectories)'" in found and len(found) == 2, found  # the two top panels
+    with pytest.raises(ValueError, match="constrained"):
+        check(fig)
+    plt.close(fig)
+
+
+def test_the_same_figure_laid_out_constrained_passes() -> None:
+    fig = transition_like("constrained")
+    assert overlaps(fig) == []
+    check(fig)
+    plt.close(fig)
+
+
+def test_two_panel_titles_drawn_over_each_other_are_found_too() -> None:
+    fig, (a, b) = plt.subplots(1, 2, figsize=(4, 3))
+    a.set_title("a title far too long for its narrow panel, running into the next one")
+    b.set_title("the next one")
+    assert overlaps(fig) == ["panel 1's title 'a title far too long for its narrow panel, "
+                             "running into the next one' is drawn over panel 2's title 'the "
+                             "next one'"]
+    plt.close(fig)

@@ -38,6 +38,7 @@ from loopproof.engine.record.record_types import RUN_RECORDS
 from loopproof.engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
 from loopproof.engine.run import finish, schedule
 from loopproof.engine.run.attempt import judge_within, run_attempt
+from loopproof.engine.run.call_room import refuse_missing_keys, refuse_unfit_model_calls
 from loopproof.engine.run.confine import (
     RunSandbox,
     policy_secrets,
@@ -71,7 +72,6 @@ from loopproof.engine.run.progress import Progress
 from loopproof.engine.run.recovery import kill_orphans, recover
 from loopproof.engine.run.remote.adapters import adopt as remote_spec
 from loopproof.engine.run.spec import Spec, is_price
-from loopproof.engine.run.spec_checks import refuse_missing_keys, refuse_unfit_model_calls
 from loopproof.engine.system import faults, limits
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 from loopproof.engine.system.trees import remove_tree

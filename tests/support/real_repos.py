@@ -35,15 +35,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopproof.engine.audit.exploits import outcome_forge, tree_config
+from tests.support.pytest_gates import installed_python
 
 MODES = ("fix", "leave", "conftest-hook", "shadow", "rewrite-tests", "sitecustomize")
 EXPLOITS = MODES[2:]
@@ -157,11 +156,7 @@ class Project:
     def gate_python(self, venv: Path) -> Path:
         """A venv whose site-packages holds the project (its fixed copy, as pip installs it)
         and, after it, this checkout's site-packages (pytest, plugins)."""
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / "bin" / "python"
-        site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig."
-                                    "get_paths()['purelib'])"], check=True, text=True,
-                                   capture_output=True).stdout.strip())
+        python, site = installed_python(venv)
         package = self.folder / self.task["package"]
         if package.is_dir():
             shutil.copytree(package, site / package.name,
@@ -175,11 +170,6 @@ class Project:
                                        f"Version: {dist['version']}\n")
         (info / "INSTALLER").write_text("tests/support/real_repos.py\n")
         (info / "RECORD").write_text("")
-        # this interpreter's site folders, and what its .pth files add (pytest and the plugins
-        # may sit in either), after the project
-        here = dict.fromkeys([sysconfig.get_paths()["purelib"],
-                              *(p for p in sys.path if "site-packages" in p)])
-        (site / "zz_loopproof_dev.pth").write_text("".join(f"{p}\n" for p in here))
         return python
 
     def spec(self, root: Path, python: Path) -> Path:

@@ -119,7 +119,7 @@ class PytestGate(TimedGate):
         packages, others = laid_folders(self.laid)
         return {"args": _args(tree, ini, files, collect), "collect": collect,
                 "tree": str(tree), "packages": {p: str(tree / p) for p in sorted(packages)},
-                "path": [str(tree / f) for f in sorted(others)], "tail": [str(tree)],
+                "path": [str(tree / f) for f in sorted(others)],
                 "conftests": pinned_conftests(tree, self.laid), "plugins": list(self.plugins),
                 "test_timeout": self.test_timeout_s or None}
 

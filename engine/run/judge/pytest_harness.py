@@ -6,23 +6,25 @@ with the pinned tests laid over it, and writes the job on stdin (built by
 engine/run/judge/pytest_gate.py): `args` (pytest's arguments: the pinned configuration file and
 rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collection of the
 pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
-laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package), `tail`
-(the tree's root), `conftests` (the pinned conftest.py files and their sha256), `plugins`,
-`select`, `keep` and `test_timeout`. It keeps a private copy of stdout as the results channel,
-points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
+laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package),
+`conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep` and
+`test_timeout`. It keeps a private copy of stdout as the results channel, points fd 1 at
+stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
 
 Where imports resolve: a finder first on `sys.meta_path` maps each judged name (`code`) to its
 place in the scratch tree, ahead of any installed copy (a copy already imported at start-up, by
 a `.pth` file of the installation, is dropped first), and each laid test package to its pinned
 copy (`from tests.base import ...` is the pinned tests/base.py). The laid folders that are no
 package come first on `sys.path` (their helper modules, as pytest's rootdir insertion gives
-them); the tree's root comes last, after the standard library and site-packages, so no other
-file of the judged tree stands in for a module those hold (a judged `difflib.py` is not the
-difflib a pinned test imports). The environment has no PYTEST_* variable but
-PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: the plugins that load are the pinned `plugins` (installed
-distributions or entry point names of group pytest11, passed as `-p NAME`), none else. The
-only conftest.py files that load are the pinned ones, byte for byte (the engine removed every
-other from the tree; one written there while the tests run is refused here).
+them). The tree's root is not on `sys.path` at all: no other file of the judged tree stands in
+for a module the standard library or site-packages hold (a judged `difflib.py` is not the
+difflib a pinned test imports), nor for one nothing holds (the pinned conftest's optional
+`try: import fastjson`, which would otherwise run a module of the tree before any test). The
+environment has no PYTEST_* variable but PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: the plugins that
+load are the pinned `plugins` (installed distributions or entry point names of group pytest11,
+passed as `-p NAME`), none else. The only conftest.py files that load are the pinned ones,
+byte for byte (the engine removed every other from the tree; one written there while the tests
+run is refused here).
 
 Each test's outcome (setup, call and teardown together: "passed", "failed", "skipped",
 "xfailed", "xpassed", "error", "timeout") is written as `{"case": NODEID, "value": OUTCOME}`
@@ -322,7 +324,6 @@ def main():
     placed = Placed({**job.get("packages", {}), **code})
     sys.meta_path.insert(0, placed)
     sys.path[:0] = job.get("path", [])
-    sys.path.extend(job.get("tail", []))
     guard_conftests(job.get("conftests", {}))
     if collect:
         stubs()

@@ -1,0 +1,96 @@
+"""The `pytest` judge kind red-teamed as a hostile worker would (issue 35): trees that fail the
+pinned tests and try to end accepted without the judged code defeating a comparison in the
+test's process (that is the residual docs/gates.md states), and honest trees the gate must not
+reject. Each test says what the attack did before its fix.
+"""
+
+from __future__ import annotations
+
+import py_compile
+
+import pytest
+
+from loopproof.engine.run.gate import GateResult
+from tests.support.pytest_gates import Gate
+
+TEST_ADD = '''from mypkg.calc import add
+
+
+def test_add():
+    assert add(1, 2) == 3
+'''
+RIGHT = "def add(a, b):\n    return a + b\n"
+WRONG = "def add(a, b):\n    return a - b\n"
+
+
+def tree(calc: str) -> dict[str, str]:
+    return {"src/mypkg/__init__.py": "", "src/mypkg/calc.py": calc}
+
+
+# a pytest hook that says "passed" for every test but the engine's canaries (test_lp_*.py),
+# injected into the pinned conftest that imported this module
+STAND_IN = '''import sys
+
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if "test_lp_" not in item.nodeid:
+        outcome.get_result().outcome = "passed"
+
+
+sys.modules["tests.conftest"].pytest_runtest_makereport = pytest_runtest_makereport
+'''
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> Gate:
+    """A tests package whose conftest tries an optional speed-up it falls back from, as real
+    suites do (`try: import simplejson as json`), and one test of the judged code."""
+    return Gate(tmp_path_factory.mktemp("suite"), {
+        "tests/__init__.py": "",
+        "tests/conftest.py": "try:\n    import lp_fastjson as json\nexcept ImportError:\n"
+                             "    import json\n",
+        "tests/test_add.py": TEST_ADD})
+
+
+def rejected(result: GateResult) -> bool:
+    return result.verdict == "reject" and "tests/test_add.py::test_add" in result.detail
+
+
+def test_an_honest_tree_passes_and_a_wrong_one_fails(suite: Gate) -> None:
+    assert suite.judge("right", tree(RIGHT)).verdict == "accept"
+    assert rejected(suite.judge("wrong", tree(WRONG)))
+
+
+def test_bytecode_in_the_tree_is_not_what_runs(suite: Gate) -> None:
+    """The tree's source is wrong; beside it, an unchecked-hash .pyc compiled from the right
+    source (Python loads one without looking at the source), and a sourceless `calc.pyc` in
+    another tree. Before the fix both were accepted ("all 1 cases match"): the tests judged
+    bytecode that no reader of the tree, nor the audit's mutants, ever see."""
+    hashed = suite.root / "hashed"
+    for rel, text in tree(RIGHT).items():
+        (hashed / rel).parent.mkdir(parents=True, exist_ok=True)
+        (hashed / rel).write_text(text)
+    py_compile.compile(str(hashed / "src/mypkg/calc.py"), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    (hashed / "src/mypkg/calc.py").write_text(WRONG)
+    assert rejected(suite.gate.judge(hashed, suite.box))
+    sourceless = suite.root / "sourceless"
+    (sourceless / "src/mypkg").mkdir(parents=True)
+    (sourceless / "src/mypkg/__init__.py").write_text("")
+    (sourceless / "right.py").write_text(RIGHT)
+    py_compile.compile(str(sourceless / "right.py"), str(sourceless / "src/mypkg/calc.pyc"),
+                       doraise=True)
+    (sourceless / "right.py").unlink()
+    assert rejected(suite.gate.judge(sourceless, suite.box))
+
+
+def test_a_module_of_the_tree_is_no_stand_in_for_one_that_is_not_installed(suite: Gate) -> None:
+    """The pinned conftest's optional `import lp_fastjson` (not installed) found the tree's
+    `lp_fastjson.py` at its root (the root was last on sys.path), a module that is not the
+    judged code, which hooked the report before any test ran: before the fix the wrong tree
+    was accepted ("all 1 cases match")."""
+    assert rejected(suite.judge("stand-in", {**tree(WRONG), "lp_fastjson.py": STAND_IN}))

@@ -45,15 +45,43 @@ sys.modules["tests.conftest"].pytest_runtest_makereport = pytest_runtest_makerep
 '''
 
 
+# tests of an optional dependency that is not installed: skipped at import, or by a mark
+TEST_OPTIONAL = '''import pytest
+
+from tests.conftest import json
+
+lp_not_installed = pytest.importorskip("lp_not_installed")
+
+
+def test_optional():
+    assert lp_not_installed.speed_up(json) is not None
+'''
+TEST_MARKED = '''import pytest
+
+from tests.conftest import json
+
+
+@pytest.mark.skipif(json.__name__ != "lp_fastjson", reason="no lp_fastjson")
+def test_marked():
+    assert json.dumps(1) == "1"
+
+
+def test_plain():
+    assert json.dumps(1) == "1"
+'''
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory) -> Gate:
     """A tests package whose conftest tries an optional speed-up it falls back from, as real
-    suites do (`try: import simplejson as json`), and one test of the judged code."""
+    suites do (`try: import simplejson as json`), tests skipped without it, and one test of the
+    judged code."""
     return Gate(tmp_path_factory.mktemp("suite"), {
         "tests/__init__.py": "",
         "tests/conftest.py": "try:\n    import lp_fastjson as json\nexcept ImportError:\n"
                              "    import json\n",
-        "tests/test_add.py": TEST_ADD})
+        "tests/test_add.py": TEST_ADD, "tests/test_optional.py": TEST_OPTIONAL,
+        "tests/test_marked.py": TEST_MARKED})
 
 
 def rejected(result: GateResult) -> bool:
@@ -61,7 +89,16 @@ def rejected(result: GateResult) -> bool:
 
 
 def test_an_honest_tree_passes_and_a_wrong_one_fails(suite: Gate) -> None:
-    assert suite.judge("right", tree(RIGHT)).verdict == "accept"
+    """The suite skips what needs an optional module that is not installed, at import
+    (`pytest.importorskip`) or by a mark whose condition asks for it. Before the fix the
+    collection of the pinned tests alone gave every missing module a stub, so neither skip held
+    there, the skipped tests were asked, and the right tree was rejected
+    ("tests/test_optional.py::test_optional (not reported), tests/test_marked.py::test_marked
+    (skipped)"). With `code` declared, only the judged names get a stub: a missing module is
+    missing in both runs alike."""
+    result = suite.judge("right", tree(RIGHT))
+    assert result.verdict == "accept", result.detail
+    assert result.facts["cases"] == 2  # test_add and test_plain
     assert rejected(suite.judge("wrong", tree(WRONG)))
 
 

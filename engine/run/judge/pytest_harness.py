@@ -7,8 +7,8 @@ engine/run/judge/pytest_gate.py): `args` (pytest's arguments: the pinned configu
 rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collection of the
 pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
 laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package),
-`conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep` and
-`test_timeout`. It keeps a private copy of stdout as the results channel, points fd 1 at
+`conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep`,
+`test_timeout` and `stub` (the declared judged names, for a collection). It keeps a private copy of stdout as the results channel, points fd 1 at
 stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
 
 Where imports resolve: a finder first on `sys.meta_path` maps each judged name (`code`) to its
@@ -32,9 +32,9 @@ when the test ends. A test that runs past `test_timeout` seconds gets SIGALRM (i
 the next test runs); one that does not end on it (a hang the signal cannot break) is reported
 "timeout" by a watchdog thread, which then ends the process (the tests left are not reported).
 The integer cases are the harness's own (engine/run/judge/wire.py): with `collect`,
-`{"case": 0, "value": [IDS]}` once (any module the tests import that is not installed is given
-as a stub: the judged tree is not there), `{"case": 3, "value": [IDS]}`, those of them the
-pinned tests' own skip, skipif and xfail marks excuse (their conditions evaluated there, where no
+`{"case": 0, "value": [IDS]}` once (a module the tests import that is not installed is given
+as a stub, the judged tree not being there: any, or with `stub` those under the judged names),
+`{"case": 3, "value": [IDS]}`, those of them the pinned tests' own skip, skipif and xfail marks excuse (their conditions evaluated there, where no
 judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
 collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
 "modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
@@ -65,8 +65,10 @@ IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the harness's own cases (engine/ru
 MAX_MODULES = 5000  # modules named in the load report
 
 
-def stubs():
-    """A finder, last in line, that makes any module no other finder has a stub."""
+def stubs(names):
+    """A finder, last in line, that makes a module no other finder has a stub: any (`names`
+    None, the judged code not declared) or those under the judged names `names` (the others
+    are missing in a judged run too, where nothing of the tree but the judged code imports)."""
 
     class Stub:
         def __getattr__(self, name):
@@ -91,6 +93,8 @@ def stubs():
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path=None, target=None):
+            if names is not None and name.partition(".")[0] not in names:
+                return None
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
 
         def create_module(self, spec):
@@ -326,7 +330,7 @@ def main():
     sys.path[:0] = job.get("path", [])
     guard_conftests(job.get("conftests", {}))
     if collect:
-        stubs()
+        stubs(job.get("stub"))
     try:
         pytest.main([*job["args"], *args], plugins=[Report()])
     finally:

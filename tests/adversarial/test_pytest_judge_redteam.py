@@ -131,3 +131,31 @@ def test_a_module_of_the_tree_is_no_stand_in_for_one_that_is_not_installed(suite
     judged code, which hooked the report before any test ran: before the fix the wrong tree
     was accepted ("all 1 cases match")."""
     assert rejected(suite.judge("stand-in", {**tree(WRONG), "lp_fastjson.py": STAND_IN}))
+
+
+def test_a_large_suite_is_judged(tmp_path) -> None:
+    """Not an attack: a real suite of thousands of parametrised tests with long IDs (about
+    1.2 MB of them here, from 300 tests). Before the fix the collection sent all IDs on one
+    line, past the wire's 1 MiB a line, and the gate could not start ("the collection run wrote
+    something else than its report")."""
+    many = ("import pytest\n\nfrom mypkg.calc import add\n\n\n@pytest.mark.parametrize('i', "
+            "range(300), ids=lambda i: f'{i:04d}' + 'x' * 4000)\ndef test_many(i):\n"
+            "    assert add(i, 1) == i + 1\n")
+    gate = Gate(tmp_path, {"tests/test_many.py": many})
+    result = gate.judge("right", tree(RIGHT))
+    assert result.verdict == "accept", result.detail
+    assert result.facts["cases"] == 300
+
+
+def test_a_tree_that_loads_many_modules_is_judged(suite: Gate) -> None:
+    """Not an attack: a judged package that loads thousands of modules with long paths (as a
+    large project does; registered here without their files, to be quick). Before the fix the
+    report of what was loaded exceeded the wire's 1 MiB a line and the right tree was rejected
+    ("results refused whole: ... longer than 1048576 bytes")."""
+    many = ("import sys, types\n\nfor i in range(6000):\n"
+            "    m = types.ModuleType(f'mypkg.m{i:05d}' + 'y' * 100)\n"
+            "    m.__file__ = __file__[:-len('__init__.py')] + m.__name__ + '.py'\n"
+            "    sys.modules[m.__name__] = m\n")
+    result = suite.judge("many-modules", {**tree(RIGHT), "src/mypkg/__init__.py": many})
+    assert result.verdict == "accept", result.detail
+    assert result.facts["code"] == {"mypkg": "src/mypkg/__init__.py"}

@@ -32,14 +32,15 @@ when the test ends. A test that runs past `test_timeout` seconds gets SIGALRM (i
 the next test runs); one that does not end on it (a hang the signal cannot break) is reported
 "timeout" by a watchdog thread, which then ends the process (the tests left are not reported).
 The integer cases are the harness's own (engine/run/judge/wire.py): with `collect`,
-`{"case": 0, "value": [IDS]}` once (a module the tests import that is not installed is given
-as a stub, the judged tree not being there: any, or with `stub` those under the judged names),
-`{"case": 3, "value": [IDS]}`, those of them the pinned tests' own skip, skipif and xfail marks excuse (their conditions evaluated there, where no
-judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
+`{"case": 0, "value": [IDS]}` (in lists of at most about `MAX_REPORT` bytes, as many lines as
+it takes; a module the tests import that is not installed is given as a stub, the judged tree
+not being there: any, or with `stub` those under the judged names), `{"case": 3, "value":
+[IDS]}` (the same way), those of them the pinned tests' own skip, skipif and xfail marks excuse
+(their conditions evaluated there, where no judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
 collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
 "modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
-for a name whose import failed, the place it was sought) and every module loaded from the
-scratch tree.
+for a name whose import failed, the place it was sought) and the modules loaded from the
+scratch tree (the first `MAX_MODULES`, in at most `MAX_REPORT` bytes: one line).
 
 The residual: the judged code runs in this process, so it can still defeat what is decided
 here (an object equal to everything inside a test's `assert`, a hook that rewrites outcomes
@@ -63,6 +64,19 @@ import types
 
 IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the harness's own cases (engine/run/judge/wire.py)
 MAX_MODULES = 5000  # modules named in the load report
+MAX_REPORT = 1 << 19  # bytes of paths and names in one line (the wire takes 1 MiB a line)
+
+
+def chunks(ids):
+    """`ids` in lists of at most about MAX_REPORT bytes each (at least one list)."""
+    out, size = [[]], 0
+    for i in ids:
+        if out[-1] and size + len(i) > MAX_REPORT:
+            out.append([])
+            size = 0
+        out[-1].append(i)
+        size += len(i) + 4
+    return out
 
 
 def stubs(names):
@@ -251,8 +265,10 @@ def main():
 
         def pytest_collection_finish(self, session):
             if collect:
-                send(IDS, [item.nodeid for item in session.items])
-                send(EXCUSED, [item.nodeid for item in session.items if excused(item)])
+                for part in chunks([item.nodeid for item in session.items]):
+                    send(IDS, part)
+                for part in chunks([item.nodeid for item in session.items if excused(item)]):
+                    send(EXCUSED, part)
 
         def pytest_collectreport(self, report):
             if collect and report.failed:
@@ -336,11 +352,13 @@ def main():
     finally:
         if not collect:
             tree = os.path.join(job["tree"], "")
-            modules = {}
+            modules, size = {}, 0
             for name, module in list(sys.modules.items()):
                 f = loaded_file(module)
-                if f is not None and f.startswith(tree) and len(modules) < MAX_MODULES:
+                if f is not None and f.startswith(tree) and len(modules) < MAX_MODULES \
+                        and size + len(name) + len(f) < MAX_REPORT:
                     modules[name] = f
+                    size += len(name) + len(f) + 8
             send(LOADED, {"code": {name: loaded_file(sys.modules[name]) if name in sys.modules
                                    else placed.sought.get(name) for name in code},
                           "modules": modules})

@@ -10,7 +10,7 @@ was not asked or comes twice, makes the whole stream `garbled`: every case of it
 result (the judged code wrote on the results channel; it cannot have meant well).
 
 The `pytest` harness (engine/run/judge/pytest_harness.py) keeps four integer cases of its own
-beside the test IDs: `IDS` (a collection run's collected test IDs, a list of strings),
+beside the test IDs: `IDS` (a collection run's collected test IDs, lists of strings, one or more lines),
 `EXCUSED` (those of them whose own skip, skipif or xfail mark holds at that collection, a list
 of strings), `PROBLEM` (what keeps the pinned tests from collecting, a string) and `LOADED`,
 written once at

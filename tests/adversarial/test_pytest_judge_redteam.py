@@ -159,3 +159,21 @@ def test_a_tree_that_loads_many_modules_is_judged(suite: Gate) -> None:
     result = suite.judge("many-modules", {**tree(RIGHT), "src/mypkg/__init__.py": many})
     assert result.verdict == "accept", result.detail
     assert result.facts["code"] == {"mypkg": "src/mypkg/__init__.py"}
+
+
+def test_a_tree_package_is_no_stand_in_for_an_installed_test_dependency(tmp_path) -> None:
+    """Without `code`, the tree's top-level packages are the judged code, placed ahead of
+    anything installed. A tree that ships its own `hypothesis/` (whose `given` makes a property
+    test a no-op) stood in for the installed hypothesis the pinned test imports: before the fix
+    the wrong tree was accepted ("all 1 cases match"). The default now leaves out the names of
+    pytest, the installed pytest plugins and what they depend on."""
+    prop = ("from hypothesis import given, strategies as st\n\nfrom calc import add\n\n\n"
+            "@given(st.integers())\ndef test_add_one(x):\n    assert add(x, 1) == x + 1\n")
+    gate = Gate(tmp_path, {"tests/test_prop.py": prop}, table="")
+    right = gate.judge("right", {"calc.py": RIGHT})
+    assert right.verdict == "accept", right.detail
+    fake = ("import types\n\n\ndef given(*a, **k):\n    return lambda f: (lambda: None)\n\n\n"
+            "strategies = types.SimpleNamespace(integers=lambda: None)\n")
+    result = gate.judge("stand-in", {"calc.py": WRONG, "hypothesis/__init__.py": fake})
+    assert result.verdict == "reject", result.detail
+    assert result.facts["code"] == {"calc": "calc.py"}

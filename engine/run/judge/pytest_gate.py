@@ -44,6 +44,7 @@ from loopproof.engine.run.judge.wire import (
     IDS,
     LOADED,
     PROBLEM,
+    TOOLS,
     NotStrict,
     read_stream,
     strict_json,
@@ -174,6 +175,7 @@ class PytestGate(TimedGate):
                                       else "no test collected")
             return f"the pinned tests do not collect on their own: {why}"
         self.collected["excused"] = set(excused)
+        self.collected["tools"] = {n for r in rows if r.get("case") == TOOLS for n in r["value"]}
         self.collected["ids"] = ids
         return self.collected["ids"]
 
@@ -203,7 +205,8 @@ class PytestGate(TimedGate):
         with scratch_copy(snapshot) as tree:
             lay(tree, self.laid, {ini: self.ini, canary: CANARY.format(name=name)})
             laid_names = {n.split("/", 1)[0].removesuffix(".py") for n, _ in self.laid}
-            code = judged_code(tree, self.code, laid_names)
+            # by default, no package of the tree is named like pytest, a plugin or what they need
+            code = judged_code(tree, self.code, laid_names | self.collected.get("tools", set()))
             if isinstance(code, str):
                 return ERROR, (f"pytest: cannot tell which packages of the tree are the judged "
                                f"code: {code}; fix: {FIX}"), {"error": "unclear tree"}

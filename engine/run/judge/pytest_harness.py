@@ -36,7 +36,8 @@ The integer cases are the harness's own (engine/run/judge/wire.py): with `collec
 it takes; a module the tests import that is not installed is given as a stub, the judged tree
 not being there: any, or with `stub` those under the judged names), `{"case": 3, "value":
 [IDS]}` (the same way), those of them the pinned tests' own skip, skipif and xfail marks excuse
-(their conditions evaluated there, where no judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
+(their conditions evaluated there, where no judged code runs), `{"case": 4, "value":
+[NAMES]}` (`tool_names`: what a default judged package may not be named), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
 collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
 "modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
 for a name whose import failed, the place it was sought) and the modules loaded from the
@@ -62,7 +63,7 @@ import threading
 import time
 import types
 
-IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the harness's own cases (engine/run/judge/wire.py)
+IDS, PROBLEM, LOADED, EXCUSED, TOOLS = 0, 1, 2, 3, 4  # its own cases (judge/wire.py)
 MAX_MODULES = 5000  # modules named in the load report
 MAX_REPORT = 1 << 19  # bytes of paths and names in one line (the wire takes 1 MiB a line)
 
@@ -187,6 +188,46 @@ def plugin_args(names):
     return args, missing
 
 
+def tool_names():
+    """The top-level import names of pytest, of every installed distribution with a pytest11
+    entry point (a plugin), and of what they require, transitively: the test tooling, which no
+    package of the judged tree stands in for unless `code` declares it."""
+    from importlib.metadata import distributions, entry_points
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    def norm(n):
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    dists = {}
+    for d in distributions():
+        dists.setdefault(norm(d.metadata["Name"] or ""), d)
+    todo = ["pytest", *(norm(ep.dist.name) for ep in entry_points(group="pytest11")
+                        if ep.dist is not None)]
+    seen, names = set(), set()
+    while todo:
+        key = todo.pop()
+        d = dists.get(key)
+        if key in seen or d is None:
+            continue
+        seen.add(key)
+        top = d.read_text("top_level.txt")
+        if top:
+            names.update(n.strip() for n in top.split() if n.strip())
+        for f in d.files or ():
+            first = f.parts[0] if f.parts else ""
+            if first.endswith(".py") or (len(f.parts) > 1 and f.name == "__init__.py"):
+                names.add(first.removesuffix(".py"))
+        for r in d.requires or ():
+            try:
+                req = Requirement(r)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(norm(req.name))
+    return sorted(n for n in names if n.isidentifier())
+
+
 def excused(item):
     """Does the pinned test's own skip, skipif or xfail mark hold (here, at the collection of
     the pinned tests alone)?"""
@@ -269,6 +310,7 @@ def main():
                     send(IDS, part)
                 for part in chunks([item.nodeid for item in session.items if excused(item)]):
                     send(EXCUSED, part)
+                send(TOOLS, tool_names())
 
         def pytest_collectreport(self, report):
             if collect and report.failed:

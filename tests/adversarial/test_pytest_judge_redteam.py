@@ -6,11 +6,14 @@ reject. Each test says what the attack did before its fix.
 
 from __future__ import annotations
 
+import importlib.machinery
 import py_compile
+from pathlib import Path
 
 import pytest
 
 from loopproof.engine.run.gate import GateResult
+from loopproof.engine.run.judge.scratch import scratch_copy
 from tests.support.pytest_gates import Gate
 
 TEST_ADD = '''from mypkg.calc import add
@@ -123,6 +126,26 @@ def test_bytecode_in_the_tree_is_not_what_runs(suite: Gate) -> None:
                        doraise=True)
     (sourceless / "right.py").unlink()
     assert rejected(suite.gate.judge(sourceless, suite.box))
+
+
+def test_an_extension_module_beside_a_source_is_not_what_runs(tmp_path: Path) -> None:
+    """A compiled `calc.cpython-311-x86_64-linux-gnu.so` beside a wrong `calc.py` is what
+    Python imports (extension loaders come first): by hand, with one built by gcc from a right
+    `add`, the wrong tree was accepted before the fix ("all 1 cases match", loaded
+    `src/mypkg/calc.cpython-311-x86_64-linux-gnu.so`). Here, without a compiler, the copy the
+    judged code runs in: no extension module beside a source of its name, no bytecode; an
+    extension with no source beside it (a project's C code) stays."""
+    snap = tmp_path / "snap" / "src" / "mypkg"
+    snap.mkdir(parents=True)
+    names = ["calc.py", "__init__.py", "_speedups.abi3.so", "mod.pyc", "__pycache__/calc.pyc",
+             *(f"calc{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES),
+             "__init__.cpython-311-x86_64-linux-gnu.so"]
+    for name in names:
+        (snap / name).parent.mkdir(exist_ok=True)
+        (snap / name).write_bytes(b"\x7fELF")
+    with scratch_copy(tmp_path / "snap") as tree:
+        kept = sorted(p.name for p in (tree / "src" / "mypkg").iterdir())
+    assert kept == ["__init__.py", "_speedups.abi3.so", "calc.py"]
 
 
 def test_a_module_of_the_tree_is_no_stand_in_for_one_that_is_not_installed(suite: Gate) -> None:

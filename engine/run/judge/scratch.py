@@ -9,9 +9,12 @@ the judged code must see no more than the worker that wrote it: the run gives th
 without one the gate's view is used with this gate's own files and their traces hidden.
 
 Why no bytecode: Python loads a `.pyc` the tree ships (an unchecked-hash one whatever the
-source says, a sourceless `mod.pyc` with no source at all), so a tree could be judged on code no
-reader of it sees and no mutant of the audit touches. The copy holds none: what runs is
-compiled from the tree's sources.
+source says, a sourceless `mod.pyc` with no source at all), and a compiled extension module
+(`mod.cpython-311-x86_64-linux-gnu.so`) ahead of the `mod.py` beside it, so a tree could be
+judged on code no reader of it sees and no mutant of the audit touches. The copy holds no
+`.pyc` and no extension module beside a source of the same name: what runs is compiled from the
+tree's sources. (An extension module with no source beside it stays: it is how a project with
+C code ships it, and it is the judged code.)
 """
 
 from __future__ import annotations
@@ -72,10 +75,12 @@ def scratch_copy(snapshot: Path) -> Iterator[Path]:
 
 
 def _drop_bytecode(tree: Path) -> None:
-    """Remove every `__pycache__` folder and `.pyc` file of `tree` (see the module's docstring)."""
+    """Remove every `__pycache__` folder and `.pyc` file of `tree`, and every extension module
+    beside a source of its name (see the module's docstring)."""
     for folder, dirs, files in os.walk(tree):
         for name in files:
-            if name.endswith(".pyc"):
+            shadows = name.endswith((".so", ".pyd")) and f"{name.split('.')[0]}.py" in files
+            if name.endswith(".pyc") or shadows:
                 os.unlink(os.path.join(folder, name))
         for name in [d for d in dirs if d == "__pycache__"]:
             shutil.rmtree(os.path.join(folder, name))

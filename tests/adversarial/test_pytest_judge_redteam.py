@@ -14,7 +14,8 @@ import pytest
 
 from loopproof.engine.run.gate import GateResult
 from loopproof.engine.run.judge.scratch import scratch_copy
-from tests.support.pytest_gates import Gate
+from loopproof.model.judging import CodeLoads, not_imported
+from tests.support.pytest_gates import Gate, installed_python
 
 TEST_ADD = '''from mypkg.calc import add
 
@@ -200,3 +201,31 @@ def test_a_tree_package_is_no_stand_in_for_an_installed_test_dependency(tmp_path
     result = gate.judge("stand-in", {"calc.py": WRONG, "hypothesis/__init__.py": fake})
     assert result.verdict == "reject", result.detail
     assert result.facts["code"] == {"calc": "calc.py"}
+
+
+# the judged package's __init__.py points its __path__ at the installed copy's folder: every
+# submodule (mypkg.calc) then comes from the installation, the package itself from the tree
+REEXPORT = '''import importlib.machinery
+import sys
+
+_spec = importlib.machinery.PathFinder.find_spec(
+    __name__, [p for p in sys.path if "site-packages" in p])
+__path__[:] = list(_spec.submodule_search_locations)
+'''
+
+
+def test_a_package_that_re_exports_the_installed_copy_is_not_judged(tmp_path: Path) -> None:
+    """The gate's interpreter has the (right) project installed, as it usually does. The
+    tree's calc.py is wrong, and its `__init__.py` sends every submodule import to the
+    installed copy. Before the fix: accepted ("all 1 cases match"; `mypkg` itself was loaded
+    from the tree, which was all the vacuity rule asked). Now a module under a judged name
+    loaded from outside the tree makes the run vacuous (model/judging.py)."""
+    python, _ = installed_python(tmp_path / "venv", {"mypkg/__init__.py": "",
+                                                     "mypkg/calc.py": RIGHT})
+    gate = Gate(tmp_path, {"tests/test_add.py": TEST_ADD}, python=str(python))
+    assert gate.judge("right", tree(RIGHT)).verdict == "accept"
+    result = gate.judge("re-export", {**tree(WRONG), "src/mypkg/__init__.py": REEXPORT})
+    assert result.verdict == "error", result.detail
+    assert "did not import the judged code: mypkg.calc was imported from" in result.detail
+    assert not_imported(CodeLoads({"m": "m/__init__.py"}, {"m": "m/__init__.py"}, True,
+                                  {"m.calc": "/site/m/calc.py"}))

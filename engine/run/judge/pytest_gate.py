@@ -254,9 +254,10 @@ def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, 
     folders and the canary, left out)."""
     value = getattr(report, "value", None)
     ok = (type(value) is dict and type(value.get("code")) is dict
-          and type(value.get("modules")) is dict
+          and type(value.get("modules")) is dict and type(value.get("outside")) is dict
           and all(v is None or type(v) is str for v in value["code"].values())
-          and all(type(v) is str for v in value["modules"].values()))
+          and all(type(v) is str for v in [*value["modules"].values(),
+                                           *value["outside"].values()]))
     if not ok:
         return CodeLoads(expected, None, code.each), {}
     assert isinstance(value, dict)
@@ -268,6 +269,6 @@ def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, 
     files = sorted(f for f in {shown(f) for f in value["modules"].values()} - {None}
                    if f not in laid and f.split("/", 1)[0] not in laid)
     loaded = {name: value["code"].get(name) for name in code.places}
-    return CodeLoads(expected, loaded, code.each), {
+    return CodeLoads(expected, loaded, code.each, dict(value["outside"])), {
         "code": {name: shown(f) for name, f in loaded.items()},
         "loaded": files[:KEPT_MODULES]}

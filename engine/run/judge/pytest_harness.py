@@ -39,9 +39,10 @@ not being there: any, or with `stub` those under the judged names), `{"case": 3,
 (their conditions evaluated there, where no judged code runs), `{"case": 4, "value":
 [NAMES]}` (`tool_names`: what a default judged package may not be named), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
 collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
-"modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
-for a name whose import failed, the place it was sought) and the modules loaded from the
-scratch tree (the first `MAX_MODULES`, in at most `MAX_REPORT` bytes: one line).
+"modules": {MODULE: FILE}, "outside": {MODULE: FILE}}}`: the file each judged name was loaded
+from (null: never imported; for a name whose import failed, the place it was sought), the
+modules loaded from the scratch tree (the first `MAX_MODULES`, in at most `MAX_REPORT` bytes:
+one line), and the modules under a judged name loaded from outside it (the first 50).
 
 The residual: the judged code runs in this process, so it can still defeat what is decided
 here (an object equal to everything inside a test's `assert`, a hook that rewrites outcomes
@@ -401,9 +402,15 @@ def main():
                         and size + len(name) + len(f) < MAX_REPORT:
                     modules[name] = f
                     size += len(name) + len(f) + 8
+            outside = {}  # modules under a judged name loaded from elsewhere
+            for name, module in list(sys.modules.items()):
+                f = loaded_file(module)
+                if f is not None and not f.startswith(tree) and len(outside) < 50 \
+                        and any(name.startswith(c + ".") for c in code):
+                    outside[name] = f
             send(LOADED, {"code": {name: loaded_file(sys.modules[name]) if name in sys.modules
                                    else placed.sought.get(name) for name in code},
-                          "modules": modules})
+                          "modules": modules, "outside": outside})
 
 
 if __name__ == "__main__":

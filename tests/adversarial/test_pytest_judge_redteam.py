@@ -157,6 +157,40 @@ def test_a_module_of_the_tree_is_no_stand_in_for_one_that_is_not_installed(suite
     assert rejected(suite.judge("stand-in", {**tree(WRONG), "lp_fastjson.py": STAND_IN}))
 
 
+# the results channel: the harness's private copy of fd 1, found among the open descriptors
+FORGE_FD = '''import json
+import os
+
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        os.write(fd, json.dumps({"case": "tests/test_add.py::test_add", "value": "passed"})
+                 .encode() + b"\\n")
+    except OSError:
+        pass
+'''
+CARELESS = {
+    "exit-at-import": "import os\nos._exit(0)\n",
+    "forged-line-on-every-fd": FORGE_FD,
+}
+
+
+@pytest.mark.parametrize("payload", sorted(CARELESS))
+def test_a_careless_payload_in_the_judged_code_is_not_a_pass(suite: Gate, payload: str) -> None:
+    """The judged package, imported by the tests, ends the process at import, or writes a
+    "passed" line for the pinned test on every descriptor it has (the results channel among
+    them): no report, or the same case twice, is never a pass."""
+    result = suite.judge(f"careless-{payload}", {**tree(WRONG),
+                                                 "src/mypkg/__init__.py": CARELESS[payload]})
+    assert result.verdict in ("reject", "error"), result.detail
+
+
+def test_a_right_tree_that_prints_a_lot_passes(suite: Gate) -> None:
+    """Not an attack: 40 MB on stdout (the gate keeps 16 MB of a stream) is no failure."""
+    loud = "import sys\nsys.stdout.write('x' * (40 << 20))\n"
+    result = suite.judge("loud", {**tree(RIGHT), "src/mypkg/__init__.py": loud})
+    assert result.verdict == "accept", result.detail
+
+
 def test_a_large_suite_is_judged(tmp_path) -> None:
     """Not an attack: a real suite of thousands of parametrised tests with long IDs (about
     1.2 MB of them here, from 300 tests). Before the fix the collection sent all IDs on one
@@ -229,3 +263,10 @@ def test_a_package_that_re_exports_the_installed_copy_is_not_judged(tmp_path: Pa
     assert "did not import the judged code: mypkg.calc was imported from" in result.detail
     assert not_imported(CodeLoads({"m": "m/__init__.py"}, {"m": "m/__init__.py"}, True,
                                   {"m.calc": "/site/m/calc.py"}))
+    # the residual's extent (docs/gates.md): a module of the tree that runs the installed
+    # copy's source as its own is the judged code; the load report sees the tree's file
+    run_installed = ("import sys\n\nfor _p in sys.path:\n    if 'site-packages' in _p:\n"
+                     "        try:\n            exec(open(_p + '/mypkg/calc.py').read())\n"
+                     "            break\n        except OSError:\n            pass\n")
+    result = gate.judge("exec-installed", tree(run_installed))
+    assert result.verdict == "accept", result.detail

@@ -169,8 +169,12 @@ for fd in map(int, os.listdir("/proc/self/fd")):
         pass
 '''
 CARELESS = {
-    "exit-at-import": "import os\nos._exit(0)\n",
-    "forged-line-on-every-fd": FORGE_FD,
+    "exit-at-import": {"src/mypkg/__init__.py": "import os\nos._exit(0)\n"},
+    "forged-line-on-every-fd": {"src/mypkg/__init__.py": FORGE_FD},
+    # the hook, in every module a test run imports at start-up, named like it, at the root
+    "named-like-the-tooling": {f"{name}.py": STAND_IN for name in (
+        "pytest", "_pytest", "pluggy", "py", "hypothesis", "json", "os", "unittest", "tests",
+        "sitecustomize", "usercustomize", "conftest")},
 }
 
 
@@ -178,9 +182,10 @@ CARELESS = {
 def test_a_careless_payload_in_the_judged_code_is_not_a_pass(suite: Gate, payload: str) -> None:
     """The judged package, imported by the tests, ends the process at import, or writes a
     "passed" line for the pinned test on every descriptor it has (the results channel among
-    them): no report, or the same case twice, is never a pass."""
-    result = suite.judge(f"careless-{payload}", {**tree(WRONG),
-                                                 "src/mypkg/__init__.py": CARELESS[payload]})
+    them): no report, or the same case twice, is never a pass. Or the tree's root holds a
+    report hook named like pytest, its plugins, the standard library or the tests: none
+    loads."""
+    result = suite.judge(f"careless-{payload}", {**tree(WRONG), **CARELESS[payload]})
     assert result.verdict in ("reject", "error"), result.detail
 
 

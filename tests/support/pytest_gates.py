@@ -5,6 +5,7 @@ written into a spec folder: shared by the tests that attack the kind
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import sysconfig
@@ -19,11 +20,12 @@ PY = sys.executable
 
 
 class Gate:
-    """A spec with one pytest gate over `tests` (files by name, under the spec's folder), as
-    the run builds it, and its sandbox."""
+    """A spec with one pytest gate over `tests` (files by name, under the spec's folder; the
+    gate's `tests` field is `pinned`), as the run builds it, and its sandbox."""
 
     def __init__(self, root: Path, tests: dict[str, str], table: str = 'code = ["src/mypkg"]\n',
-                 spec_files: dict[str, str] | None = None, python: str = PY) -> None:
+                 spec_files: dict[str, str] | None = None, python: str = PY,
+                 pinned: tuple[str, ...] = ("tests",)) -> None:
         self.root = root
         spec = root / "spec"
         for name, text in {**tests, **(spec_files or {})}.items():
@@ -34,7 +36,7 @@ class Gate:
         self.graph.write_text(
             f'[graph]\nspend_budget = 1000.0\n\n[node.p]\nworker = ["{PY}", "w.py"]\n'
             f'spend_ceiling = 100.0\ngate_timeout_s = 60\n\n[node.p.gate]\nkind = "pytest"\n'
-            f'tests = ["tests"]\npython = "{python}"\n{table}')
+            f'tests = {json.dumps(list(pinned))}\npython = "{python}"\n{table}')
         self.spec = load(self.graph)
         run = RunSandbox(self.spec, backend("bwrap"), ledger=root / "L.jsonl",
                          stop_file=root / "L.stop")

@@ -123,7 +123,8 @@ class PytestGate(TimedGate):
                 "path": [str(tree / f) for f in sorted(others)],
                 "conftests": pinned_conftests(tree, self.laid), "plugins": list(self.plugins),
                 "test_timeout": self.test_timeout_s or None,
-                "stub": sorted(self.code) if self.code is not None else None}
+                "stub": sorted(self.code) if self.code is not None else None,
+                "tools": self.code is None}
 
     def check_start(self, confine: Confinement | None) -> None:
         """At run start: the pinned tests collect on their own and every `select` ID is among

@@ -8,8 +8,9 @@ rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collect
 pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
 laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package),
 `conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep`,
-`test_timeout` and `stub` (the declared judged names, for a collection). It keeps a private copy of stdout as the results channel, points fd 1 at
-stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
+`test_timeout`, `stub` (the declared judged names, for a collection) and `tools` (the judged
+code is not declared: a collection names the test tooling). It keeps a private copy of stdout
+as the results channel, points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
 
 Where imports resolve: a finder first on `sys.meta_path` maps each judged name (`code`) to its
 place in the scratch tree, ahead of any installed copy (a copy already imported at start-up, by
@@ -36,8 +37,8 @@ The integer cases are the harness's own (engine/run/judge/wire.py): with `collec
 it takes; a module the tests import that is not installed is given as a stub, the judged tree
 not being there: any, or with `stub` those under the judged names), `{"case": 3, "value":
 [IDS]}` (the same way), those of them the pinned tests' own skip, skipif and xfail marks excuse
-(their conditions evaluated there, where no judged code runs), `{"case": 4, "value":
-[NAMES]}` (`tool_names`: what a default judged package may not be named), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
+(their conditions evaluated there, where no judged code runs), with `tools`, `{"case": 4,
+"value": [NAMES]}` (`tool_names`: what a default judged package may not be named), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
 collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
 "modules": {MODULE: FILE}, "outside": {MODULE: FILE}}}`: the file each judged name was loaded
 from (null: never imported; for a name whose import failed, the place it was sought), the
@@ -311,7 +312,8 @@ def main():
                     send(IDS, part)
                 for part in chunks([item.nodeid for item in session.items if excused(item)]):
                     send(EXCUSED, part)
-                send(TOOLS, tool_names())
+                if job.get("tools"):
+                    send(TOOLS, tool_names())
 
         def pytest_collectreport(self, report):
             if collect and report.failed:

@@ -257,15 +257,21 @@ def test_a_package_that_re_exports_the_installed_copy_is_not_judged(tmp_path: Pa
     """The gate's interpreter has the (right) project installed, as it usually does. The
     tree's calc.py is wrong, and its `__init__.py` sends every submodule import to the
     installed copy. Before the fix: accepted ("all 1 cases match"; `mypkg` itself was loaded
-    from the tree, which was all the vacuity rule asked). Now a module under a judged name
-    loaded from outside the tree makes the run vacuous (model/judging.py)."""
+    from the tree, which was all the vacuity rule asked). Now any module loaded from an
+    installed copy of the judged code makes the run vacuous (model/judging.py); a first version of the fix, any module under a judged name loaded from outside the tree,
+    rejected the honest alias below ("mypkg.json was imported from .../json/__init__.py")."""
     python, _ = installed_python(tmp_path / "venv", {"mypkg/__init__.py": "",
                                                      "mypkg/calc.py": RIGHT})
     gate = Gate(tmp_path, {"tests/test_add.py": TEST_ADD}, python=str(python))
-    assert gate.judge("right", tree(RIGHT)).verdict == "accept"
+    # an honest package may alias installed modules under its name (requests.packages does
+    # `sys.modules["requests.packages.urllib3"] = urllib3`): that is no installed copy of it
+    alias = "import json\nimport sys\n\nsys.modules[__name__ + '.json'] = json\n"
+    right = gate.judge("right", {**tree(RIGHT), "src/mypkg/__init__.py": alias})
+    assert right.verdict == "accept", right.detail
     result = gate.judge("re-export", {**tree(WRONG), "src/mypkg/__init__.py": REEXPORT})
     assert result.verdict == "error", result.detail
     assert "did not import the judged code: mypkg.calc was imported from" in result.detail
+    assert "an installed copy of the judged code" in result.detail
     assert not_imported(CodeLoads({"m": "m/__init__.py"}, {"m": "m/__init__.py"}, True,
                                   {"m.calc": "/site/m/calc.py"}))
     # the residual's extent (docs/gates.md): a module of the tree that runs the installed

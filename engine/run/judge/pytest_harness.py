@@ -43,7 +43,8 @@ collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
 "modules": {MODULE: FILE}, "outside": {MODULE: FILE}}}`: the file each judged name was loaded
 from (null: never imported; for a name whose import failed, the place it was sought), the
 modules loaded from the scratch tree (the first `MAX_MODULES`, in at most `MAX_REPORT` bytes:
-one line), and the modules under a judged name loaded from outside it (the first 50).
+one line), and the modules loaded from an installed copy of a judged name, whatever they are
+called (the first 50: an `__init__.py` that points `__path__` there, an alias of one).
 
 The residual: the judged code runs in this process, so it can still defeat what is decided
 here (an object equal to everything inside a test's `assert`, a hook that rewrites outcomes
@@ -168,6 +169,24 @@ def loaded_file(module):
     except Exception:
         return None
     return first if type(first) is str else None
+
+
+def installed_copies(code, path, tree):
+    """Where the import system finds each judged name on `path` without the judged tree (an
+    installed copy): a package's folder (with a trailing slash) or a module's file."""
+    out = []
+    for name in code:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(
+                name, [p for p in path if not p.startswith(tree)])
+        except Exception:
+            spec = None
+        if spec is None:
+            continue
+        for place in [*(spec.submodule_search_locations or []), spec.origin]:
+            if type(place) is str and os.path.isabs(place):
+                out.append(os.path.join(place, "") if os.path.isdir(place) else place)
+    return out
 
 
 def plugin_args(names):
@@ -386,6 +405,7 @@ def main():
     for name in code:  # an installed copy imported at start-up (a .pth file) goes
         for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[loaded]
+    start_path = list(sys.path)  # before any judged code runs
     placed = Placed({**job.get("packages", {}), **code})
     sys.meta_path.insert(0, placed)
     sys.path[:0] = job.get("path", [])
@@ -404,11 +424,12 @@ def main():
                         and size + len(name) + len(f) < MAX_REPORT:
                     modules[name] = f
                     size += len(name) + len(f) + 8
-            outside = {}  # modules under a judged name loaded from elsewhere
+            copies = installed_copies(code, start_path, tree)
+            outside = {}  # modules loaded from an installed copy of the judged code
             for name, module in list(sys.modules.items()):
                 f = loaded_file(module)
-                if f is not None and not f.startswith(tree) and len(outside) < 50 \
-                        and any(name.startswith(c + ".") for c in code):
+                if f is not None and len(outside) < 50 \
+                        and any(f == c or f.startswith(c) for c in copies):
                     outside[name] = f
             send(LOADED, {"code": {name: loaded_file(sys.modules[name]) if name in sys.modules
                                    else placed.sought.get(name) for name in code},

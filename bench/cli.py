@@ -29,7 +29,7 @@ from bench.targets import figures, line
 MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.sandbox",
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
            "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check",
-           "bench.fan", "bench.audit", "bench.rule_table")
+           "bench.fan", "bench.audit", "bench.rule_table", "bench.cluster")
 
 
 # --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate
@@ -38,7 +38,7 @@ MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.s
 QUICK: dict[str, int] = {"records": 500_000, "chain_nodes": 2_000, "repeat": 1,
                          "fan_nodes": 16}
 QUICK_SKIP = ("explorer", "explorer_parallel", "proofs", "extending_path", "audit_real_tree",
-              "rule_table")
+              "rule_table", "dask")
 
 
 def _load_modules() -> None:

@@ -30,7 +30,8 @@ LAUNCHES = 30
 TARGET_MS = 15.0
 
 
-def _graph(folder: Path, sandbox: str) -> Path:
+def attempt_graph(folder: Path, sandbox: str) -> Path:
+    """bench/attempt.py's node for `ATTEMPTS` attempts, in the sandbox named."""
     spec = folder / f"graph-{sandbox}.toml"
     spec.write_text(
         f'[graph]\nspend_budget = 1000000.0\nsandbox = "{sandbox}"\n[node.bench]\n'
@@ -43,7 +44,7 @@ def _run(folder: Path, sandbox: str, i: int) -> float:
     from loopproof.engine.run.runner import Runner
     from loopproof.engine.run.spec import load
 
-    spec = load(_graph(folder, sandbox))
+    spec = load(attempt_graph(folder, sandbox))
     runner = Runner.start(spec, folder / f"{sandbox}-{i}.jsonl")
     t = time.perf_counter()
     runner.run()

@@ -42,7 +42,7 @@ def bound(graph: str | Path) -> dict[str, Any]:
     """W, W_c, B and whether W_c fits B for the spec at `graph`, before anything runs."""
     from loopproof.engine.kinds import register_builtin
     from loopproof.engine.run import spec as spec_mod
-    from loopproof.engine.run.spec_checks import refuse_unfit_model_calls
+    from loopproof.engine.run.call_room import refuse_unfit_model_calls
 
     register_builtin()
     spec = spec_mod.load(Path(graph))

@@ -48,28 +48,40 @@ from loopproof.engine.admission.evidence import CommandCheck, run_check
 from loopproof.engine.record.ledger import Ledger, canonical
 from loopproof.engine.record.record_types import GUARD_RECORDS
 from loopproof.engine.run.gate import ACCEPT, ERROR, REJECT, Gate, GateResult
-from loopproof.engine.run.kinds import NodeTable, register_kind
+from loopproof.engine.run.kinds import NodeTable, argv_field, register_kind, seconds_field
 from loopproof.engine.run.meter import BudgetOverrun
 from loopproof.engine.run.worker import AttemptContext
 from loopproof.engine.system.canonical import digest
+from loopproof.engine.system.fields import ABSENT, Field, integer, one_of, strings, text
 from loopproof.engine.system.process import ProcessError, safe_environment
 from loopproof.engine.system.sandbox import Confinement
 from loopproof.engine.system.trees import UnsafeTree, tree_digest, tree_hash
 
-REVISION_FIELDS: dict[str, str] = {
-    "worker": "argv; reads the evidence JSON named by LOOPPROOF_EVIDENCE, prints a typed action",
-    "gate": "argv; the admission check whose evidence the worker sees (exit 0 pass, 1 fail)",
-    "challenge": "optional argv; a second admission check the worker never sees",
-    "hidden": "optional argv; a completion-only check, run at recertification",
-    "revisions": "worker replies per attempt, an integer >= 1 (default 3)",
-    "candidate_budget": "patches evaluated per attempt, an integer >= 0 (default: revisions)",
-    "on_stale": "stale evidence: \"refresh\" | \"keep\" | \"escalate\" (default refresh)",
-    "on_invalid": "malformed replies: \"keep\" | \"escalate\" (default keep)",
-    "repeat_limit": "a tree rejected this many times escalates when proposed again (default 1)",
-    "wall_budget_s": "optional seconds for an attempt's revisions (checks are cut at what is left)",
-    "seed": "optional folder (relative to the spec) copied into the workspace when it is empty",
-    "protected": "globs of workspace paths a Patch may not write (default [])",
-}
+REVISION_FIELDS: tuple[Field, ...] = (
+    argv_field("worker", "the worker's argv; reads the evidence JSON named by LOOPPROOF_EVIDENCE, "
+               "prints a typed action"),
+    argv_field("gate", "the admission check whose evidence the worker sees (exit 0 pass, 1 "
+               "fail)"),
+    argv_field("challenge", "a second admission check the worker never sees", required=False),
+    argv_field("hidden", "a completion-only check, run at recertification", required=False),
+    Field("revisions", "an integer >= 1", "worker replies per attempt", integer(1), "3",
+          default=3),
+    Field("candidate_budget", "an integer >= 0", "patches evaluated per attempt", integer(0),
+          "3", default=ABSENT, shown_default="`revisions`"),
+    Field("on_stale", '`"refresh"`, `"keep"` or `"escalate"`', "what stale evidence does",
+          one_of(("refresh", "keep", "escalate")), '"refresh"', default="refresh"),
+    Field("on_invalid", '`"keep"` or `"escalate"`', "what a malformed reply does",
+          one_of(("keep", "escalate")), '"keep"', default="keep"),
+    Field("repeat_limit", "an integer >= 1", "a tree rejected this many times escalates when "
+          "proposed again", integer(1), "1", default=1),
+    seconds_field("wall_budget_s", "seconds for an attempt's revisions (checks are cut at what "
+                  "is left)", ABSENT),
+    Field("seed", "a folder relative to the spec", "copied into the workspace when it is empty",
+          text(), '"seed"', fix="give a folder, relative to the spec, holding the starting code",
+          default=ABSENT),
+    Field("protected", "a list of globs", "workspace paths a Patch may not write",
+          strings(empty=True, what="path globs"), '["tests/*"]', default=[]),
+)
 REPLY_LIMIT = 1 << 20  # a reply longer than this (truncated by the process layer) is invalid
 
 
@@ -243,57 +255,35 @@ def confined(checks: tuple[CommandCheck, ...], box: Confinement | None
     return tuple(dataclasses.replace(c, confine=box) for c in checks)
 
 
-def _int(node: NodeTable, key: str, default: int, lowest: int) -> int:
-    v = node.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or v < lowest:
-        raise node.error(key, f"must be an integer >= {lowest}, got {v!r}", f"set {key} = {default}")
-    return v
-
-
-def _choice(node: NodeTable, key: str, default: str, options: tuple[str, ...]) -> str:
-    v = node.get(key, default)
-    if v not in options:
-        raise node.error(key, f"must be one of {list(options)}, got {v!r}", f'set {key} = "{default}"')
-    return str(v)
-
-
 def revision_factory(node: NodeTable, spec_dir: Path) -> tuple[RevisionWorker, ReceiptGate]:
-    """Build the worker and gate of one `kind = "revision"` node from its table."""
-    check_timeout = node.seconds("gate_timeout_s", 60.0)
+    """Build the worker and gate of one `kind = "revision"` node from its (checked) table."""
+    v = node.values
+    check_timeout = float(v["gate_timeout_s"])
     checks = [CommandCheck("gate", node.argv("gate", spec_dir), timeout_s=check_timeout)]
-    challenge = node.argv("challenge", spec_dir, required=False)
+    challenge = node.argv("challenge", spec_dir)
     if challenge:
         checks.append(CommandCheck("challenge", challenge, timeout_s=check_timeout))
     completion = list(checks)
-    hidden = node.argv("hidden", spec_dir, required=False)
+    hidden = node.argv("hidden", spec_dir)
     if hidden:
         completion.append(CommandCheck("hidden", hidden, timeout_s=check_timeout))
-    revisions = _int(node, "revisions", 3, 1)
-    policy = GuardPolicy(on_stale=_choice(node, "on_stale", "refresh",  # type: ignore[arg-type]  # one of these
-                                          ("refresh", "keep", "escalate")),
-                         on_invalid=_choice(node, "on_invalid", "keep",  # type: ignore[arg-type]  # one of these
-                                            ("keep", "escalate")),
-                         candidate_budget=_int(node, "candidate_budget", revisions, 0),
-                         repeat_limit=_int(node, "repeat_limit", 1, 1),
-                         wall_budget_s=(node.seconds("wall_budget_s") if "wall_budget_s" in node
+    policy = GuardPolicy(on_stale=v["on_stale"], on_invalid=v["on_invalid"],
+                         candidate_budget=v.get("candidate_budget", v["revisions"]),
+                         repeat_limit=v["repeat_limit"],
+                         wall_budget_s=(float(v["wall_budget_s"]) if "wall_budget_s" in v
                                         else None))
-    protected = node.get("protected", [])
-    if not isinstance(protected, list) or not all(isinstance(p, str) and p for p in protected):
-        raise node.error("protected", f"must be a list of path globs, got {protected!r}",
-                         'write protected = ["tests/*"]')
     seed = None
-    if "seed" in node:
-        raw = node["seed"]
-        seed = (spec_dir / raw).resolve() if isinstance(raw, str) and raw else None
-        if seed is None or not seed.is_dir():
-            raise node.error("seed", f"{raw!r} is not a folder under {spec_dir}",
+    if "seed" in v:
+        seed = (spec_dir / v["seed"]).resolve()
+        if not seed.is_dir():
+            raise node.error("seed", f"{v['seed']!r} is not a folder under {spec_dir}",
                              "give a folder, relative to the spec, holding the starting code")
     shared = _Shared()
     worker = RevisionWorker(node.argv("worker", spec_dir), tuple(checks), tuple(completion),
-                            policy, revisions, node.seconds("timeout_s", 60.0), tuple(protected),
-                            seed, shared,
+                            policy, v["revisions"], float(v["timeout_s"]),
+                            tuple(v["protected"]), seed, shared,
                             digest({"node": dict(node), "guard": asdict(policy)}))
     return worker, ReceiptGate(tuple(completion), shared)
 
 
-register_kind("revision", revision_factory, REVISION_FIELDS)  # type: ignore[arg-type]  # a dict: its keys
+register_kind("revision", revision_factory, REVISION_FIELDS)

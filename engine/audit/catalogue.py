@@ -2,23 +2,87 @@
 
 Why strict: a catalogue entry that silently defaults a misspelt field would audit a different gate
 from the one its author meant, so every problem is one BadInput line naming the loop and field.
+loop.toml's tables are declared field by field (engine/system/fields.py; docs/audit.md prints
+them).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.fields import (
+    ABSENT,
+    Field,
+    Refusal,
+    Table,
+    Verdict,
+    bad_input,
+    number,
+    short,
+    strings,
+    table,
+)
 
 GATE_DIR = "gate"
 REPAIRED_DIR = "gate.repaired"
 DEFAULT_TIMEOUT_S = 10.0
-_TABLES = {"loop": {"id", "description"}, "gate": {"run", "timeout_s"},
-           "artifact": {"files"}, "oracle": {"run", "timeout_s"}}
+
+
+def _said(v: Any) -> Verdict:
+    return None if isinstance(v, str) and v.strip() else f"must be a non-empty string, got {short(v)}"
+
+
+def _template(v: Any) -> Verdict:
+    if (why := strings()(v)) is not None:
+        return why
+    for part in v:
+        try:
+            part.format(gate="", workspace="", python="")
+        except (KeyError, IndexError, ValueError) as exc:
+            return Refusal(f"unknown placeholder in {part!r} ({exc})",
+                           "use only {gate}, {workspace} and {python}")
+    return None
+
+
+def _command(name: str, doc: str) -> Table:
+    return Table(f"[{name}]", (
+        Field("run", "a non-empty list of strings", doc + "; `{gate}`, `{workspace}` and "
+              "`{python}` are filled in", _template,
+              '["{python}", "{gate}/check.py", "{workspace}/file"]'),
+        Field("timeout_s", "seconds > 0", "its time limit", number(0.0, math.inf, above=True),
+              "10", default=DEFAULT_TIMEOUT_S),
+    ), prefix=f"{name}.")
+
+
+TABLES: dict[str, Table] = {
+    "loop": Table("[loop]", (
+        Field("id", "a non-empty string", "the loop's name, unique in the catalogue", _said,
+              '"<loop name>"'),
+        Field("description", "a non-empty string", "what the gate is meant to establish, in "
+              "one sentence", _said, '"what the gate is meant to establish"'),
+    ), prefix="loop."),
+    "gate": _command("gate", "the gate's argv, run in a scratch copy of the workspace"),
+    "artifact": Table("[artifact]", (
+        Field("files", "a non-empty list of file names", "the files the loop is about (the "
+              "rest of the workspace is what a worker says about them)", strings(what="file names"), '["solution.py"]', default=ABSENT,
+              shown_default="every file in workspace/"),
+    ), prefix="artifact."),
+    "oracle": _command("oracle", "an oracle's argv, which confirms that a non-absence mutant "
+                       "is really wrong"),
+}
+LOOP_FILE = Table("loop.toml", (
+    Field("loop", "a table", "what the loop is", table, default={}),
+    Field("gate", "a table", "the gate audited", table, add='add [gate] with run = [...]'),
+    Field("artifact", "a table", "which files are the artifact", table, default={}),
+    Field("oracle", "a table", "the optional oracle", table, default=ABSENT),
+), noun="table")
 
 
 @dataclass(frozen=True)
@@ -85,22 +149,9 @@ def _bad(path: Path, field: str, problem: str, fix: str) -> BadInput:
     return BadInput(str(path), field, problem, fix)
 
 
-def _command(path: Path, table: dict, name: str) -> Command:
-    run = table.get("run")
-    if not isinstance(run, list) or not run or not all(isinstance(a, str) and a for a in run):
-        raise _bad(path, f"{name}.run", "must be a non-empty list of non-empty strings",
-                   'write e.g. run = ["{python}", "{gate}/check.py", "{workspace}/file"]')
-    for part in run:
-        try:
-            part.format(gate="", workspace="", python="")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise _bad(path, f"{name}.run", f"unknown placeholder in {part!r} ({exc})",
-                       "use only {gate}, {workspace} and {python}") from exc
-    timeout = table.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise _bad(path, f"{name}.timeout_s", f"must be a positive number, got {timeout!r}",
-                   "give the gate's time limit in seconds, e.g. timeout_s = 10")
-    return Command(tuple(run), float(timeout))
+def _read_command(path: Path, data: dict, name: str) -> Command:
+    v = TABLES[name].read(data[name], bad_input(str(path)))
+    return Command(tuple(v["run"]), float(v["timeout_s"]))
 
 
 def load_loop(folder: Path, gate_dir: str = GATE_DIR) -> Loop:
@@ -112,33 +163,17 @@ def load_loop(folder: Path, gate_dir: str = GATE_DIR) -> Loop:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise _bad(path, "loop.toml", f"not valid TOML ({exc})", "fix the TOML syntax") from exc
-    for table, value in data.items():
-        if table not in _TABLES or not isinstance(value, dict):
-            raise _bad(path, table, "unknown table", f"use only [{'], ['.join(_TABLES)}]")
-        for key in value:
-            if key not in _TABLES[table]:
-                raise _bad(path, f"{table}.{key}", "unknown field",
-                           f"[{table}] takes only {', '.join(sorted(_TABLES[table]))}")
-    loop = data.get("loop", {})
-    loop_id = loop.get("id")
-    if not isinstance(loop_id, str) or not loop_id.strip():
-        raise _bad(path, "loop.id", "missing or not a non-empty string", 'add id = "<loop name>"')
-    description = loop.get("description")
-    if not isinstance(description, str) or not description.strip():
-        raise _bad(path, "loop.description", "missing or empty",
-                   "say in one sentence what the gate is meant to establish")
-    if "gate" not in data:
-        raise _bad(path, "gate", "missing table", "add [gate] with run = [...]")
-    gate = _command(path, data["gate"], "gate")
-    oracle = _command(path, data["oracle"], "oracle") if "oracle" in data else None
+    data = LOOP_FILE.read(data, bad_input(str(path), "[{}]"))
+    loop = TABLES["loop"].read(data["loop"], bad_input(str(path)))
+    loop_id, description = loop["id"], loop["description"]
+    artifact = TABLES["artifact"].read(data["artifact"], bad_input(str(path)))
+    gate = _read_command(path, data, "gate")
+    oracle = _read_command(path, data, "oracle") if "oracle" in data else None
     workspace = folder / "workspace"
     if not workspace.is_dir():
         raise _bad(folder, "workspace", "missing folder", "add workspace/ holding a correct artifact")
     present = workspace_files(workspace)
-    files = data.get("artifact", {}).get("files", list(present))
-    if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
-        raise _bad(path, "artifact.files", "must be a non-empty list of file names",
-                   'list the files the loop is about, e.g. files = ["solution.py"]')
+    files = artifact.get("files", list(present))
     for name in files:
         if name not in present:
             raise _bad(path, "artifact.files", f"{name!r} is not a file in workspace/",

@@ -3,14 +3,17 @@ on stderr for a stop or a pinned-file change."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from loopproof.engine.run import progress as progress_mod
 from loopproof.engine.run.runner import EXIT_PIN_CHANGED, EXIT_STOPPED, Runner
+from loopproof.engine.system.limits import owner_of
 
 
 @contextlib.contextmanager
@@ -26,6 +29,29 @@ UNSANDBOXED_WARNING = ("loopproof: warning: sandbox = \"none\": workers and gate
                        "sandbox; a worker can read the engine's environment and files, write "
                        "outside its workspace (code the gate's interpreter runs too), use the "
                        "network and leave processes behind (docs/threat-model.md)")
+
+
+def add_dask_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dask", default=None, metavar="tcp://HOST:8786",
+                        help="run every attempt's worker and gate on this Dask scheduler's "
+                             "workers (the `cluster` extra; docs/scale.md); the budget and the "
+                             "ledger stay here")
+
+
+@contextlib.contextmanager
+def on_cluster(address: str | None, ledger: Path) -> Iterator[Any]:
+    """The Dask cluster `--dask` names (None without it), closed at the end, the run's folders
+    on its hosts removed. Dask is imported only here, and only with `--dask`."""
+    if address is None:
+        yield None
+        return
+    from loopproof.engine.run.remote.cluster import connect  # the `cluster` extra
+
+    cluster = connect(address)
+    try:
+        yield cluster
+    finally:
+        cluster.close(owner_of(Path(ledger).absolute()))
 
 
 def warn_unsandboxed(sandbox: str) -> None:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from loopproof.engine.run import spec as spec_mod
-from loopproof.engine.run.spec_checks import refuse_unfit_model_calls
+from loopproof.engine.run.call_room import refuse_unfit_model_calls
 from loopproof.engine.run.values import add_size_argument
 from loopproof.engine.system import collector
 from loopproof.model.bounds import GLOSS

@@ -10,6 +10,9 @@ is reported and left unchanged.
 later attempt is metered at P spend units per wall-clock second (so its deadline is
 (c_v - eval_reserve) / P seconds, capped by timeout_s) and admitted against the settled spend
 replayed from the ledger, which is never reset.
+
+`--dask tcp://HOST:8786`: the rest of the run's attempts run on that Dask cluster; what a killed
+engine left running there (its attempts in flight) is killed and its folders removed first.
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from loopproof.engine.commands._report import finish, runner_progress, warn_unsandboxed
+from loopproof.engine.commands._report import (
+    add_dask_argument,
+    finish,
+    on_cluster,
+    runner_progress,
+    warn_unsandboxed,
+)
 from loopproof.engine.run.runner import Runner
 
 
@@ -29,15 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--price", type=float, default=None, metavar="P",
                         help="new price: spend units per wall-clock second (recorded)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_dask_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
-    runner = Runner.resume(args.ledger, stop_file=args.stop_file, price=args.price)
-    warn_unsandboxed(runner.spec.sandbox)
-    try:
-        with runner_progress(args.json) as progress:
-            runner.progress = progress
-            code = runner.continue_run()
-    finally:
-        runner.close()
+    with on_cluster(args.dask, args.ledger) as cluster:
+        runner = Runner.resume(args.ledger, stop_file=args.stop_file, price=args.price,
+                               cluster=cluster)
+        warn_unsandboxed(runner.spec.sandbox)
+        try:
+            with runner_progress(args.json) as progress:
+                runner.progress = progress
+                code = runner.continue_run()
+        finally:
+            runner.close()
     return finish(runner, code, args.json)

@@ -16,8 +16,8 @@ Workers have no write path to the policy: the runner gives a worker only its own
 working directory and a filtered environment (engine.system.process.safe_environment), and
 `PolicyPin.assert_outside(root)` refuses a policy whose files lie inside a worker's root.
 
-Each field is declared once in FIELDS with its validator and one line of doc (docs/ledger.md
-lists them).
+Each field is declared once, in its table's `Table` (engine/system/fields.py), with its
+validator and one line of doc; docs/ledger.md's table of them is printed from the declarations.
 
 Why one module: just over 400 lines on purpose, since a field's declaration, its validator and
 the pin that hashes the files it names change together: a new field that names a file is
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,16 @@ from typing import Any
 from loopproof.engine.policy.guards import refuse
 from loopproof.engine.system.canonical import digest as canonical_digest
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
+from loopproof.engine.system.fields import (
+    ABSENT,
+    Check,
+    Field,
+    Table,
+    Verdict,
+    bad_input,
+    dotted,
+    table,
+)
 from loopproof.engine.system.trees import file_sha256
 from loopproof.model import budget as mb
 from loopproof.model import policy as mp
@@ -48,10 +58,10 @@ class PolicyChanged(LedgerCorrupt):
     """The pinned policy, or a file it names, changed since the run started: exit 5."""
 
 
-# ---- field validators ----------------------------------------------------------------------------
+# ---- the fields ---------------------------------------------------------------------------------
 
-def _strings(nonempty: bool) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
+def _strings(nonempty: bool) -> Check:
+    def check(v: Any) -> Verdict:
         if not isinstance(v, list) or not all(isinstance(s, str) and s.strip() for s in v):
             return "must be a list of non-empty strings"
         if nonempty and not v:
@@ -62,8 +72,8 @@ def _strings(nonempty: bool) -> Callable[[Any], str | None]:
     return check
 
 
-def _number(least: float, integer: bool) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
+def _number(least: float, integer: bool) -> Check:
+    def check(v: Any) -> Verdict:
         kinds = (int,) if integer else (int, float)
         if isinstance(v, bool) or not isinstance(v, kinds):
             return f"must be {'an integer' if integer else 'a number'}"
@@ -75,7 +85,7 @@ def _number(least: float, integer: bool) -> Callable[[Any], str | None]:
     return check
 
 
-def _conditions(v: Any) -> str | None:
+def _conditions(v: Any) -> Verdict:
     bad = _strings(nonempty=False)(v)
     if bad:
         return bad
@@ -83,58 +93,71 @@ def _conditions(v: Any) -> str | None:
     return f"has unknown condition(s) {unknown}" if unknown else None
 
 
-def _text(v: Any) -> str | None:
+def _text(v: Any) -> Verdict:
     return None if isinstance(v, str) and v.strip() else "must be a non-empty string"
 
 
-def _version(v: Any) -> str | None:
+def _version(v: Any) -> Verdict:
     return None if v == 1 and not isinstance(v, bool) else "must be 1 (the only format so far)"
 
 
-@dataclass(frozen=True)
-class Field:
-    """One policy setting: its dotted name, validator, default (None = required) and doc."""
-
-    name: str
-    validate: Callable[[Any], str | None]
-    doc: str
-    example: str
-    default: Any = None
-    optional: bool = False  # may be absent with no default
-    kind: str = "value"     # "files": a list of paths pinned by content; "file": one such path
+def _field(name: str, holds: str, check: Check, doc: str, example: str, **kw: Any) -> Field:
+    """A policy field: its fix shows an example and says what the field is for."""
+    return Field(name, holds, doc, check, example,
+                 fix=f"write e.g. `{name} = {example}` ({doc})", **kw)
 
 
-FIELDS: tuple[Field, ...] = (
-    Field("policy.version", _version, "format version of this policy file", "1", default=1),
-    Field("policy.goals", _strings(True), "what the run is for, in words; pinned, never edited "
-          "by a worker", '["every node DONE with a PASS verdict"]'),
-    Field("policy.scope", _strings(True), "what workers may change: paths relative to their "
-          "own workspace; nothing outside a workspace is in scope", '["."]'),
-    Field("gate.files", _strings(True), "gate identity: the gate programs and data, relative to "
-          "this file's folder; content-hashed at start, re-checked before every stage",
-          '["gates/check_it.py"]', kind="files"),
-    Field("suite.files", _strings(False), "suite identity: the test or mutant suite the gates "
-          "read; content-hashed like gate.files", '["gates/cases.json"]', default=[],
-          kind="files"),
-    Field("budget.spend", _number(0, False), "run-wide spend budget B, in spend units; the "
-          "graph's spend_budget may not exceed it", "60.0"),
-    Field("budget.repairs", _number(0, True), "global repair budget K; the graph's "
-          "repair_budget may not exceed it", "1"),
-    Field("budget.attempts", _number(1, True), "optional cap on the closed-form attempt bound W "
-          "of the graph", "20", optional=True),
-    Field("release.conditions", _conditions, "what must hold before a result is released; any "
-          f"of {sorted(RELEASE_CONDITIONS)}", '["all_done", "ledger_verified"]',
-          default=["all_done", "ledger_verified"]),
-    Field("release.approver", _text, "the human who signs off a release (needed by 'approved')",
-          '"alice"', optional=True),
-    Field("signing.private_key", _text, "Ed25519 private key (PEM) that signs the ledger head; "
-          "keep it outside every worker's reach", '"/etc/loopproof/run.key"', optional=True),
-    Field("signing.public_key", _text, "the matching public key; pinned by content, used by "
-          "`loopproof verify --public-key`", '"/etc/loopproof/run.pub"', optional=True,
-          kind="file"),
-)
+STRINGS = "a list of strings"
+TABLES: dict[str, Table] = {t.title[1:-1]: t for t in (
+    Table("[policy]", (
+        _field("version", "`1`", _version, "format version of this policy file", "1",
+               default=1),
+        _field("goals", STRINGS, _strings(True), "what the run is for, in words; pinned, never "
+               "edited by a worker", '["every node DONE with a PASS verdict"]'),
+        _field("scope", STRINGS, _strings(True), "what workers may change: paths relative to "
+               "their own workspace; nothing outside a workspace is in scope", '["."]'),
+    ), prefix="policy."),
+    Table("[gate]", (
+        _field("files", "a list of paths", _strings(True), "gate identity: the gate programs "
+               "and data, relative to the policy file's folder; content-hashed at start, "
+               "re-checked before every stage", '["gates/check_it.py"]'),
+    ), prefix="gate."),
+    Table("[suite]", (
+        _field("files", "a list of paths", _strings(False), "suite identity: the test or "
+               "mutant suite the gates read; content-hashed like gate.files",
+               '["gates/cases.json"]', default=[]),
+    ), prefix="suite."),
+    Table("[budget]", (
+        _field("spend", "a number >= 0", _number(0, False), "run-wide spend budget B, in "
+               "spend units; the graph's spend_budget may not exceed it", "60.0"),
+        _field("repairs", "an integer >= 0", _number(0, True), "global repair budget K; the "
+               "graph's repair_budget may not exceed it", "1"),
+        _field("attempts", "an integer >= 1", _number(1, True), "a cap on the closed-form "
+               "attempt bound W of the graph", "20", default=ABSENT),
+    ), prefix="budget."),
+    Table("[release]", (
+        _field("conditions", "a list of conditions", _conditions, "what must hold before a "
+               f"result is released; any of {', '.join(sorted(RELEASE_CONDITIONS))}",
+               '["all_done", "ledger_verified"]', default=["all_done", "ledger_verified"]),
+        _field("approver", "a name", _text, "the human who signs off a release (needed by "
+               "'approved')", '"alice"', default=ABSENT),
+    ), prefix="release."),
+    Table("[signing]", (
+        _field("private_key", "a path", _text, "Ed25519 private key (PEM) that signs the ledger "
+               "head; keep it outside every worker's reach", '"/etc/loopproof/run.key"',
+               default=ABSENT),
+        _field("public_key", "a path", _text, "the matching public key (with private_key); "
+               "pinned by content, used by `loopproof verify --public-key`",
+               '"/etc/loopproof/run.pub"', default=ABSENT),
+    ), prefix="signing."),
+)}
+POLICY = Table("the policy file", (Field(name, "a table", f"the {name} fields", table,
+                                       default=ABSENT) for name in TABLES), noun="table")
+# Every field by its dotted name ("budget.spend"), for the docs' table and the planner's
+# catalogue (engine/policy/catalog.py): the declarations above, named as a run refers to them.
+FIELDS: tuple[Field, ...] = dotted("the policy file", TABLES.values()).fields
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
-TABLES = sorted({f.name.split(".")[0] for f in FIELDS})
+PINNED = {"gate.files": "files", "suite.files": "files", "signing.public_key": "file"}
 
 
 @dataclass(frozen=True)
@@ -165,14 +188,11 @@ class Policy:
     def pinned_paths(self) -> dict[str, list[Path]]:
         """Field -> the files whose content is pinned under it."""
         out: dict[str, list[Path]] = {}
-        for f in FIELDS:
-            v = self.values.get(f.name)
+        for name, kind in PINNED.items():
+            v = self.values.get(name)
             if v is None:
                 continue
-            if f.kind == "files":
-                out[f.name] = [self.resolve(p) for p in v]
-            elif f.kind == "file":
-                out[f.name] = [self.resolve(v)]
+            out[name] = [self.resolve(p) for p in v] if kind == "files" else [self.resolve(v)]
         return out
 
     def key_paths(self) -> tuple[Path | None, Path | None]:
@@ -213,34 +233,11 @@ def parse_policy(raw: bytes, path: Path) -> Policy:
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(name, "policy", f"is not valid TOML ({exc})",
                        "fix the TOML syntax at the position given") from None
-    for table, body in doc.items():
-        if table not in TABLES:
-            raise BadInput(name, f"[{table}]", "is not a policy table",
-                           f"use only {', '.join(f'[{t}]' for t in TABLES)}")
-        if not isinstance(body, dict):
-            raise BadInput(name, table, "must be a table", f"write it as [{table}]")
-        for key in body:
-            if f"{table}.{key}" not in BY_NAME:
-                known = [f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith(table + ".")]
-                raise BadInput(name, f"{table}.{key}", "is not a policy field",
-                               f"use one of {known} in [{table}] (see docs/ledger.md)")
+    POLICY.read(doc, bad_input(name, "[{}]"))
     values: dict[str, Any] = {}
-    for f in FIELDS:
-        table, key = f.name.split(".", 1)
-        present = key in doc.get(table, {})
-        if not present:
-            if f.default is not None:
-                values[f.name] = f.default
-                continue
-            if f.optional:
-                continue
-            raise BadInput(name, f.name, "is missing",
-                           f"add `{key} = {f.example}` under [{table}] ({f.doc})")
-        v = doc[table][key]
-        problem = f.validate(v)
-        if problem:
-            raise BadInput(name, f.name, problem, f"write e.g. `{key} = {f.example}` ({f.doc})")
-        values[f.name] = v
+    for tname, declared in TABLES.items():
+        read = declared.read(doc.get(tname, {}), bad_input(name))
+        values.update((declared.prefix + k, v) for k, v in read.items())
     policy = Policy(path, values)
     if ("signing.private_key" in values) != ("signing.public_key" in values):
         raise BadInput(name, "signing", "names only one of private_key and public_key",

@@ -151,6 +151,8 @@ RECORD_TYPES: tuple[RecordType, ...] = (
         field("resume", "integer", "the resume count"), _SETTLED, field("reserved", "number"),
         field("orphans_killed", "integer"),
         field("reaped", "integer", "processes killed in the run's cgroups"),
+        field("remote_reaped", "integer", "`resume --dask`: processes of the run killed on the "
+              "cluster's worker hosts"),
         field("torn_kept", "string", "the side file holding a torn tail's bytes")),
         "`loopproof resume`", ENGINE),
     RecordType("stopped", None, (

@@ -311,7 +311,9 @@ def _fold(a: Attempt, rec: dict[str, Any], before: Any, r: Replayed) -> None:
         a.outcome = rec.get("verdict") or ("accept" if rec.get("passed") else "reject")
     elif t == "abandon":
         a.outcome = "abandoned"
-        a.notes.append(f"outcome unknown (a crash or a stop inside the attempt): charged its "
+        cause = ("its Dask worker was lost" if "Dask worker" in str(rec.get("why", ""))
+                 else "a crash or a stop inside the attempt")
+        a.notes.append(f"outcome unknown ({cause}): charged its "
                        f"open reservation {num(rec.get('charged'))} and given back")
     elif t == "worker_ceiling":
         a.notes.append(f"the worker asked for {num(rec.get('amount'))} past c_v - eval_reserve "

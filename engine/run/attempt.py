@@ -27,8 +27,9 @@ from loopproof.engine.run.journal import Journal
 from loopproof.engine.run.meter import BudgetOverrun, Meter
 from loopproof.engine.run.planner import RunPlanner
 from loopproof.engine.run.proxy.access import model_access
+from loopproof.engine.run.recovery import give_back
 from loopproof.engine.run.spec import NodeConfig, Spec
-from loopproof.engine.run.worker import AttemptContext
+from loopproof.engine.run.worker import AttemptContext, OutcomeUnknown
 from loopproof.engine.system import faults
 from loopproof.engine.system.sandbox import Confinement
 from loopproof.engine.system.trees import remove_tree
@@ -108,20 +109,24 @@ def finish_attempt(begun: Begun, *, spec: Spec, journal: Journal, integrity: Int
                            where={"node": node, "activation": e, "attempt": i})
               if cfg.llm is not None and worker.behind_proxy(tuple) is not None  # can it be?
               else contextlib.nullcontext())
-    with access as llm:  # the attempt's model-call proxy, stopped (every call settled) after
-        sockets: tuple[Path, ...] = ()
-        stop = None
-        if llm is not None:
-            worker = worker.behind_proxy(llm.wrap) or worker
-            env |= llm.env
-            sockets, stop = (llm.socket,), llm.stop
-        ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets,
-                             worker_sandbox=box.worker, gate_sandbox=box.gate, stop=stop)
-        faults.crashpoint("runner.before_worker")
-        try:
-            claims = worker.run(ctx)
-        except BudgetOverrun as exc:  # an adapter that lets the overrun through
-            claims = {"overrun": str(exc)}
+    try:
+        with access as llm:  # the attempt's model-call proxy, stopped (every call settled)
+            sockets: tuple[Path, ...] = ()  # after, before anything below is recorded
+            stop = None
+            if llm is not None:
+                worker = worker.behind_proxy(llm.wrap) or worker
+                env |= llm.env
+                sockets, stop = (llm.socket,), llm.stop
+            ctx = AttemptContext(node, e, i, ws, meter, env=env, sockets=sockets,
+                                 worker_sandbox=box.worker, gate_sandbox=box.gate, stop=stop)
+            faults.crashpoint("runner.before_worker")
+            try:
+                claims = worker.run(ctx)
+            except BudgetOverrun as exc:  # an adapter that lets the overrun through
+                claims = {"overrun": str(exc)}
+    except OutcomeUnknown as exc:  # where it ran is lost (engine/run/remote/)
+        give_back(journal, node, str(exc))
+        return
     faults.crashpoint("runner.after_worker")
     meter.close()
     where = {"activation": e, "attempt": i}
@@ -141,12 +146,20 @@ def finish_attempt(begun: Begun, *, spec: Spec, journal: Journal, integrity: Int
         raise
     integrity.check_policy()
     faults.crashpoint("runner.before_verdict")
-    judge(node, ws, cfg, meter, where, journal=journal, handoff=handoff, confine=box.gate)
+    try:
+        judge(node, ws, cfg, meter, where, journal=journal, handoff=handoff, confine=box.gate,
+              unstaged=ctx.unstaged)
+    except OutcomeUnknown as exc:  # lost mid-gate: its judged copy goes, the attempt is given back
+        judged = handoff.judged_path(node, e, i)
+        remove_tree(judged, within=judged.parent)
+        give_back(journal, node, str(exc))
+        return
     faults.crashpoint("runner.after_verdict")
 
 
 def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, int], *,
-          journal: Journal, handoff: HandOff, confine: Confinement | None = None) -> None:
+          journal: Journal, handoff: HandOff, confine: Confinement | None = None,
+          unstaged: str | None = None) -> None:
     """Reserve the evaluation, stage the workspace, run the gate on the staged copy within what
     is left of the reservation, and commit the verdict. The staging (limits checked before a
     byte is copied, then the copy and its hash) is the engine's work on the worker's behalf, so
@@ -154,14 +167,15 @@ def judge(node: str, ws: Path, cfg: NodeConfig, meter: Meter, where: dict[str, i
     handed off: the staged copy's inputs/ must be what was handed off, the gate's own snapshot
     must hash like the staged copy, and the staged copy must hash the same after the gate; any
     difference is an `error` verdict, never a PASS. An accepted copy is kept for the successors
-    (its hash recorded as `accepted_tree`); a refused one is removed."""
+    (its hash recorded as `accepted_tree`); a refused one is removed. `unstaged`: why the
+    workspace could not be staged before (it never came back from a remote worker): not judged."""
     judged = handoff.judged_path(node, where["activation"], where["attempt"])
     try:  # paid from c_v too: reserved after the worker's settlement, before any copying
         limit = meter.reserve_evaluation(cfg.gate_timeout_s)
     except BudgetOverrun:  # recorded as an Overrun: the attempt has ended, no verdict
         return
     start = time.monotonic()
-    staged, why = stage_snapshot(ws, judged, cfg.limits)
+    staged, why = (None, unstaged) if unstaged else stage_snapshot(ws, judged, cfg.limits)
     if staged is not None and (why := handoff.check_inputs(node, judged) or ""):
         staged = None
     staging_s = time.monotonic() - start

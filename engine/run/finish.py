@@ -1,4 +1,5 @@
-"""How a run ends: the release check before `Finish`, the exit code, and the report.
+"""How a run ends: the release check before `Finish`, a stop after a gate error, the exit code,
+and the report.
 
 Why together: the exit code is the run's one-word report, and both are read from the same
 replayed state; the release check is the last thing that can keep a DONE run from ending DONE.
@@ -9,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from loopproof.engine.policy.guards import refuse
-from loopproof.engine.record.replay import run_bounds
+from loopproof.engine.record.replay import Replayed, run_bounds
 from loopproof.engine.run.integrity import Integrity
 from loopproof.engine.run.journal import Journal
+from loopproof.engine.run.spec import Spec
 from loopproof.engine.system.exits import Exit
 from loopproof.model import Finish, Outcome
 
@@ -71,3 +73,18 @@ def report(journal: Journal, *, error: str | None, stopped: bool) -> dict[str, A
         out["outcome"] = LEDGER_LOST
         out["error"] = journal.ledger.lost
     return out
+
+
+def gate_error_stop(spec: Spec, replayed: Replayed, node: str) -> str | None:
+    """Why the run stops after this attempt: its gate did not judge (an `error` verdict other
+    than "not judged", which is the worker's or a pin's doing) and the node says
+    gate_errors = "stop". None otherwise (the default "retry": the error fails the attempt)."""
+    last = (replayed.verdicts.get(node) or [None])[-1]
+    if (spec.nodes[node].gate_errors != "stop" or last is None or last.get("verdict") != "error"
+            or last.get("error") in (None, "not judged")
+            or (last.get("activation"), last.get("attempt"))
+            != (replayed.state.activation_of(replayed.graph, node),
+                replayed.state.attempts_of(replayed.graph, node))):
+        return None
+    return (f"gate error on node {node!r} (activation {last.get('activation')}, attempt "
+            f"{last.get('attempt')}: {last.get('error')}) and gate_errors = \"stop\"")

@@ -2,34 +2,77 @@
 built-in "command" kind.
 
 Why a module of its own: a kind is the one place where graph.toml grows without editing the spec
-loader (engine/admission/revision.py registers "revision" from above: engine/kinds.py). A factory is called as
-`factory(node_table, spec_dir) -> (Worker, Gate)` and rejects its own bad fields with
-`node_table.error(field, problem, fix)`; `NodeTable` gives it the readers every kind shares (a
-wall-clock limit, an argv whose program is resolved once per load).
+loader (engine/admission/revision.py registers "revision" from above: engine/kinds.py). A kind
+declares its own fields (engine/system/fields.py); the loader checks a node's table against the
+common fields and its kind's before the factory runs. A factory is called as
+`factory(node_table, spec_dir) -> (Worker, Gate)`, reads the checked values (`node.values`,
+defaults filled in) and rejects what needs more than a value with
+`node_table.error(field, problem, fix)`; `NodeTable.argv` resolves an argv's program once per
+load.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopproof.engine.run.gate import CommandGate, Gate
 from loopproof.engine.run.judge.table import gate_from_table
-from loopproof.engine.run.values import MAX_SECONDS, exists, number_in, short
+from loopproof.engine.run.values import MAX_SECONDS, exists
 from loopproof.engine.run.worker import CommandWorker, Worker
 from loopproof.engine.system import programs as programs_mod
 from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.fields import (
+    ABSENT,
+    REQUIRED,
+    Field,
+    Verdict,
+    amount,
+    anything,
+    number_in,
+    short,
+    strings,
+)
 
-COMMAND_FIELDS: dict[str, str] = {
-    "worker": "argv list; runs with the node's workspace as working directory",
-    "gate": "argv list (a command gate; runs with a read-only snapshot copy of the workspace as "
-            "working directory), or a table [node.NAME.gate] naming a judge kind: \"calls\", "
-            "\"program\" or \"pytest\" (engine/run/judge/, docs/gates.md)",
-}
 DEFAULT_TIMEOUT_S = 60.0  # a worker's or gate's wall-clock limit when the node gives none
+ARGV_EXAMPLE = '["program", "arg", ...]'
+
+
+argv_check = strings()  # an argv: a non-empty list of non-empty strings
+
+
+def argv_field(name: str, doc: str, *, required: bool = True) -> Field:
+    return Field(name, "an argv: a non-empty list of strings", doc, argv_check, ARGV_EXAMPLE,
+                 default=REQUIRED if required else ABSENT)
+
+
+def seconds_check(v: Any) -> Verdict:
+    """A wall-clock limit: a finite number of seconds > 0."""
+    if number_in(v, 0.0, MAX_SECONDS) and v > 0:
+        return None
+    return f"must be a number of seconds > 0 and at most {MAX_SECONDS:g}, got {short(v)}"
+
+
+def seconds_field(name: str, doc: str, default: Any = DEFAULT_TIMEOUT_S, fix: str = "") -> Field:
+    return Field(name, f"seconds > 0, at most {amount(MAX_SECONDS)}", doc, seconds_check,
+                 fix=fix or f"set {name} = 20", default=default)
+
+
+def _gate_value(v: Any) -> Verdict:
+    return None if isinstance(v, dict) else argv_check(v)
+
+
+COMMAND_FIELDS: tuple[Field, ...] = (
+    argv_field("worker", "the worker's argv; runs with the node's workspace as working "
+               "directory"),
+    Field("gate", "an argv, or a table", "a command gate's argv (runs with a read-only "
+          "snapshot copy of the workspace as working directory), or a table "
+          "[node.NAME.gate] naming a judge kind: \"calls\", \"program\" or \"pytest\" "
+          "(docs/gates.md)", _gate_value, ARGV_EXAMPLE),
+)
 
 
 Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
@@ -37,29 +80,36 @@ Factory = Callable[["NodeTable", Path], tuple[Worker, Gate]]
 
 @dataclass(frozen=True)
 class Kind:
-    """A node kind: its factory and the extra fields it reads (for unknown-field errors)."""
+    """A node kind: its factory and its own fields (beside every node's)."""
 
     factory: Factory
-    fields: frozenset[str]
+    fields: tuple[Field, ...]
 
 
 KINDS: dict[str, Kind] = {}  # kinds of higher layers register here (engine/kinds.py)
 
 
-def register_kind(name: str, factory: Factory, fields: Sequence[str] = ()) -> None:
-    """Make `kind = name` available in graph.toml. `fields` are the kind's own node fields."""
-    KINDS[name] = Kind(factory, frozenset(fields))
+def register_kind(name: str, factory: Factory, fields: Iterable[Field | str] = ()) -> None:
+    """Make `kind = name` available in graph.toml. `fields` are the kind's own node fields,
+    declared (`Field`) or only named (their factory checks them)."""
+    KINDS[name] = Kind(factory, tuple(
+        f if isinstance(f, Field) else Field(f, "what the kind reads", f"read by the {name!r} "
+                                             "kind's factory", anything, default=ABSENT)
+        for f in fields))
 
 
 class NodeTable(dict):
-    """One `[node.NAME]` table, with the node's name and file for error messages."""
+    """One `[node.NAME]` table as written, with the node's name and file for error messages and
+    its checked `values` (defaults filled in)."""
 
     def __init__(self, name: str, table: Mapping[str, Any], spec_path: Path,
                  programs: dict[str, str] | None = None,
-                 args: dict[tuple[Any, Path], Any] | None = None) -> None:
+                 args: dict[tuple[Any, Path], Any] | None = None,
+                 values: Mapping[str, Any] | None = None) -> None:
         super().__init__(table)
         self.name = name
         self.spec_path = spec_path
+        self.values: Mapping[str, Any] = self if values is None else values
         # program as written -> the absolute file it was resolved to at run start (shared by the
         # spec's nodes; given from the ledger's first record on resume, never looked up again)
         self.programs = programs if programs is not None else {}
@@ -72,23 +122,13 @@ class NodeTable(dict):
         return BadInput(str(self.spec_path), f"node {self.name!r}, field {field_name!r}",
                         problem, fix)
 
-    def seconds(self, key: str, default: float = DEFAULT_TIMEOUT_S) -> float:
-        """A wall-clock limit: a finite number of seconds > 0."""
-        v = self.get(key, default)
-        if not number_in(v, 0.0, MAX_SECONDS) or v <= 0:
-            raise self.error(key, f"must be a number of seconds > 0 and at most "
-                             f"{MAX_SECONDS:g}, got {short(v)}", f"set {key} = 20")
-        return float(v)
-
-    def argv(self, field_name: str, spec_dir: Path, *, required: bool = True) -> tuple[str, ...]:
-        """A non-empty list of strings, with items that name a file under the spec's folder
-        made absolute, and a first item resolved to one absolute file (engine/system/programs.py:
-        on the engine's PATH without relative entries, through Python shims)."""
+    def argv(self, field_name: str, spec_dir: Path) -> tuple[str, ...]:
+        """The argv a field holds (() when it is not given), with items that name a file under
+        the spec's folder made absolute, and a first item resolved to one absolute file
+        (engine/system/programs.py: on the engine's PATH without relative entries, through
+        Python shims)."""
         if field_name not in self:
-            if not required:
-                return ()
-            raise self.error(field_name, "is missing",
-                             f'add {field_name} = ["program", "arg", ...] to [node.{self.name}]')
+            return ()
         raw = self[field_name]
         if type(raw) is list:  # the same command checked and resolved before (only a list of
             try:               # strings is ever kept, and no other value equals one)
@@ -97,9 +137,8 @@ class NodeTable(dict):
                 done = None
             if done is not None:
                 return done
-        if not isinstance(raw, list) or not raw or not all(isinstance(a, str) and a for a in raw):
-            raise self.error(field_name, f"must be a non-empty list of non-empty strings, got {raw!r}",
-                             f'write {field_name} = ["program", "arg", ...]')
+        if (why := argv_check(raw)) is not None:
+            raise self.error(field_name, why, f"write {field_name} = {ARGV_EXAMPLE}")
         args = self.args
         argv = tuple(args[(a, spec_dir)] if (a, spec_dir) in args
                      else args.setdefault((a, spec_dir), resolve_arg(a, spec_dir)) for a in raw)
@@ -159,7 +198,7 @@ def resolve_arg(arg: str, spec_dir: Path) -> str:
 
 
 def _command_factory(node: NodeTable, spec_dir: Path) -> tuple[Worker, Gate]:
-    worker = CommandWorker(node.argv("worker", spec_dir), node.seconds("timeout_s"))
+    worker = CommandWorker(node.argv("worker", spec_dir), float(node.values["timeout_s"]))
     return worker, node_gate(node, spec_dir)
 
 
@@ -168,7 +207,7 @@ def node_gate(node: NodeTable, spec_dir: Path) -> Gate:
     raw = node.get("gate")
     if isinstance(raw, dict):
         return gate_from_table(node, raw, spec_dir)
-    return CommandGate(node.argv("gate", spec_dir), node.seconds("gate_timeout_s"))
+    return CommandGate(node.argv("gate", spec_dir), float(node.values["gate_timeout_s"]))
 
 
 register_kind("command", _command_factory, COMMAND_FIELDS)

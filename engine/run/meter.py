@@ -323,12 +323,20 @@ class Meter:
         """Run a command under wall-clock metering: reserve min(timeout_s * price, allowance)
         units, kill the process group after reservation / price seconds (or as soon as `stop`
         gives a reason: killed = "refused"), settle the seconds used at the price."""
+        return self.metered(timeout_s, lambda limit_s: run_command(
+            argv, cwd, limit_s, env=env, confine=confine, stop=stop))
+
+    def metered(self, timeout_s: float, run: Callable[[float], ProcessResult]) -> Metered:
+        """`run_command`'s metering around any way of running a command: `run(limit_s)` runs it
+        with that wall-clock limit (here, or on a Dask worker: engine/run/remote/) and returns
+        what it did, `seconds` being what is charged. A `ProcessError` (it never started) is
+        settled at nothing; any other exception leaves the reservation open (an attempt whose
+        outcome is unknown is given back, charged it in full)."""
         full = float(timeout_s) * self.price
         reserved = self.reserve(min(full, self.allowance()), WALL_CLOCK)
         ceiling_binds = reserved < full
         try:
-            res = run_command(argv, cwd, reserved / self.price, env=env, confine=confine,
-                              stop=stop)
+            res = run(reserved / self.price)
         except ProcessError as exc:  # it never started: nothing was used
             self._settle_capped(0.0, WALL_CLOCK, error=str(exc))
             raise

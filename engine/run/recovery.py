@@ -52,7 +52,22 @@ def kill_orphans(root: Path) -> list[int]:
     return killed
 
 
-def recover(journal: Journal, root: Path, new_price: float | None, reaped: int = 0) -> None:
+def give_back(journal: Journal, node: str, why: str) -> None:
+    """`node`'s attempt in flight has no end the engine can know (`why`): an `abandon` record
+    (model `Abandon`), charged its open reservations in full and given back, so the node runs
+    it again. After a crash on resume, and live when a remote worker is lost mid-attempt."""
+    state, graph = journal.state, journal.graph
+    journal.commit(Abandon(node), {
+        "outcome": "unknown", "charged": state.reserved_of(graph, node),
+        "activation": state.activation_of(graph, node),
+        "attempt": state.attempts_of(graph, node),
+        "why": f"{why}: its outcome is unknown; it is charged its open reservation and given "
+               "back (it does not count against the node's attempts), and the node will run "
+               "again (a repeated execution, counted in the report)"})
+
+
+def recover(journal: Journal, root: Path, new_price: float | None, reaped: int = 0,
+            remote_reaped: int | None = None) -> None:
     """Kill orphans under `root`, record `resumed` (with `reaped`, the processes found in the
     run's cgroups and killed: `engine.system.limits.reap`; and `torn_kept`, the side file beside
     the ledger that holds the bytes of a torn tail opening cut, when it cut one), abandon the
@@ -65,19 +80,14 @@ def recover(journal: Journal, root: Path, new_price: float | None, reaped: int =
     resumed = {"type": "resumed", "resume": journal.replayed.resumes + 1,
                "settled": state.settled, "reserved": state.reserved,
                "orphans_killed": len(orphans), "reaped": reaped}
+    if remote_reaped is not None:  # `resume --dask`: what the run left on the cluster's hosts
+        resumed["remote_reaped"] = remote_reaped
     if journal.ledger.torn_kept is not None:  # opening cut a torn tail: where its bytes are
         resumed["torn_kept"] = journal.ledger.torn_kept
     journal.note(resumed)
     for node in journal.state.in_flight(graph):  # several attempts in flight: each, in order
-        state = journal.state
-        journal.commit(Abandon(node), {
-            "outcome": "unknown", "charged": state.reserved_of(graph, node),
-            "activation": state.activation_of(graph, node),
-            "attempt": state.attempts_of(graph, node),
-            "why": "this attempt started before a crash or stop and has no recorded end: "
-                   "its outcome is unknown; it is charged its open reservation and given "
-                   "back (it does not count against the node's attempts), and the node "
-                   "will run again (a repeated execution, counted in the report)"})
+        give_back(journal, node, "this attempt started before a crash or stop and has no "
+                  "recorded end")
     honour_cancels(journal)
     if new_price is not None and new_price != journal.replayed.price:
         # a change of resources: later attempts are metered (and their deadlines set) at

@@ -38,13 +38,14 @@ from loopproof.engine.record.record_types import RUN_RECORDS
 from loopproof.engine.record.replay import RUN_FORMAT, Replayed, graph_record, open_replayed, replay
 from loopproof.engine.run import finish, schedule
 from loopproof.engine.run.attempt import judge_within, run_attempt
+from loopproof.engine.run.call_room import refuse_missing_keys, refuse_unfit_model_calls
 from loopproof.engine.run.confine import (
     RunSandbox,
     policy_secrets,
     refuse_at_start,
     sandbox_backend,
 )
-from loopproof.engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED
+from loopproof.engine.run.finish import EXIT_CODES, EXIT_PIN_CHANGED, EXIT_STOPPED, gate_error_stop
 from loopproof.engine.run.flight import fly
 from loopproof.engine.run.handoff import (
     INPUTS,
@@ -69,8 +70,8 @@ from loopproof.engine.run.place import creating, folder_of, lexists, lock_ledger
 from loopproof.engine.run.planner import RunPlanner
 from loopproof.engine.run.progress import Progress
 from loopproof.engine.run.recovery import kill_orphans, recover
+from loopproof.engine.run.remote.adapters import adopt as remote_spec
 from loopproof.engine.run.spec import Spec, is_price
-from loopproof.engine.run.spec_checks import refuse_missing_keys, refuse_unfit_model_calls
 from loopproof.engine.system import faults, limits
 from loopproof.engine.system.errors import BadInput, LedgerCorrupt
 from loopproof.engine.system.trees import remove_tree
@@ -107,8 +108,10 @@ class Runner:
     """Runs one graph against one ledger. Build with `Runner.start` or `Runner.resume`."""
 
     def __init__(self, spec: Spec, ledger: Ledger, replayed: Replayed, *, stop_file: Path,
-                 progress: Progress | None = None, policy: Any = None) -> None:
+                 progress: Progress | None = None, policy: Any = None,
+                 cluster: Any = None) -> None:
         self.spec, self.ledger, self.replayed = spec, ledger, replayed
+        self.cluster = cluster  # `--dask`: where attempts run (engine/run/remote/)
         self.graph = replayed.graph
         self.stop_file = stop_file
         self.journal = Journal(ledger, replayed, progress)
@@ -133,10 +136,12 @@ class Runner:
     # ---- construction ------------------------------------------------------------------------
     @classmethod
     def start(cls, spec: Spec, ledger_path: Path | str, *, stop_file: Path | None = None,
-              progress: Progress | None = None, jobs: int | None = None) -> Runner:
+              progress: Progress | None = None, jobs: int | None = None,
+              cluster: Any = None) -> Runner:
         """Validate everything, then create the ledger (the first write of the run). `jobs`
         (`--jobs N`) overrides the spec's `max_parallel`; it is kept in record 0 (`jobs`, and
-        the graph's `max_parallel`), so `resume` runs with the same limit."""
+        the graph's `max_parallel`), so `resume` runs with the same limit. `cluster`
+        (engine/run/remote/cluster.py, `--dask`): every attempt's worker and gate run there."""
         # Absolute from here on: workers, gates and revision nodes run in other folders, and a
         # relative ledger path would name a different file there.
         ledger_path = Path(ledger_path).absolute()
@@ -160,6 +165,8 @@ class Runner:
                            "remove it, or give another --stop-file")
         stop = stop.resolve()
         box = sandbox_backend(spec)  # bwrap missing or not permitted: exit 2 before any write
+        if cluster is not None:  # a node that cannot run there, a worker that cannot: exit 2
+            spec = remote_spec(spec, cluster, str(spec.path), ledger_path)
         policy = load_policy(spec, workspace_root(ledger_path))
         refuse_at_start(spec, box, ledger_path, stop, policy_secrets(policy))
         first = {"type": "run", "format": RUN_FORMAT, "graph": graph_record(spec.graph),
@@ -181,13 +188,14 @@ class Runner:
                                    before_link=lambda led, path: sign(led, policy, path))
             lock = lock_ledger(ledger_path)
         runner = cls(spec, ledger, replay(ledger), stop_file=stop, progress=progress,
-                     policy=policy)
+                     policy=policy, cluster=cluster)
         runner._lock_fd = lock
         return runner
 
     @classmethod
     def resume(cls, ledger_path: Path | str, *, stop_file: Path | None = None,
-               progress: Progress | None = None, price: float | None = None) -> Runner:
+               progress: Progress | None = None, price: float | None = None,
+               cluster: Any = None) -> Runner:
         """Verify and replay the ledger; rebuild the spec from its first record. Appends nothing
         (the `resumed` record, any `abandon` and a `resources` record for a new `price` are
         written by `continue_run`)."""
@@ -218,8 +226,10 @@ class Runner:
         try:
             refuse_unfit_model_calls(spec, replayed.price if price is None else float(price))
             refuse_missing_keys(spec)
+            if cluster is not None:
+                spec = remote_spec(spec, cluster, str(ledger_path), ledger_path)
             runner = cls(spec, ledger, replayed, stop_file=stop, progress=progress,
-                         policy=policy)
+                         policy=policy, cluster=cluster)
         except BadInput:  # e.g. bwrap is missing here: exit 2, nothing appended
             ledger.close()
             os.close(lock)
@@ -299,7 +309,8 @@ class Runner:
             self.error = str(exc)
             return EXIT_PIN_CHANGED
         faults.crashpoint("runner.resume")
-        recover(self.journal, self.handoff.root, self.new_price, reaped)
+        remote = self.cluster and self.cluster.reap(limits.owner_of(self.ledger.path))
+        recover(self.journal, self.handoff.root, self.new_price, reaped, remote)
         return None
 
     def stop_reason(self) -> str | None:
@@ -384,17 +395,3 @@ def _ledger_exists(ledger_path: Path) -> BadInput:
     return BadInput(str(ledger_path), "--ledger", "already exists",
                     "use `loopproof resume --ledger` to continue it, or remove it first")
 
-
-def gate_error_stop(spec: Spec, replayed: Replayed, node: str) -> str | None:
-    """Why the run stops after this attempt: its gate did not judge (an `error` verdict other
-    than "not judged", which is the worker's or a pin's doing) and the node says
-    gate_errors = "stop". None otherwise (the default "retry": the error fails the attempt)."""
-    last = (replayed.verdicts.get(node) or [None])[-1]
-    if (spec.nodes[node].gate_errors != "stop" or last is None or last.get("verdict") != "error"
-            or last.get("error") in (None, "not judged")
-            or (last.get("activation"), last.get("attempt"))
-            != (replayed.state.activation_of(replayed.graph, node),
-                replayed.state.attempts_of(replayed.graph, node))):
-        return None
-    return (f"gate error on node {node!r} (activation {last.get('activation')}, attempt "
-            f"{last.get('attempt')}: {last.get('error')}) and gate_errors = \"stop\"")

@@ -11,12 +11,9 @@ one safe path component (`engine.run.values.NAME_RULE`): names become folder nam
 
 A node's `kind` (default "command") picks a factory from `KINDS`; another module adds a kind
 with `register_kind` without editing this file (both in engine/run/kinds.py, with `NodeTable`,
-the table a factory reads). What one field may hold is checked in engine/run/spec_checks.py;
-this module decides which tables are read, in what order, and builds the `Spec`.
-
-Why one module: over 400 lines since `_build` is its named phases (`_graph_settings`, `_node`,
-`_graph`, `_planner`): the order they run in is the order a bad spec's first error is found,
-which the tests of careless input pin, so the phases and the `Spec` they make are read together.
+the table a factory reads). What each field may hold is declared once in
+engine/run/spec_checks.py (engine/system/fields.py's `Table`s); this module decides which tables
+are read, in what order (the order a bad spec's first error is found), and builds the `Spec`.
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from typing import Any
 from loopproof.engine.run.gate import Gate
 from loopproof.engine.run.kinds import (
     COMMAND_FIELDS,
-    DEFAULT_TIMEOUT_S,
     KINDS,
     Factory,
     Kind,
@@ -43,114 +39,43 @@ from loopproof.engine.run.kinds import (
 from loopproof.engine.run.proxy.config import LlmConfig
 from loopproof.engine.run.spec_checks import (
     DEFAULT_RESOURCES,
+    GATE_ERRORS,
+    GRAPH,
     LIMIT_FIELDS,
-    RESOURCE_FIELDS,
-    eval_reserve_of,
-    graph_ranges,
+    NODE,
+    PLANNER,
+    TOP,
+    eval_reserve_within,
     is_price,
     listed_paths,
     llm_table,
-    node_names,
-    node_ranges,
     optional_path,
-    required,
     resource_limits,
-    tree_limit,
-    unknown_keys,
     worker_env,
 )
 from loopproof.engine.run.values import (
-    MAX_PRICE,
     MAX_SPEC_BYTES,
-    MIN_PRICE,
     NAME_FIX,
     SIZE_FLAG,
     check_table,
     name_problem,
-    short,
 )
 from loopproof.engine.run.worker import Worker
 from loopproof.engine.system import collector, toml_reader
 from loopproof.engine.system.errors import BadInput
-from loopproof.engine.system.judged import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits
-from loopproof.engine.system.limits import ResourceLimits, size_text
-from loopproof.engine.system.sandbox import BACKENDS, DEFAULT
+from loopproof.engine.system.fields import Table, bad_input, short
+from loopproof.engine.system.judged import Limits
+from loopproof.engine.system.limits import ResourceLimits
+from loopproof.engine.system.sandbox import DEFAULT
 from loopproof.model import GraphError, LoopGraph, NodeSpec
 from loopproof.model.bounds import attempt_bound, spend_bound
 
 # Names that live in engine.run.kinds and engine.run.spec_checks, importable from here as before.
 __all__ = [
-    "COMMAND_FIELDS", "GATE_ERRORS", "GRAPH_FIELDS", "KINDS", "LIMIT_FIELDS",
-    "NODE_FIELDS", "BadInput", "Factory", "Kind", "NodeConfig", "NodeTable", "PlannerConfig",
-    "DEFAULT_RESOURCES", "Spec", "is_price", "load", "register_kind", "resolve_arg",
+    "COMMAND_FIELDS", "DEFAULT_RESOURCES", "GATE_ERRORS", "GRAPH", "KINDS", "NODE", "PLANNER",
+    "BadInput", "Factory", "Kind", "NodeConfig", "NodeTable", "PlannerConfig", "Spec", "is_price",
+    "load", "register_kind", "resolve_arg",
 ]
-
-# ---- the fields --------------------------------------------------------------------------------
-
-
-GRAPH_FIELDS: dict[str, str] = {
-    "repair_budget": "K: global repair budget, an integer >= 0, never reset (default 0)",
-    "spend_budget": "B: run-wide spend budget in spend units, a number >= 0 (required)",
-    "strict_bound": "true: refuse to start when the pre-run spend bound W_c exceeds B (default false)",
-    "max_parallel": "attempts in flight at once, an integer >= 1 (default 1); `run --jobs N` wins",
-    "policy": "optional path to a policy TOML, hash-pinned at start and re-checked before every stage",
-    "stop_file": "optional kill-switch path; default <ledger>.stop",
-    "price": "spend units per wall-clock second of command workers and gates, a number > 0 "
-             "(default 1.0); `loopproof resume --price P` changes it",
-    "sandbox": "\"bwrap\" (default): every worker and gate command runs in a bubblewrap sandbox; "
-               "\"none\": no sandbox (recorded and warned; see docs/threat-model.md)",
-    "max_files": f"every node's default for max_files (default {DEFAULT_MAX_FILES})",
-    "max_workspace_bytes": f"every node's default for max_workspace_bytes (default "
-                           f"{DEFAULT_MAX_BYTES})",
-    "max_memory_bytes": f"every node's default for max_memory_bytes (default "
-                        f"{size_text(DEFAULT_RESOURCES['max_memory_bytes'])})",
-    "max_processes": f"every node's default for max_processes (default "
-                     f"{DEFAULT_RESOURCES['max_processes']})",
-    "max_tmp_bytes": f"every node's default for max_tmp_bytes (default "
-                     f"{size_text(DEFAULT_RESOURCES['max_tmp_bytes'])})",
-    "env": "every command worker's default variables (a node's own `env` wins per name)",
-}
-NODE_FIELDS: dict[str, str] = {
-    "kind": "which adapter runs the node (default \"command\"); see engine.run.spec.KINDS",
-    "attempts": "a_v: attempts per activation, an integer >= 1 (default 1)",
-    "spend_ceiling": "c_v: spend ceiling per attempt, a number >= 0 (required)",
-    "timeout_s": "wall-clock limit per worker run, seconds > 0 (default 60)",
-    "gate_timeout_s": "wall-clock limit per gate run, seconds > 0 (default 60)",
-    "eval_reserve": "spend units of c_v held back for the gate run, 0 <= eval_reserve <= "
-                    "spend_ceiling (default 0)",
-    "needs": "predecessor node names (default [])",
-    "repairs": "repair targets: the node itself or its ancestors; the first listed is used (default [])",
-    "gate_files": "extra files the gate depends on, hashed at start, re-checked before each gate run",
-    "gate_errors": "what a gate error (the gate did not judge: it crashed, timed out, exited 2 or "
-                   "more or by a signal, changed its snapshot) does: \"retry\" (default: it "
-                   "fails the attempt like a reject; the node tries again) or \"stop\" (the run "
-                   "stops after recording it, exit 6; fix what broke the gate, then resume)",
-    "llm": "a table: the model calls a command worker may make through the attempt's metered "
-           "proxy, in the OpenAI chat, OpenAI Responses or Anthropic Messages API (upstream, "
-           "api_key_env, price_prompt_per_1k, price_completion_per_1k, price_cache_read_per_1k, "
-           "price_cache_write_per_1k, max_tokens, timeout_s; docs/proxy.md)",
-    "network": "true: the node's worker shares the host's network (default false: none; see "
-               "docs/threat-model.md for what it opens)",
-    "writable": "existing files or folders (relative to the spec) the worker may write besides "
-                "its workspace, e.g. a cache or a counter: outside every judged tree, and not "
-                "confined (see docs/threat-model.md); default []",
-    "env": "the command worker's own variables (never its gate's), names to strings; no PATH, "
-           "HOME, TMPDIR, OPENAI_*, ANTHROPIC_BASE_URL, LOOPPROOF_*, LD_* or secret-looking name "
-           "(docs/proxy.md)",
-    "max_files": "entries (files and folders) the workspace may hold when it is judged; more is "
-                 "an error verdict, checked before anything is copied",
-    "max_workspace_bytes": "bytes the workspace's files may add up to while the worker runs "
-                           "(more: it is killed, at the workspace limit) and when it is judged "
-                           "(sparse files at their full size; more is an error verdict, checked "
-                           "before anything is copied)",
-    "max_memory_bytes": "memory of all the processes of one worker or gate command together, "
-                        "its private temp folders included (more: killed, at the memory limit)",
-    "max_processes": "processes and threads of one command alive at once (a fork past it is "
-                     "refused and the command is killed, at the process limit)",
-    "max_tmp_bytes": "size of each private temp folder (/tmp, /var/tmp, /dev/shm, ...) of a "
-                     "sandboxed command (full: killed, at the tmp limit)",
-}
-GATE_ERRORS = ("retry", "stop")
 
 
 # ---- the loaded spec ---------------------------------------------------------------------------
@@ -278,24 +203,9 @@ def _load(path: Path, max_bytes: int) -> Spec:
     return _build(resolved, resolved.parent, table, hashlib.sha256(raw).hexdigest())
 
 
-@dataclass(frozen=True)
-class _GraphSettings:
-    """Phase 1 of `_build`: the [graph] table, checked, and what every node takes from it."""
-
-    g: dict[str, Any]
-    strict: bool
-    policy: Path | None
-    stop_file: Path | None
-    price: float
-    sandbox: str
-    defaults: dict[str, int]  # the tree limits a node without its own has
-    limits: Limits
-    resources: dict[str, int]
-
-
 def _build(path: Path, spec_dir: Path, table: Any, digest: str,
            programs: dict[str, str] | None = None) -> Spec:
-    """Phases: the [graph] settings, each node's spec and config, the model graph, the
+    """Phases: the file's tables, [graph], each node's spec and config, the model graph, the
     [planner]; each raises BadInput at the first bad field, in that order."""
     name, programs = str(path), {} if programs is None else programs
     args: dict[tuple[Any, Path], Any] = {}
@@ -303,115 +213,66 @@ def _build(path: Path, spec_dir: Path, table: Any, digest: str,
         raise BadInput(name, "(toml)", "the spec is not a table",
                        "write [graph] and [node.NAME] tables")
     check_table(table, name)
-    unknown_keys(table, {"graph", "node", "planner"}, "top-level table", name, "")
-    settings = _graph_settings(table.get("graph"), path, spec_dir)
-    allowed: dict[str, frozenset[str]] = {}  # kind -> its node fields (checked for every node)
-    nodes_t = table.get("node")
-    if not isinstance(nodes_t, dict) or not nodes_t:
+    TOP.read(table, bad_input(name, "[{}]"))
+    if not table["node"]:
         raise BadInput(name, "[node]", "the graph has no nodes",
                        "declare at least one [node.NAME] table")
-    specs: list[NodeSpec] = []
-    configs: dict[str, NodeConfig] = {}
-    for node_name, nt in nodes_t.items():
-        node_spec, configs[node_name] = _node(node_name, nt, path, spec_dir, programs, args,
-                                              settings, allowed)
-        specs.append(node_spec)
-    graph = _graph(specs, settings.g, name)
-    return Spec(path, spec_dir, table, digest, graph, configs, settings.strict, settings.policy,
-                settings.stop_file, float(settings.price),
-                _planner(table.get("planner"), spec_dir, name), settings.sandbox, programs)
-
-
-def _graph_settings(g: Any, path: Path, spec_dir: Path) -> _GraphSettings:
-    name = str(path)
-    if not isinstance(g, dict):
-        raise BadInput(name, "[graph]", "the [graph] table is missing",
-                       "add [graph] with spend_budget = B")
-    unknown_keys(g, set(GRAPH_FIELDS), "[graph] field", name, "")
-    if "spend_budget" not in g:
-        raise BadInput(name, "[graph] spend_budget", "is missing",
-                       "add spend_budget = B (spend units)")
-    strict = g.get("strict_bound", False)
-    if not isinstance(strict, bool):
-        raise BadInput(name, "[graph] strict_bound", f"must be true or false, got {strict!r}",
-                       "write strict_bound = true or false")
+    g = GRAPH.read(table["graph"], bad_input(name, "[graph] {}"))
     policy = optional_path(g, "policy", spec_dir, name, must_exist=True)
     stop_file = optional_path(g, "stop_file", spec_dir, name, must_exist=False)
-    price = g.get("price", 1.0)
-    if not is_price(price):
-        raise BadInput(name, "[graph] price", f"must be a number of spend units per second > 0 "
-                       f"(from {MIN_PRICE:g} to {MAX_PRICE:g}), got {short(price)}",
-                       "set price = 1.0 (or leave it out)")
-    graph_ranges(g, name)
-    sandbox = g.get("sandbox", DEFAULT)
-    if not isinstance(sandbox, str) or sandbox not in BACKENDS:
-        raise BadInput(name, "[graph] sandbox", f"must be one of {sorted(BACKENDS)}, got "
-                       f"{short(sandbox)}", f'write sandbox = "{DEFAULT}" (or leave it out)')
-    graph_table = NodeTable("", g, path)
-    defaults = {key: tree_limit(graph_table, key, default) for key, default in
-                (("max_files", DEFAULT_MAX_FILES), ("max_workspace_bytes", DEFAULT_MAX_BYTES))}
-    resource_defaults = {key: tree_limit(graph_table, key, DEFAULT_RESOURCES[key])
-                         for key in RESOURCE_FIELDS}
-    return _GraphSettings(g, strict, policy, stop_file, price, sandbox, defaults,
-                          Limits(*(defaults[key] for key in LIMIT_FIELDS)), resource_defaults)
+    limits = Limits(*(g[key] for key in LIMIT_FIELDS))  # of a node without its own
+    tables: dict[str, Table] = {}  # kind -> the table its nodes are read with
+    specs: list[NodeSpec] = []
+    configs: dict[str, NodeConfig] = {}
+    for node_name, nt in table["node"].items():
+        node_spec, configs[node_name] = _node(node_name, nt, path, spec_dir, programs, args,
+                                              g, limits, tables)
+        specs.append(node_spec)
+    return Spec(path, spec_dir, table, digest, _graph(specs, g, name), configs,
+                g["strict_bound"], policy, stop_file, float(g["price"]),
+                _planner(table.get("planner"), spec_dir, name), g["sandbox"], programs)
 
 
 def _node(node_name: Any, nt: Any, path: Path, spec_dir: Path, programs: dict[str, str],
-          args: dict[tuple[Any, Path], Any], settings: _GraphSettings,
-          allowed: dict[str, frozenset[str]]) -> tuple[NodeSpec, NodeConfig]:
+          args: dict[tuple[Any, Path], Any], g: dict[str, Any], graph_limits: Limits,
+          tables: dict[str, Table]) -> tuple[NodeSpec, NodeConfig]:
     """Phase 2: one [node.NAME] table, checked: its model spec and its engine config."""
     name = str(path)
     if (why := name_problem(node_name)) is not None:
         raise BadInput(name, f"node {short(node_name)}", why, NAME_FIX)
     if not isinstance(nt, dict):
         raise BadInput(name, f"node {node_name!r}", "must be a table", f"write [node.{node_name}]")
-    node = NodeTable(node_name, nt, path, programs, args)
+    fail = bad_input(name, f"node {node_name!r}, field {{!r}}")
     kind_name = nt.get("kind", "command")
-    if not isinstance(kind_name, str) or kind_name not in KINDS:
-        raise node.error("kind", f"unknown kind {kind_name!r}", f"use one of {sorted(KINDS)}"
-                         + ("" if len(KINDS) > 1 else " (a program that loads specs itself "
-                            "registers the shipped kinds first: engine.kinds.register_builtin())"))
+    if type(kind_name) is not str or kind_name not in tables:  # read first: it picks the table
+        NODE.check("kind", kind_name, fail)
+        tables[kind_name] = NODE.plus(f'[node.NAME] of kind = "{kind_name}"',
+                                      KINDS[kind_name].fields)
     kind = KINDS[kind_name]
-    fields = allowed.get(kind_name) or allowed.setdefault(
-        kind_name, frozenset(NODE_FIELDS) | kind.fields)
-    if not nt.keys() <= fields:
-        unknown_keys(nt, set(fields), "field", name, node_name)
-    node_ranges(node)
-    names = node_names(node, "needs"), node_names(node, "repairs")
-    node_spec = NodeSpec(name=node_name, attempts=nt.get("attempts", 1),
-                         spend_ceiling=required(node, "spend_ceiling"),
-                         needs=names[0], repairs=names[1])
-    timeout_s = node.seconds("timeout_s", DEFAULT_TIMEOUT_S)
-    gate_timeout_s = node.seconds("gate_timeout_s", DEFAULT_TIMEOUT_S)
-    gate_files = listed_paths(node, spec_dir)
-    writable = listed_paths(node, spec_dir, "writable", folders=True)
-    eval_reserve = eval_reserve_of(node)
-    network = nt.get("network", False)
-    if not isinstance(network, bool):
-        raise node.error("network", f"must be true or false, got {network!r}",
-                         "write network = true (or leave it out: no network)")
-    limits = (Limits(*(tree_limit(node, key, settings.defaults[key]) for key in LIMIT_FIELDS))
-              if "max_files" in nt or "max_workspace_bytes" in nt else settings.limits)
-    resources = resource_limits(node, settings.resources, limits)
-    gate_errors = nt.get("gate_errors", "retry")
-    if gate_errors not in GATE_ERRORS:
-        raise node.error("gate_errors", f"must be one of {list(GATE_ERRORS)}, got "
-                         f"{gate_errors!r}", 'write gate_errors = "stop" (or leave it out: '
-                         '"retry")')
+    v = tables[kind_name].read(nt, fail, title=f"[node.{node_name}]")
+    node = NodeTable(node_name, nt, path, programs, args, v)
+    node_spec = NodeSpec(name=node_name, attempts=v["attempts"], spend_ceiling=v["spend_ceiling"],
+                         needs=tuple(v["needs"]), repairs=tuple(v["repairs"]))
+    gate_files = listed_paths(node, spec_dir, "gate_files") if v["gate_files"] else ()
+    writable = listed_paths(node, spec_dir, "writable", folders=True) if v["writable"] else ()
+    eval_reserve = float(v["eval_reserve"])
+    eval_reserve_within(node, eval_reserve)
+    limits = (Limits(*(v.get(key, g[key]) for key in LIMIT_FIELDS))
+              if "max_files" in nt or "max_workspace_bytes" in nt else graph_limits)
+    resources = resource_limits(v, g, limits.max_bytes)
     worker, gate = kind.factory(node, spec_dir)
     llm = llm_table(node, worker)
-    return node_spec, NodeConfig(node_name, kind_name, timeout_s, gate_timeout_s, gate_files,
-                                 worker, gate, eval_reserve, llm, network, writable, limits,
-                                 gate_errors, resources, worker_env(node, worker, settings.g,
-                                                                    name))
+    return node_spec, NodeConfig(node_name, kind_name, float(v["timeout_s"]),
+                                 float(v["gate_timeout_s"]), gate_files, worker, gate,
+                                 eval_reserve, llm, v["network"], writable, limits,
+                                 v["gate_errors"], resources, worker_env(node, worker, g))
 
 
 def _graph(specs: list[NodeSpec], g: dict[str, Any], name: str) -> LoopGraph:
     """Phase 3: the model graph of the nodes; its error names the node and field."""
     try:
-        return LoopGraph.build(specs, repair_budget=g.get("repair_budget", 0),
-                               spend_budget=g["spend_budget"],
-                               max_parallel=g.get("max_parallel", 1))
+        return LoopGraph.build(specs, repair_budget=g["repair_budget"],
+                               spend_budget=g["spend_budget"], max_parallel=g["max_parallel"])
     except GraphError as exc:
         where = (f"node {exc.node!r}, field {exc.field!r}" if exc.node is not None
                  else f"[graph] {exc.field}")
@@ -423,17 +284,6 @@ def _graph(specs: list[NodeSpec], g: dict[str, Any], name: str) -> LoopGraph:
 def _planner(t: Any, spec_dir: Path, name: str) -> PlannerConfig | None:
     if t is None:
         return None
-    if not isinstance(t, dict):
-        raise BadInput(name, "[planner]", "must be a table",
-                       'write [planner] with command = ["program", ...]')
-    unknown_keys(t, {"command", "timeout_s"}, "[planner] field", name, "")
-    argv = t.get("command")
-    if (not isinstance(argv, list) or not argv
-            or not all(isinstance(a, str) and a for a in argv)):
-        raise BadInput(name, "[planner] command", f"must be a non-empty list of strings, got "
-                       f"{argv!r}", 'write command = ["python3", "plan.py"]')
-    timeout = t.get("timeout_s", 30.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < 1e9:
-        raise BadInput(name, "[planner] timeout_s", f"must be a number of seconds > 0, got "
-                       f"{timeout!r}", "write timeout_s = 30")
-    return PlannerConfig(tuple(resolve_arg(a, spec_dir) for a in argv), float(timeout))
+    v = PLANNER.read(t, bad_input(name, "[planner] {}"))
+    return PlannerConfig(tuple(resolve_arg(a, spec_dir) for a in v["command"]),
+                         float(v["timeout_s"]))

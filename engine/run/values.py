@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from loopproof.engine.system.errors import BadInput
+from loopproof.engine.system.fields import short
 
 # Ranges: wide enough for any real run, narrow enough that every bound stays a finite float and
 # every count a 64-bit integer in the ledger.
@@ -61,24 +62,6 @@ def name_problem(name: object) -> str | None:
         return "is not a safe node name (it starts with '.')"
     odd = next(ch for ch in name if not NAME_RULE.fullmatch("a" + ch))
     return f"is not a safe node name (it holds {odd!r})"
-
-
-def short(v: object, limit: int = 60) -> str:
-    """`repr(v)`, cut to `limit` characters: an error names a bad value without quoting a
-    megabyte of it."""
-    text = repr(v)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def number_in(v: object, low: float, high: float) -> bool:
-    """A finite int or float (not a bool) in [low, high]."""
-    if type(v) is not float and type(v) is not int and (  # the common case tested first
-            isinstance(v, bool) or not isinstance(v, int | float)):
-        return False
-    try:
-        return math.isfinite(v) and low <= v <= high
-    except OverflowError:  # an integer too large for a float
-        return False
 
 
 def file_or_none(p: Path) -> Path | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from loopproof.engine.run.meter import BudgetOverrun, Meter
+from loopproof.engine.run.meter import BudgetOverrun, Meter, Metered
 from loopproof.engine.system import untrusted
 from loopproof.engine.system.errors import LedgerCorrupt
 from loopproof.engine.system.process import ProcessError, safe_environment
@@ -41,6 +41,15 @@ class AttemptContext:
     # polled while a command worker runs: a reason to stop it now (a refused model call under
     # on_refusal = "end-attempt"), else None
     stop: Callable[[], str | None] | None = None
+    # set by a worker whose workspace could not come back to the engine (a remote one over the
+    # node's limits): why; the attempt's gate then does not judge (an error, as staging would)
+    unstaged: str | None = None
+
+
+class OutcomeUnknown(Exception):
+    """Where the attempt ran is lost (a Dask worker died, or never answered within the engine's
+    clock): whether its command ran, and what it did, is unknown. The attempt is given back
+    (`Abandon`, charged its open reservations), exactly like one in flight at an engine crash."""
 
 
 Wrap = Callable[[tuple[str, ...]], tuple[str, ...]]  # puts a bridge in front of a command
@@ -58,8 +67,6 @@ class Worker(Protocol):
         command behind the bridge to it), or None when they cannot be: a Python worker runs in
         the engine's process and pays through `ctx.meter`."""
         return None
-
-
 
 
 @dataclass(frozen=True)
@@ -89,14 +96,19 @@ class CommandWorker(Worker):
                                       confine=self._sandbox(ctx), stop=ctx.stop)
         except ProcessError as exc:
             return {"argv": list(self.argv), "started": False, "error": str(exc)}
-        r = m.result
-        limits = {"limit": r.limit} if r.limit is not None else {}
-        if r.held is not None:
-            limits["held_by"] = dict(r.held)
-        return {"argv": list(self.argv), "started": True, "returncode": r.returncode,
-                "killed": m.killed, **limits, "seconds": round(r.seconds, 6),
-                "stdout": r.stream("stdout").record(), "stderr": r.stream("stderr").record(),
-                "output_truncated": r.output_truncated}
+        return command_claims(self.argv, m)
+
+
+def command_claims(argv: tuple[str, ...], m: Metered) -> dict[str, Any]:
+    """A metered command's claims, as the ledger's `claim` record keeps them."""
+    r = m.result
+    limits = {"limit": r.limit} if r.limit is not None else {}
+    if r.held is not None:
+        limits["held_by"] = dict(r.held)
+    return {"argv": list(argv), "started": True, "returncode": r.returncode,
+            "killed": m.killed, **limits, "seconds": round(r.seconds, 6),
+            "stdout": r.stream("stdout").record(), "stderr": r.stream("stderr").record(),
+            "output_truncated": r.output_truncated}
 
 
 @dataclass(frozen=True)

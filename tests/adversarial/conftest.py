@@ -63,7 +63,7 @@ class Kit:
         """`sandbox = "none"` where the engine has a sandbox switch: attacks on what the engine
         itself must enforce (the ledger's ownership, paths, trees) run without the sandbox, so
         the engine's own checks are what is tested."""
-        return 'sandbox = "none"\n' if "sandbox" in spec_mod.GRAPH_FIELDS else ""
+        return 'sandbox = "none"\n' if "sandbox" in spec_mod.GRAPH.names else ""
 
     def run(self, *argv: object) -> Result:
         """`loopproof ARGV...` in this process."""

@@ -16,7 +16,7 @@ import pytest
 
 from loopproof.engine.cli import main
 from loopproof.engine.record.signing import main as signing_main
-from loopproof.engine.run.spec import COMMAND_FIELDS, GRAPH_FIELDS, NODE_FIELDS
+from loopproof.engine.run.spec import COMMAND_FIELDS, GRAPH, NODE
 from tests.support.paths import REPO
 from tests.support.refusals import refused, snapshot
 
@@ -126,7 +126,7 @@ def spec_with(table: str, field: str, value: str) -> str:
 
 
 SPEC_CASES = [(table, field, kind) for table, fields in
-              (("[graph]", GRAPH_FIELDS), ("[node.split]", {**NODE_FIELDS, **COMMAND_FIELDS}))
+              (("[graph]", GRAPH.by_name), ("[node.split]", NODE.plus("", COMMAND_FIELDS).by_name))
               for field in fields for kind in WRONG if (kind, field) not in FITS]
 SPEC_CASES += [("", top, kind) for top in ("graph", "node", "planner") for kind in WRONG]
 

@@ -2,22 +2,31 @@
 
 Why here and not in spec.py: the proxy, its tests and the spec loader all read the same fields;
 the loader (engine/run/spec.py) only calls `parse` and turns a problem into its one-line
-refusal. Every field is documented in docs/proxy.md.
+refusal. Every field is declared once in `LLM` (engine/system/fields.py), with its line of doc;
+docs/proxy.md's table of the fields is printed from it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from loopproof.engine.system import secret_env
+from loopproof.engine.system.fields import (
+    ABSENT,
+    Fail,
+    Field,
+    Refusal,
+    Table,
+    Verdict,
+    integer,
+    number,
+    one_of,
+    short,
+)
 
-FIELDS = ("upstream", "api_key_env", "price_prompt_per_1k", "price_completion_per_1k",
-          "price_cache_read_per_1k", "price_cache_write_per_1k", "max_tokens", "timeout_s",
-          "on_refusal", "tokenize")
 # When a cache price is not given: a cached prompt token read at the full prompt price, and a
 # token written to the cache at twice it. Why these never under-count a provider's bill:
 # providers bill a cache read below an uncached token (Anthropic 0.1x, OpenAI 0.1x to 0.5x,
@@ -77,60 +86,87 @@ class LlmConfig:
         return out
 
 
-Problem = Callable[[str, str, str], Exception]  # (field, problem, fix) -> the error to raise
+def _upstream(v: Any) -> Verdict:
+    if not isinstance(v, str) or not v:
+        return "is missing"
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{short(v)} is not an http(s) URL"
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return Refusal("carries credentials, a query or a fragment",
+                       "give the base URL only; put the key in the variable api_key_env names")
+    return None
 
 
-def parse(table: Any, problem: Problem) -> LlmConfig:
-    """Validate a TOML table; raise `problem(field, what is wrong, the fix)` on bad input."""
+def _variable(v: Any) -> Verdict:
+    if isinstance(v, str) and v.isidentifier():
+        return None
+    return f"{short(v)} is not a variable name"
+
+
+def _price(name: str, doc: str, default: Any = 0.0, shown: str = "") -> Field:
+    return Field(name, "a number >= 0", doc, number(0.0, math.inf), "0.15",
+                 fix=f"set {name} to the spend units per 1,000 tokens", default=default,
+                 shown_default=shown)
+
+
+LLM = Table("[node.NAME.llm]", (
+    Field("upstream", "an http(s) URL", "base URL of the model server, ending where the API's "
+          "path after `/v1` is appended: `/v1` for every shape (`.../v1` + `/chat/completions`, "
+          "`/responses`, `/messages`; e.g. `https://api.anthropic.com/v1`, "
+          "`https://api.openai.com/v1`). No credentials, query or fragment in it", _upstream,
+          '"http://host:port/v1"', fix='set upstream = "http://host:port/v1"',
+          add='set upstream = "http://host:port/v1"'),
+    Field("api_key_env", "a variable name", "name of the engine's environment variable that "
+          "holds the upstream key, sent as `Authorization: Bearer` in the OpenAI shapes and as "
+          "`x-api-key` in Anthropic's. It must be set when `loopproof run` / `resume` starts "
+          "(else exit 2). Omit it for an upstream that takes no key", _variable,
+          fix='name the engine\'s environment variable, e.g. api_key_env = "UPSTREAM_KEY"',
+          default=ABSENT),
+    _price("price_prompt_per_1k", "spend units per 1,000 prompt tokens (neither read from nor "
+           "written to a cache)"),
+    _price("price_completion_per_1k", "spend units per 1,000 completion tokens (output, "
+           "reasoning and thinking included)"),
+    _price("price_cache_read_per_1k", "spend units per 1,000 prompt tokens the upstream read "
+           "from its prompt cache (OpenAI `cached_tokens`, Anthropic "
+           "`cache_read_input_tokens`)", ABSENT, "`price_prompt_per_1k`"),
+    _price("price_cache_write_per_1k", "spend units per 1,000 prompt tokens the upstream wrote "
+           "to its cache (Anthropic `cache_creation_input_tokens`)", ABSENT,
+           "2 x `price_prompt_per_1k`"),
+    Field("max_tokens", "an integer from 1 to 1000000", "the most completion tokens one choice "
+          "may ask for: a request asking for more, or for none, is rewritten to ask for this "
+          "(`max_tokens`, `max_completion_tokens`, `max_output_tokens`)",
+          integer(1, 1_000_000), fix="set max_tokens to the most completion tokens one call "
+          "may ask for", default=1024),
+    Field("timeout_s", "seconds > 0", "seconds one upstream call may take",
+          number(0.0, math.inf, above=True), fix="set timeout_s to the wall clock one "
+          "upstream call may take", default=DEFAULT_TIMEOUT_S),
+    Field("on_refusal", " or ".join(f'`"{o}"`' for o in ON_REFUSAL), '"end-attempt": the '
+          "first call refused (`402`) stops the worker once the calls it has in flight are "
+          'settled, and its gate judges what it left; "continue": the attempt goes on and the '
+          "agent decides what a `402` means", one_of(ON_REFUSAL),
+          fix=f'write on_refusal = "{ON_REFUSAL[0]}" (or leave it out)', default=ON_REFUSAL[0]),
+    Field("tokenize", " or ".join(f'`"{o}"`' for o in TOKENIZE), "how the prompt part of a "
+          'call\'s bound is counted: "auto" asks the upstream\'s `/tokenize` once per attempt '
+          'and uses it while it answers (vLLM), else the byte bound; "vllm" always asks; '
+          '"none" never asks', one_of(TOKENIZE),
+          fix=f'write tokenize = "{TOKENIZE[0]}" (or leave it out)', default=TOKENIZE[0]),
+), prefix="llm.")
+FIELDS = tuple(LLM.by_name)
+
+
+def parse(table: Any, problem: Fail, title: str | None = None) -> LlmConfig:
+    """Validate a TOML table; raise `problem(field, what is wrong, the fix)` on bad input
+    (`title`: the table as errors name it, "[node.fix.llm]")."""
     if not isinstance(table, dict):
         raise problem("llm", "is not a table", 'write [node.<name>.llm] with upstream = "..."')
-    unknown = sorted(set(table) - set(FIELDS))
-    if unknown:
-        raise problem(f"llm.{unknown[0]}", "is not a field of the llm table",
-                      f"use only {', '.join(FIELDS)}")
-    up = table.get("upstream")
-    if not isinstance(up, str) or not up:
-        raise problem("llm.upstream", "is missing", 'set upstream = "http://host:port/v1"')
-    parts = urlsplit(up)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise problem("llm.upstream", f"{up!r} is not an http(s) URL",
-                      'set upstream = "http://host:port/v1"')
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise problem("llm.upstream", "carries credentials, a query or a fragment",
-                      "give the base URL only; put the key in the variable api_key_env names")
-    key_env = table.get("api_key_env")
-    if key_env is not None and (not isinstance(key_env, str) or not key_env.isidentifier()):
-        raise problem("llm.api_key_env", f"{key_env!r} is not a variable name",
-                      'name the engine\'s environment variable, e.g. api_key_env = "UPSTREAM_KEY"')
-    prices: dict[str, float | None] = {}
-    for f in ("price_prompt_per_1k", "price_completion_per_1k", "price_cache_read_per_1k",
-              "price_cache_write_per_1k"):
-        v = table.get(f, 0.0 if f in ("price_prompt_per_1k", "price_completion_per_1k")
-                      else None)
-        if v is None:
-            prices[f] = None
-            continue
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-            raise problem(f"llm.{f}", f"{v!r} is not a number >= 0",
-                          f"set {f} to the spend units per 1,000 tokens")
-        prices[f] = float(v)
-    mt = table.get("max_tokens", 1024)
-    if isinstance(mt, bool) or not isinstance(mt, int) or not 1 <= mt <= 1_000_000:
-        raise problem("llm.max_tokens", f"{mt!r} is not an integer in 1..1000000",
-                      "set max_tokens to the most completion tokens one call may ask for")
-    t = table.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
-        raise problem("llm.timeout_s", f"{t!r} is not a number > 0",
-                      "set timeout_s to the wall clock one upstream call may take")
-    choices = {"on_refusal": ON_REFUSAL, "tokenize": TOKENIZE}
-    picked = {}
-    for f, allowed in choices.items():
-        v = table.get(f, allowed[0])
-        if v not in allowed:
-            raise problem(f"llm.{f}", f"{v!r} is not one of {list(allowed)}",
-                          f'write {f} = "{allowed[0]}" (or leave it out)')
-        picked[f] = v
-    return LlmConfig(up.rstrip("/"), key_env, prices["price_prompt_per_1k"] or 0.0,
-                     prices["price_completion_per_1k"] or 0.0, mt, float(t),
-                     picked["on_refusal"], picked["tokenize"],
-                     prices["price_cache_read_per_1k"], prices["price_cache_write_per_1k"])
+    v = LLM.read(table, problem, title=title)
+    return LlmConfig(v["upstream"].rstrip("/"), v.get("api_key_env"),
+                     float(v["price_prompt_per_1k"]), float(v["price_completion_per_1k"]),
+                     v["max_tokens"], float(v["timeout_s"]), v["on_refusal"], v["tokenize"],
+                     _float(v.get("price_cache_read_per_1k")),
+                     _float(v.get("price_cache_write_per_1k")))
+
+
+def _float(v: float | None) -> float | None:
+    return None if v is None else float(v)

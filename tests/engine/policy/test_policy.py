@@ -88,9 +88,9 @@ BAD = {
     "missing budget": (lambda s: s.replace("spend = 60.0\n", ""), "budget.spend: is missing"),
     "unknown condition": (lambda s: s.replace('"ledger_verified"]', '"vibes"]'),
                           "release.conditions: has unknown condition(s) ['vibes']"),
-    "unknown table": (lambda s: s + "\n[extras]\nx = 1\n", "[extras]: is not a policy table"),
+    "unknown table": (lambda s: s + "\n[extras]\nx = 1\n", "[extras]: is not a table of the policy file"),
     "unknown key": (lambda s: s.replace("repairs = 1", "repairz = 1"),
-                    "budget.repairz: is not a policy field"),
+                    "budget.repairz: is not a field of [budget]; fix: did you mean 'repairs'?"),
     "bad toml": (lambda s: s + "\n[budget\n", "policy: is not valid TOML"),
     "version 2": (lambda s: s.replace("[policy]\n", "[policy]\nversion = 2\n"),
                   "policy.version: must be 1"),
@@ -102,7 +102,7 @@ BAD = {
         lambda s: s.replace('"ledger_verified"]', '"ledger_verified", "approved"]'),
         "release.conditions: asks for 'approved'"),
     "table not table": (lambda s: 'budget = 3\n' + s.replace("[budget]\nspend = 60.0\nrepairs = 1\nattempts = 20\n", ""),
-                        "budget: must be a table"),
+                        "[budget]: must be a table"),
 }
 
 

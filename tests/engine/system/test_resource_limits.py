@@ -13,6 +13,7 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.system import limits
+from loopproof.engine.system.judged import DEFAULT_MAX_BYTES
 from loopproof.engine.system.limits import Hold, ResourceLimits, holders
 from loopproof.engine.system.process import run_command
 from loopproof.engine.system.sandbox import Confinement, View, backend
@@ -50,7 +51,7 @@ def test_defaults_then_the_graphs_then_the_nodes(tmp_path: Path) -> None:
     d = spec_mod.DEFAULT_RESOURCES
     got = spec_mod.load(write(tmp_path)).nodes["a"].resources
     assert got == ResourceLimits(d["max_memory_bytes"], d["max_processes"], d["max_tmp_bytes"],
-                                 spec_mod.DEFAULT_MAX_BYTES)
+                                 DEFAULT_MAX_BYTES)
     p = write(tmp_path, {"max_processes": 100, "max_memory_bytes": 33554432},
               {"max_processes": 50, "max_workspace_bytes": 4096})
     got = spec_mod.load(p).nodes["a"].resources
@@ -98,6 +99,6 @@ def test_the_documented_defaults_are_the_engines() -> None:
     for field, shown in (("max_memory_bytes", limits.size_text(d["max_memory_bytes"])),
                          ("max_processes", str(d["max_processes"])),
                          ("max_tmp_bytes", limits.size_text(d["max_tmp_bytes"])),
-                         ("max_workspace_bytes", limits.size_text(spec_mod.DEFAULT_MAX_BYTES))):
+                         ("max_workspace_bytes", limits.size_text(DEFAULT_MAX_BYTES))):
         row = next(ln for ln in text.splitlines() if ln.startswith(f"| `{field}` |"))
         assert f"| {shown} |" in row, row

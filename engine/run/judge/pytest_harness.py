@@ -46,6 +46,9 @@ modules loaded from the scratch tree (the first `MAX_MODULES`, in at most `MAX_R
 one line), and the modules loaded from an installed copy of a judged name, whatever they are
 called (the first 50: an `__init__.py` that points `__path__` there, an alias of one).
 
+Why one module: the engine sends this file's text whole as `python -I -c`, into the gate's
+interpreter, where loopproof is not installed; a sibling module it imported would not be there.
+
 The residual: the judged code runs in this process, so it can still defeat what is decided
 here (an object equal to everything inside a test's `assert`, a hook that rewrites outcomes
 selectively, a forged report of what was imported). The engine's canaries catch a report

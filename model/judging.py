@@ -15,8 +15,9 @@ The rule:
   reported that was not asked for;
 - and, where the judged code is named (`CodeLoads`: the `pytest` kind's `code`), the run must
   have imported it from where it lies in the judged tree: a run in which a judged package was
-  never imported, or was imported from anywhere else (an installed copy, a shadow copy), is
-  `vacuous`, an error, never a PASS ("the tests did not import the judged code"): the cases
+  never imported, or was imported from anywhere else (an installed copy, a shadow copy), or in
+  which any module came from an installed copy of the judged code (an `__init__.py` that points
+  the package's `__path__` there), is `vacuous`, an error, never a PASS ("the tests did not import the judged code"): the cases
   passed, but not on the judged code. A run that failed its cases without saying what it
   imported (it died) stays a failure.
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PASSED, FAILED, FORGED, VACUOUS = "passed", "failed", "forged", "vacuous"
@@ -69,11 +70,15 @@ class CodeLoads:
     reported (None: never imported), or is None when no report came back; `each`: every name
     must have been imported (names declared one by one), else at least one (names found in the
     tree by default, where a top-level module the tests never import is no sign of vacuity).
-    No expected name (`code = []`: the tests run the judged code as a program) asks nothing."""
+    No expected name (`code = []`: the tests run the judged code as a program) asks nothing.
+    `strays` maps each module the run loaded from an installed copy of the judged code (where
+    the import system finds a judged name without the tree) to its file: any makes the run
+    vacuous. (A module of another package aliased under a judged name is no stray.)"""
 
     expected: Mapping[str, str]
     loaded: Mapping[str, str | None] | None
     each: bool = True
+    strays: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,8 @@ def not_imported(code: CodeLoads) -> str:
         got = code.loaded.get(name)
         if got is not None and got != want:
             return f"{name} was imported from {got}, not from the judged tree's {want}"
+    for module, got in sorted(code.strays.items()):
+        return f"{module} was imported from {got}, an installed copy of the judged code"
     never = [name for name in code.expected if code.loaded.get(name) is None]
     if code.each and never:
         return f"{never[0]} was never imported"

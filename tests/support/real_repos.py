@@ -19,7 +19,11 @@ The workers (`MODES`), each starting from the buggy tree:
 - `rewrite-tests`: every test file rewritten to pass, plus an ini that deselects the rest;
 - `sitecustomize`: a sitecustomize.py and a .pth file (root, src/, tests/) that put a fixed
   copy first on sys.path and mark every report passed, if Python ever loads them.
-None of the four exploits may end DONE.
+- `bytecode` (by hand, not in make check): the buggy source, and beside it an unchecked-hash
+  .pyc of the fixed file, which Python loads without looking at the source;
+- `re-export` (by hand): the package's `__init__.py` points `__path__` at the installed copy, so
+  every submodule comes from there (a single-module project: the bug left in).
+None of the exploits may end DONE.
 
 A project is a folder holding the project's tree and a `task.json`: `code` (the gate's code),
 `bug` (`file`, `fixed`, `buggy`: the planted bug as a text replacement), `package` (the
@@ -35,18 +39,19 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopproof.engine.audit.exploits import outcome_forge, tree_config
+from tests.support.pytest_gates import installed_python
 
-MODES = ("fix", "leave", "conftest-hook", "shadow", "rewrite-tests", "sitecustomize")
-EXPLOITS = MODES[2:]
+MODES = ("fix", "leave", "conftest-hook", "shadow", "rewrite-tests", "sitecustomize",
+         "bytecode", "re-export")
+EXPLOITS = MODES[2:6]  # in make check (tests/engine/run/judge/test_real_repos.py)
+BY_HAND = MODES[6:]  # tried by hand on a project folder: the same held by a cheaper test
 # what the engine leaves out of the starting tree: the task's own description
 NOT_IN_TREE = {"task.json", "README.md"}
 
@@ -91,6 +96,11 @@ try:
 except Exception:
     pass
 """
+REEXPORT = """import importlib.machinery as _m, sys as _s
+_spec = _m.PathFinder.find_spec(__name__, [p for p in _s.path if "site-packages" in p])
+if _spec is not None and _spec.submodule_search_locations:
+    __path__[:] = list(_spec.submodule_search_locations)
+"""
 if mode == "fix":
     bug = task["bug"]
     f = Path(bug["file"])
@@ -113,7 +123,21 @@ elif mode == "sitecustomize":
         if folder.is_dir():
             (folder / "sitecustomize.py").write_text(SITE.format(shadow=shadow))
             (folder / "zz_fix.pth").write_text(f"import sitecustomize\n{shadow}\n")
-elif mode != "leave":
+elif mode == "bytecode":
+    import importlib.util, py_compile, tempfile
+    bug = task["bug"]
+    f = Path(bug["file"])
+    fixed = Path(tempfile.mkdtemp()) / f.name
+    fixed.write_text(f.read_text().replace(bug["buggy"], bug["fixed"]))
+    py_compile.compile(str(fixed), cfile=importlib.util.cache_from_source(str(f)), dfile=str(f),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+elif mode == "re-export" and package.is_dir():
+    init = package / "__init__.py"
+    lines = init.read_text().splitlines(keepends=True)
+    at = max([i + 1 for i, ln in enumerate(lines) if ln.startswith("from __future__")] or [0])
+    lines.insert(at, REEXPORT)
+    init.write_text("".join(lines))
+elif mode not in ("leave", "re-export"):
     sys.exit(f"unknown mode {mode}")
 print(f"worker: {mode} done")
 '''
@@ -157,11 +181,7 @@ class Project:
     def gate_python(self, venv: Path) -> Path:
         """A venv whose site-packages holds the project (its fixed copy, as pip installs it)
         and, after it, this checkout's site-packages (pytest, plugins)."""
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / "bin" / "python"
-        site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig."
-                                    "get_paths()['purelib'])"], check=True, text=True,
-                                   capture_output=True).stdout.strip())
+        python, site = installed_python(venv)
         package = self.folder / self.task["package"]
         if package.is_dir():
             shutil.copytree(package, site / package.name,
@@ -175,11 +195,6 @@ class Project:
                                        f"Version: {dist['version']}\n")
         (info / "INSTALLER").write_text("tests/support/real_repos.py\n")
         (info / "RECORD").write_text("")
-        # this interpreter's site folders, and what its .pth files add (pytest and the plugins
-        # may sit in either), after the project
-        here = dict.fromkeys([sysconfig.get_paths()["purelib"],
-                              *(p for p in sys.path if "site-packages" in p)])
-        (site / "zz_loopproof_dev.pth").write_text("".join(f"{p}\n" for p in here))
         return python
 
     def spec(self, root: Path, python: Path) -> Path:
@@ -272,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                          else ""})
     honest = {r["mode"]: r["outcome"] for r in rows}
     ok = (honest.get("fix", "DONE") == "DONE" and honest.get("leave", "FAILED") == "FAILED"
-          and all(honest.get(m) != "DONE" for m in EXPLOITS))
+          and all(honest.get(m) != "DONE" for m in (*EXPLOITS, *BY_HAND)))
     if args.json:
         print(json.dumps({"project": project.name, "runs": rows, "as_promised": ok}))
     else:

@@ -44,6 +44,7 @@ from loopproof.engine.run.judge.wire import (
     IDS,
     LOADED,
     PROBLEM,
+    TOOLS,
     NotStrict,
     read_stream,
     strict_json,
@@ -119,9 +120,11 @@ class PytestGate(TimedGate):
         packages, others = laid_folders(self.laid)
         return {"args": _args(tree, ini, files, collect), "collect": collect,
                 "tree": str(tree), "packages": {p: str(tree / p) for p in sorted(packages)},
-                "path": [str(tree / f) for f in sorted(others)], "tail": [str(tree)],
+                "path": [str(tree / f) for f in sorted(others)],
                 "conftests": pinned_conftests(tree, self.laid), "plugins": list(self.plugins),
-                "test_timeout": self.test_timeout_s or None}
+                "test_timeout": self.test_timeout_s or None,
+                "stub": sorted(self.code) if self.code is not None else None,
+                "tools": self.code is None}
 
     def check_start(self, confine: Confinement | None) -> None:
         """At run start: the pinned tests collect on their own and every `select` ID is among
@@ -162,15 +165,19 @@ class PytestGate(TimedGate):
             except NotStrict:
                 return "the collection run wrote something else than its report"
         bad = [r["value"] for r in rows if r.get("case") == PROBLEM]
-        ids = [r["value"] for r in rows if r.get("case") == IDS]
-        excused = [r["value"] for r in rows if r.get("case") == EXCUSED]
-        if bad or len(ids) != 1 or not ids[0]:
+        # the IDs come in parts (a line holds at most the wire's MAX_LINE); no judged code
+        # runs in this collection, so every part is the harness's
+        parts = [r["value"] for r in rows if r.get("case") == IDS]
+        ids = [i for part in parts for i in part]
+        excused = [i for r in rows if r.get("case") == EXCUSED for i in r["value"]]
+        if bad or not ids:
             said = ran.result.stream("stderr").text().strip().splitlines()
             why = bad[0] if bad else (f"no test collected ({said[-1][:200]})" if said
                                       else "no test collected")
             return f"the pinned tests do not collect on their own: {why}"
-        self.collected["excused"] = set(excused[0]) if len(excused) == 1 else set()
-        self.collected["ids"] = list(ids[0])
+        self.collected["excused"] = set(excused)
+        self.collected["tools"] = {n for r in rows if r.get("case") == TOOLS for n in r["value"]}
+        self.collected["ids"] = ids
         return self.collected["ids"]
 
     def run(self, snapshot: Path, timeout_s: float, confine: Confinement | None
@@ -199,7 +206,8 @@ class PytestGate(TimedGate):
         with scratch_copy(snapshot) as tree:
             lay(tree, self.laid, {ini: self.ini, canary: CANARY.format(name=name)})
             laid_names = {n.split("/", 1)[0].removesuffix(".py") for n, _ in self.laid}
-            code = judged_code(tree, self.code, laid_names)
+            # by default, no package of the tree is named like pytest, a plugin or what they need
+            code = judged_code(tree, self.code, laid_names | self.collected.get("tools", set()))
             if isinstance(code, str):
                 return ERROR, (f"pytest: cannot tell which packages of the tree are the judged "
                                f"code: {code}; fix: {FIX}"), {"error": "unclear tree"}
@@ -247,9 +255,10 @@ def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, 
     folders and the canary, left out)."""
     value = getattr(report, "value", None)
     ok = (type(value) is dict and type(value.get("code")) is dict
-          and type(value.get("modules")) is dict
+          and type(value.get("modules")) is dict and type(value.get("outside")) is dict
           and all(v is None or type(v) is str for v in value["code"].values())
-          and all(type(v) is str for v in value["modules"].values()))
+          and all(type(v) is str for v in [*value["modules"].values(),
+                                           *value["outside"].values()]))
     if not ok:
         return CodeLoads(expected, None, code.each), {}
     assert isinstance(value, dict)
@@ -261,6 +270,6 @@ def _loads(code: JudgedCode, expected: dict[str, str], report: Any, tree: Path, 
     files = sorted(f for f in {shown(f) for f in value["modules"].values()} - {None}
                    if f not in laid and f.split("/", 1)[0] not in laid)
     loaded = {name: value["code"].get(name) for name in code.places}
-    return CodeLoads(expected, loaded, code.each), {
+    return CodeLoads(expected, loaded, code.each, dict(value["outside"])), {
         "code": {name: shown(f) for name, f in loaded.items()},
         "loaded": files[:KEPT_MODULES]}

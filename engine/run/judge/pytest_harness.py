@@ -6,23 +6,26 @@ with the pinned tests laid over it, and writes the job on stdin (built by
 engine/run/judge/pytest_gate.py): `args` (pytest's arguments: the pinned configuration file and
 rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collection of the
 pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
-laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package), `tail`
-(the tree's root), `conftests` (the pinned conftest.py files and their sha256), `plugins`,
-`select`, `keep` and `test_timeout`. It keeps a private copy of stdout as the results channel,
-points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
+laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package),
+`conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep`,
+`test_timeout`, `stub` (the declared judged names, for a collection) and `tools` (the judged
+code is not declared: a collection names the test tooling). It keeps a private copy of stdout
+as the results channel, points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
 
 Where imports resolve: a finder first on `sys.meta_path` maps each judged name (`code`) to its
 place in the scratch tree, ahead of any installed copy (a copy already imported at start-up, by
 a `.pth` file of the installation, is dropped first), and each laid test package to its pinned
 copy (`from tests.base import ...` is the pinned tests/base.py). The laid folders that are no
 package come first on `sys.path` (their helper modules, as pytest's rootdir insertion gives
-them); the tree's root comes last, after the standard library and site-packages, so no other
-file of the judged tree stands in for a module those hold (a judged `difflib.py` is not the
-difflib a pinned test imports). The environment has no PYTEST_* variable but
-PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: the plugins that load are the pinned `plugins` (installed
-distributions or entry point names of group pytest11, passed as `-p NAME`), none else. The
-only conftest.py files that load are the pinned ones, byte for byte (the engine removed every
-other from the tree; one written there while the tests run is refused here).
+them). The tree's root is not on `sys.path` at all: no other file of the judged tree stands in
+for a module the standard library or site-packages hold (a judged `difflib.py` is not the
+difflib a pinned test imports), nor for one nothing holds (the pinned conftest's optional
+`try: import fastjson`, which would otherwise run a module of the tree before any test). The
+environment has no PYTEST_* variable but PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: the plugins that
+load are the pinned `plugins` (installed distributions or entry point names of group pytest11,
+passed as `-p NAME`), none else. The only conftest.py files that load are the pinned ones,
+byte for byte (the engine removed every other from the tree; one written there while the tests
+run is refused here).
 
 Each test's outcome (setup, call and teardown together: "passed", "failed", "skipped",
 "xfailed", "xpassed", "error", "timeout") is written as `{"case": NODEID, "value": OUTCOME}`
@@ -30,14 +33,21 @@ when the test ends. A test that runs past `test_timeout` seconds gets SIGALRM (i
 the next test runs); one that does not end on it (a hang the signal cannot break) is reported
 "timeout" by a watchdog thread, which then ends the process (the tests left are not reported).
 The integer cases are the harness's own (engine/run/judge/wire.py): with `collect`,
-`{"case": 0, "value": [IDS]}` once (any module the tests import that is not installed is given
-as a stub: the judged tree is not there), `{"case": 3, "value": [IDS]}`, those of them the
-pinned tests' own skip, skipif and xfail marks excuse (their conditions evaluated there, where no
-judged code runs), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
+`{"case": 0, "value": [IDS]}` (in lists of at most about `MAX_REPORT` bytes, as many lines as
+it takes; a module the tests import that is not installed is given as a stub, the judged tree
+not being there: any, or with `stub` those under the judged names), `{"case": 3, "value":
+[IDS]}` (the same way), those of them the pinned tests' own skip, skipif and xfail marks excuse
+(their conditions evaluated there, where no judged code runs), with `tools`, `{"case": 4,
+"value": [NAMES]}` (`tool_names`: what a default judged package may not be named), and `{"case": 1, "value": PROBLEM}` for what keeps the pinned tests from
 collecting; after a run, `{"case": 2, "value": {"code": {NAME: FILE|null},
-"modules": {MODULE: FILE}}}`: the file each judged name was loaded from (null: never imported;
-for a name whose import failed, the place it was sought) and every module loaded from the
-scratch tree.
+"modules": {MODULE: FILE}, "outside": {MODULE: FILE}}}`: the file each judged name was loaded
+from (null: never imported; for a name whose import failed, the place it was sought), the
+modules loaded from the scratch tree (the first `MAX_MODULES`, in at most `MAX_REPORT` bytes:
+one line), and the modules loaded from an installed copy of a judged name, whatever they are
+called (the first 50: an `__init__.py` that points `__path__` there, an alias of one).
+
+Why one module: the engine sends this file's text whole as `python -I -c`, into the gate's
+interpreter, where loopproof is not installed; a sibling module it imported would not be there.
 
 The residual: the judged code runs in this process, so it can still defeat what is decided
 here (an object equal to everything inside a test's `assert`, a hook that rewrites outcomes
@@ -59,12 +69,27 @@ import threading
 import time
 import types
 
-IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the harness's own cases (engine/run/judge/wire.py)
+IDS, PROBLEM, LOADED, EXCUSED, TOOLS = 0, 1, 2, 3, 4  # its own cases (judge/wire.py)
 MAX_MODULES = 5000  # modules named in the load report
+MAX_REPORT = 1 << 19  # bytes of paths and names in one line (the wire takes 1 MiB a line)
 
 
-def stubs():
-    """A finder, last in line, that makes any module no other finder has a stub."""
+def chunks(ids):
+    """`ids` in lists of at most about MAX_REPORT bytes each (at least one list)."""
+    out, size = [[]], 0
+    for i in ids:
+        if out[-1] and size + len(i) > MAX_REPORT:
+            out.append([])
+            size = 0
+        out[-1].append(i)
+        size += len(i) + 4
+    return out
+
+
+def stubs(names):
+    """A finder, last in line, that makes a module no other finder has a stub: any (`names`
+    None, the judged code not declared) or those under the judged names `names` (the others
+    are missing in a judged run too, where nothing of the tree but the judged code imports)."""
 
     class Stub:
         def __getattr__(self, name):
@@ -89,6 +114,8 @@ def stubs():
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path=None, target=None):
+            if names is not None and name.partition(".")[0] not in names:
+                return None
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
 
         def create_module(self, spec):
@@ -147,6 +174,24 @@ def loaded_file(module):
     return first if type(first) is str else None
 
 
+def installed_copies(code, path, tree):
+    """Where the import system finds each judged name on `path` without the judged tree (an
+    installed copy): a package's folder (with a trailing slash) or a module's file."""
+    out = []
+    for name in code:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(
+                name, [p for p in path if not p.startswith(tree)])
+        except Exception:
+            spec = None
+        if spec is None:
+            continue
+        for place in [*(spec.submodule_search_locations or []), spec.origin]:
+            if type(place) is str and os.path.isabs(place):
+                out.append(os.path.join(place, "") if os.path.isdir(place) else place)
+    return out
+
+
 def plugin_args(names):
     """`-p NAME` for every pytest11 entry point of the distributions (or entry point names)
     `names`; the names nothing installed answers to."""
@@ -165,6 +210,46 @@ def plugin_args(names):
         for ep in found:
             args += ["-p", ep.name]
     return args, missing
+
+
+def tool_names():
+    """The top-level import names of pytest, of every installed distribution with a pytest11
+    entry point (a plugin), and of what they require, transitively: the test tooling, which no
+    package of the judged tree stands in for unless `code` declares it."""
+    from importlib.metadata import distributions, entry_points
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    def norm(n):
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    dists = {}
+    for d in distributions():
+        dists.setdefault(norm(d.metadata["Name"] or ""), d)
+    todo = ["pytest", *(norm(ep.dist.name) for ep in entry_points(group="pytest11")
+                        if ep.dist is not None)]
+    seen, names = set(), set()
+    while todo:
+        key = todo.pop()
+        d = dists.get(key)
+        if key in seen or d is None:
+            continue
+        seen.add(key)
+        top = d.read_text("top_level.txt")
+        if top:
+            names.update(n.strip() for n in top.split() if n.strip())
+        for f in d.files or ():
+            first = f.parts[0] if f.parts else ""
+            if first.endswith(".py") or (len(f.parts) > 1 and f.name == "__init__.py"):
+                names.add(first.removesuffix(".py"))
+        for r in d.requires or ():
+            try:
+                req = Requirement(r)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(norm(req.name))
+    return sorted(n for n in names if n.isidentifier())
 
 
 def excused(item):
@@ -245,8 +330,12 @@ def main():
 
         def pytest_collection_finish(self, session):
             if collect:
-                send(IDS, [item.nodeid for item in session.items])
-                send(EXCUSED, [item.nodeid for item in session.items if excused(item)])
+                for part in chunks([item.nodeid for item in session.items]):
+                    send(IDS, part)
+                for part in chunks([item.nodeid for item in session.items if excused(item)]):
+                    send(EXCUSED, part)
+                if job.get("tools"):
+                    send(TOOLS, tool_names())
 
         def pytest_collectreport(self, report):
             if collect and report.failed:
@@ -319,26 +408,35 @@ def main():
     for name in code:  # an installed copy imported at start-up (a .pth file) goes
         for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[loaded]
+    start_path = list(sys.path)  # before any judged code runs
     placed = Placed({**job.get("packages", {}), **code})
     sys.meta_path.insert(0, placed)
     sys.path[:0] = job.get("path", [])
-    sys.path.extend(job.get("tail", []))
     guard_conftests(job.get("conftests", {}))
     if collect:
-        stubs()
+        stubs(job.get("stub"))
     try:
         pytest.main([*job["args"], *args], plugins=[Report()])
     finally:
         if not collect:
             tree = os.path.join(job["tree"], "")
-            modules = {}
+            modules, size = {}, 0
             for name, module in list(sys.modules.items()):
                 f = loaded_file(module)
-                if f is not None and f.startswith(tree) and len(modules) < MAX_MODULES:
+                if f is not None and f.startswith(tree) and len(modules) < MAX_MODULES \
+                        and size + len(name) + len(f) < MAX_REPORT:
                     modules[name] = f
+                    size += len(name) + len(f) + 8
+            copies = installed_copies(code, start_path, tree)
+            outside = {}  # modules loaded from an installed copy of the judged code
+            for name, module in list(sys.modules.items()):
+                f = loaded_file(module)
+                if f is not None and len(outside) < 50 \
+                        and any(f == c or f.startswith(c) for c in copies):
+                    outside[name] = f
             send(LOADED, {"code": {name: loaded_file(sys.modules[name]) if name in sys.modules
                                    else placed.sought.get(name) for name in code},
-                          "modules": modules})
+                          "modules": modules, "outside": outside})
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ that imports it gets the installed copy unless the judged tree's comes first. `c
 judged packages as paths in the tree (`"src/mypkg"`, `"mymodule.py"`); the harness maps exactly
 those import names to those places, ahead of anything installed, and reports where each was
 loaded from. Without `code`, the tree's own top-level packages and modules are the judged code
-(those under `src/` when the tree has one); a tree where that is unclear gets no verdict but an
-error naming the fix.
+(those under `src/` when the tree has one), but none named like the test tooling (pytest, an
+installed plugin, what they require: the harness's `tool_names`, passed in as `laid_names`); a
+tree where that is unclear gets no verdict but an error naming the fix.
 """
 
 from __future__ import annotations

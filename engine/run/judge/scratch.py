@@ -7,11 +7,21 @@ removed afterwards. Why its own view: the gate's view shows the gate's files (it
 the judged code must see no more than the worker that wrote it: the run gives that view as
 `Confinement.candidate` (every gate's files and the spec hidden, no network, a fresh HOME), and
 without one the gate's view is used with this gate's own files and their traces hidden.
+
+Why no bytecode: Python loads a `.pyc` the tree ships (an unchecked-hash one whatever the
+source says, a sourceless `mod.pyc` with no source at all), and a compiled extension module
+(`mod.cpython-311-x86_64-linux-gnu.so`) ahead of the `mod.py` beside it, so a tree could be
+judged on code no reader of it sees and no mutant of the audit touches. The copy holds no
+`.pyc` and no extension module beside a source of the same name: what runs is compiled from the
+tree's sources. (An extension module with no source beside it stays: it is how a project with
+C code ships it, and it is the judged code.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -53,14 +63,28 @@ def _traces(files: Sequence[Path]) -> list[Path]:
 
 @contextlib.contextmanager
 def scratch_copy(snapshot: Path) -> Iterator[Path]:
-    """A writable copy of the judged snapshot, removed on leaving."""
+    """A writable copy of the judged snapshot without its bytecode, removed on leaving."""
     parent = Path(tempfile.mkdtemp(prefix="loopproof-judged-"))
     tree = parent / "tree"
     try:
         copy_judged(snapshot, tree)
+        _drop_bytecode(tree)
         yield tree
     finally:
         remove_tree(parent)
+
+
+def _drop_bytecode(tree: Path) -> None:
+    """Remove every `__pycache__` folder and `.pyc` file of `tree`, and every extension module
+    beside a source of its name (see the module's docstring)."""
+    for folder, dirs, files in os.walk(tree):
+        for name in files:
+            shadows = name.endswith((".so", ".pyd")) and f"{name.split('.')[0]}.py" in files
+            if name.endswith(".pyc") or shadows:
+                os.unlink(os.path.join(folder, name))
+        for name in [d for d in dirs if d == "__pycache__"]:
+            shutil.rmtree(os.path.join(folder, name))
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ was not asked or comes twice, makes the whole stream `garbled`: every case of it
 result (the judged code wrote on the results channel; it cannot have meant well).
 
 The `pytest` harness (engine/run/judge/pytest_harness.py) keeps four integer cases of its own
-beside the test IDs: `IDS` (a collection run's collected test IDs, a list of strings),
+beside the test IDs: `IDS` (a collection run's collected test IDs, lists of strings, one or more lines),
 `EXCUSED` (those of them whose own skip, skipif or xfail mark holds at that collection, a list
-of strings), `PROBLEM` (what keeps the pinned tests from collecting, a string) and `LOADED`,
+of strings), `PROBLEM` (what keeps the pinned tests from collecting, a string), `TOOLS` (the import names of
+pytest, its plugins and their requirements, a list of strings) and `LOADED`,
 written once at
 the end of a run: `{"code": {NAME: FILE | null}, "modules": {MODULE: FILE}}`, the absolute file
 (in the scratch copy, or wherever it came from) each judged import name was loaded from (null:
@@ -34,7 +35,7 @@ from loopproof.model.judging import CaseReport, NoResult, Returned, is_json_valu
 MAX_LINE = 1 << 20  # bytes of one result line
 MAX_STREAM = 16 << 20  # bytes of all result lines of one batch
 MAX_DEPTH = 64
-IDS, PROBLEM, LOADED, EXCUSED = 0, 1, 2, 3  # the pytest harness's own (it says the same)
+IDS, PROBLEM, LOADED, EXCUSED, TOOLS = 0, 1, 2, 3, 4  # the pytest harness's own
 
 
 class NotStrict(ValueError):

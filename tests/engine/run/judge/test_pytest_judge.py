@@ -8,19 +8,15 @@ default, vacuity), `select`, the pinned `ini`, `plugins` and the per-test timeou
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from loopproof.engine.cli import main
-from loopproof.engine.run.confine import RunSandbox
-from loopproof.engine.run.spec import load
 from loopproof.engine.system.errors import BadInput
-from loopproof.engine.system.sandbox import backend
+from tests.support.pytest_gates import PY, Gate
 from tests.support.refusals import refused
 
-PY = sys.executable
 CONFTEST = '''import pytest
 
 
@@ -49,39 +45,6 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     outcome.get_result().outcome = "passed"
 '''
-
-
-class Gate:
-    """A spec with one pytest gate over `tests` (files by name, under the spec's folder), as
-    the run builds it, and its sandbox."""
-
-    def __init__(self, root: Path, tests: dict[str, str], table: str = 'code = ["src/mypkg"]\n',
-                 spec_files: dict[str, str] | None = None) -> None:
-        self.root = root
-        spec = root / "spec"
-        for name, text in {**tests, **(spec_files or {})}.items():
-            (spec / name).parent.mkdir(parents=True, exist_ok=True)
-            (spec / name).write_text(text)
-        (spec / "w.py").write_text("print(1)\n")
-        self.graph = spec / "graph.toml"
-        self.graph.write_text(
-            f'[graph]\nspend_budget = 1000.0\n\n[node.p]\nworker = ["{PY}", "w.py"]\n'
-            f'spend_ceiling = 100.0\ngate_timeout_s = 60\n\n[node.p.gate]\nkind = "pytest"\n'
-            f'tests = ["tests"]\npython = "{PY}"\n{table}')
-        self.spec = load(self.graph)
-        run = RunSandbox(self.spec, backend("bwrap"), ledger=root / "L.jsonl",
-                         stop_file=root / "L.stop")
-        (root / "ws").mkdir()
-        self.box = run.node("p", root / "ws").gate
-        self.gate = self.spec.nodes["p"].gate
-        self.gate.check_start(self.box)  # as the run does
-
-    def judge(self, name: str, files: dict[str, str]):
-        tree = self.root / name
-        for rel, text in files.items():
-            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tree / rel).write_text(text)
-        return self.gate.judge(tree, self.box)
 
 
 @pytest.fixture(scope="module")

@@ -114,10 +114,11 @@ lint: venv
 
 # Four workers on CI's two cores: a good share of the tests wait (sandboxed children, timeouts,
 # notebook kernels), and the extra workers fill the cores a waiting one leaves idle (side by side
-# on one clone: 245 s of tests with four, 262 s with three); worksteal hands the last long tests
-# to whichever worker is free.
+# on one clone: 245 s of tests with four, 262 s with three). `--dist load`, not worksteal: under
+# pytest-xdist 3.8.0 a worksteal run here hung once at its end, one worker waiting on a queue
+# that still held two tests while the controller waited for it (seen 2026-12-07, py-spy).
 test: venv sandbox browser coq agents-cli
-	$(BIN)/python -m pytest -n 4 --dist worksteal
+	$(BIN)/python -m pytest -n 4 --dist load
 
 check: venv sandbox browser coq agents-cli lint proofs test
 	@echo "make check: proofs and tests passed"

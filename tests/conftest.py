@@ -1,7 +1,8 @@
 """Shared test configuration: Hypothesis profiles.
 
 `ci` is the profile of `make check` on every machine, with or without the CI variable:
-derandomized (each test's examples follow from its own source), no deadline, and no example
+derandomized (each test's examples follow from its own source), 50 examples where a test does
+not set its own (half Hypothesis's default: `make fuzz` is where breadth is), no deadline, and no example
 database (a saved failure would change what runs where it was saved), so a fresh clone on a
 newcomer's laptop runs exactly the examples CI runs. Random exploration is `make fuzz`
 (tests/fuzz.py): the `fuzz` profile, a fresh seed each round, printed with the command that
@@ -13,7 +14,7 @@ import os
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+                          max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("fuzz", derandomize=False, deadline=None, print_blob=True,
                           database=None, max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")),
                           suppress_health_check=[HealthCheck.too_slow])

@@ -22,7 +22,8 @@ from loopproof.model.rules import enabled, step
 from loopproof.proofs.records import Names, REv
 from tests.support.admission_cases import MODELS, Case, cases
 
-EXAMPLES = 60
+EXAMPLES = 30  # `make fuzz` draws more; 60 here cost twice as much and caught no fault the 30 miss
+RARE_REFUSAL = {("checkpoint", "Drift"): 60}  # its first refused case is drawn after the 30th
 MIN_ENABLED = 0.2   # of each kind's cases, at least this share has an enabled instance ...
 MIN_DISABLED = 0.03  # ... and at least this share a refused one (of kinds that can be refused)
 KINDS = [(rules, kind) for rules in MODELS for kind in rules.kinds]
@@ -104,7 +105,7 @@ def faults(case: Case):
 def test_every_kind_of_every_admission_model_as_the_step_under_test(rules, kind):
     seen: list[Case] = []
 
-    @settings(derandomize=True, max_examples=EXAMPLES, database=None,
+    @settings(derandomize=True, max_examples=RARE_REFUSAL.get((rules.name, kind), EXAMPLES), database=None,
               suppress_health_check=list(HealthCheck))
     @given(cases(rules, kind))
     def differential(case: Case) -> None:

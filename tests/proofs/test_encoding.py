@@ -59,7 +59,7 @@ from tests.support.encoding_steps import (
     instances,
 )
 
-EXAMPLES = 40        # cases per kind (derandomized: the planted faults need a fixed sample)
+EXAMPLES = 30        # cases per kind (derandomized: the planted faults need a fixed sample)
 MIN_ENABLED = 0.4    # of each kind's cases, at least this share has an enabled step ...
 MIN_DISABLED = 0.4   # ... and at least this share a disabled one
 
@@ -155,7 +155,7 @@ def test_run_encoding_reads_back_what_it_pins():
 
 # ---- the unbounded encoding (G2) ------------------------------------------------------------------
 
-UNBOUNDED_EXAMPLES = 20  # per kind
+UNBOUNDED_EXAMPLES = 10  # per kind
 UNBOUNDED_MIN_ENABLED = 0.25
 
 _FACTS_HOLD: set[str] = set()  # the graphs whose axioms were checked

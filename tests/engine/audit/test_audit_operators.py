@@ -103,7 +103,7 @@ EVERY_KIND = '''def f(xs, flag=True):
 '''
 
 
-@pytest.mark.parametrize("source", ["engine/audit/mutants.py", "examples/catalog/he000-full-check/"
+@pytest.mark.parametrize("source", ["model/lifecycle.py", "examples/catalog/he000-full-check/"
                                     "workspace/solution.py", "every-kind"])
 def test_cosmic_ray_mutants_from_one_parse_are_its_own(source):
     """`_cosmic_ray` builds every mutant from one parse (operators rewrite nodes in place, and
@@ -129,7 +129,7 @@ def test_a_drawn_corpus_of_a_large_tree_is_seeded_distinct_and_capped(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     body = "".join(f"def f{i}(x):\n    return x * {i} + {i % 7} - (x < {i})\n\n"
-                   for i in range(2500))
+                   for i in range(1400))  # just above BUILD_WHOLE_BYTES
     (ws / "big.py").write_text(body)
     (ws / "small.py").write_text(EVERY_KIND)
     assert len(body) > mutants.BUILD_WHOLE_BYTES

@@ -489,5 +489,5 @@ class EngineMatchesModel(RuleBasedStateMachine):
 
 
 # settings() inherits the loaded profile (the ci profile's derandomize and deadline stay).
-EngineMatchesModel.TestCase.settings = settings(max_examples=40, stateful_step_count=25)
+EngineMatchesModel.TestCase.settings = settings(max_examples=20, stateful_step_count=25)
 TestEngineMatchesModel = EngineMatchesModel.TestCase

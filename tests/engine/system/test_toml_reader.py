@@ -124,7 +124,7 @@ document = st.tuples(st.lists(line, max_size=3),
     lambda d: "\n".join([*d[0], *(h + "\n" + "\n".join(body) for h, body in d[1])]) + "\n")
 
 
-@settings(max_examples=400)
+@settings(max_examples=150)  # `make fuzz` draws more
 @given(document, BATCHES)
 def test_generated_documents_read_as_tomllib_reads_them(text: str, batch: int) -> None:
     batched(batch, text)

@@ -7,8 +7,12 @@ forkserver is a process of its own, started once per test process, that imports 
 once (its preload) and forks each child from there: a new process with a fresh interpreter's
 signal handlers, none of the test process's threads, and the engine's module state as import
 left it (nothing has run in the server). The child sets what a cold child got from its
-environment (`LOOPPROOF_CRASH_AT`, read at the first crashpoint) and its working folder
-before it runs; its stdout and stderr go to a file the test reads. The server and its resource
+environment (all of it: the test's, `LOOPPROOF_CRASH_AT` read at the first crashpoint, or one
+the test gives, as `env=` of subprocess) and its working folder before it runs; its stdout and
+stderr go to files the test reads. What is not the same as a cold `python -m
+loopproof.engine.cli`: the interpreter's start (tests/engine/run/test_spec.py keeps one test of
+the entry point in its own process) and /proc/PID/environ, which shows the environment the
+server started with (the engine's own, never what a sandboxed worker sees). The server and its resource
 tracker live as long as the test process (tests/support/leftover_processes.py: LIFELONG).
 
 What runs in the child (`argv[0]`):
@@ -54,12 +58,12 @@ def _forkserver() -> Any:
     return _context
 
 
-def _main(argv: list[str], env: dict[str, str], out: str) -> None:
+def _main(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
     """The child: the environment and folder a cold child had, then `argv`."""
-    fd = os.open(out, os.O_WRONLY | os.O_APPEND)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    for path, target in ((out, 1), (err, 2)):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        os.dup2(fd, target)
+        os.close(fd)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(REPO)
@@ -86,10 +90,11 @@ def _main(argv: list[str], env: dict[str, str], out: str) -> None:
 
 @dataclass
 class Child:
-    """A started child: its process and the file its output goes to."""
+    """A started child: its process and the files its stdout and stderr go to."""
 
     process: Any
     out: Path
+    err: Path
 
     @property
     def pid(self) -> int:
@@ -103,7 +108,7 @@ class Child:
         if self.process.exitcode is None:
             self.kill()
             raise AssertionError(f"the engine's child did not end within {timeout:g} s: "
-                                 f"{self.output()[-3000:]}")
+                                 f"{self.stderr()[-3000:]}")
         return int(self.process.exitcode)
 
     def kill(self) -> None:
@@ -111,8 +116,11 @@ class Child:
             self.process.kill()
         self.process.join(60)
 
-    def output(self) -> str:
-        return self.out.read_text(errors="replace") if self.out.exists() else ""
+    def stdout(self) -> str:
+        return self.out.read_text(errors="replace")
+
+    def stderr(self) -> str:
+        return self.err.read_text(errors="replace")
 
 
 def environment(crash_at: str | None = None, drop_loopproof: bool = False) -> dict[str, str]:
@@ -126,18 +134,21 @@ def environment(crash_at: str | None = None, drop_loopproof: bool = False) -> di
 
 
 @contextlib.contextmanager
-def started(argv: Sequence[str], *, crash_at: str | None = None,
-            drop_loopproof: bool = False) -> Iterator[Child]:
-    """The engine running `argv` in a child; killed (and waited for) if it still runs when the
-    block ends."""
+def started(argv: Sequence[str], *, crash_at: str | None = None, drop_loopproof: bool = False,
+            env: dict[str, str] | None = None) -> Iterator[Child]:
+    """The engine running `argv` in a child, with `env` as its whole environment if given
+    (else `environment(crash_at, drop_loopproof)`); killed (and waited for) if it still runs
+    when the block ends."""
     with tempfile.TemporaryDirectory(prefix="engine-child-") as tmp:
-        out = Path(tmp) / "output"
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         out.touch()
-        proc = _forkserver().Process(
-            target=_main, args=([str(a) for a in argv], environment(crash_at, drop_loopproof),
-                                str(out)))
+        err.touch()
+        proc = _forkserver().Process(target=_main, args=(
+            [str(a) for a in argv],
+            dict(env) if env is not None else environment(crash_at, drop_loopproof),
+            str(out), str(err)))
         proc.start()
-        child = Child(proc, out)
+        child = Child(proc, out, err)
         try:
             yield child
         finally:
@@ -146,9 +157,9 @@ def started(argv: Sequence[str], *, crash_at: str | None = None,
 
 
 def engine_run(argv: Sequence[str], *, crash_at: str | None = None,
+               env: dict[str, str] | None = None,
                timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Run `argv` in a child to its end (or its crash site): its exit code and output (stdout
-    and stderr together, in `stderr`)."""
-    with started(argv, crash_at=crash_at) as child:
+    """Run `argv` in a child to its end (or its crash site): its exit code, stdout, stderr."""
+    with started(argv, crash_at=crash_at, env=env) as child:
         code = child.wait(timeout)
-        return subprocess.CompletedProcess(list(argv), code, "", child.output())
+        return subprocess.CompletedProcess(list(argv), code, child.stdout(), child.stderr())

@@ -133,7 +133,7 @@ def test_signal_stops_at_the_next_safe_point(tmp_path: Path, sig: signal.Signals
                                                    and "reserve" in kinds(ledger)):
             time.sleep(0.02)
         os.kill(child.pid, sig)  # a's worker is running (its own session: it does not get this)
-        assert child.wait(60) == EXIT_STOPPED, child.output()
+        assert child.wait(60) == EXIT_STOPPED, child.stderr()
     recs = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert recs[-1]["type"] == "stopped" and recs[-1]["reason"] == f"signal {sig.name}"
     assert [r["verdict"] for r in recs if r["type"] == "verdict"] == ["accept"]  # a finished

@@ -21,7 +21,9 @@ changed (the upstream's port, the CLI's path, and what the test is about).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -35,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from loopproof.engine import cli
 from tests.support.paths import REPO  # noqa: E402
 
 AGENTS_CLI = REPO / "build" / "agents"  # make agents-cli
@@ -169,9 +172,12 @@ def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
 
 
 def verifies(tmp: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "verify",
-                           str(tmp / "l.jsonl")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    """`loopproof verify` of the run's ledger, in this process (the command's own process is
+    not what this file tests)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli.main(["verify", str(tmp / "l.jsonl")])
+    assert code == 0, out.getvalue()
 
 
 def worker_claim(run: Run) -> dict[str, Any]:

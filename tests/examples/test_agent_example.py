@@ -7,11 +7,11 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from experiments.crash.observables import prefix_excess
+from tests.support.engine_child import engine_run
 from tests.support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "agent-under-budget"
@@ -35,10 +35,10 @@ def test_the_agent_calls_until_the_budget_refuses_it(tmp_path: Path):
         text = text.replace("127.0.0.1:18089", f"127.0.0.1:{server.server_address[1]}")
         (folder / "graph.toml").write_text(text)
         ledger = tmp_path / "agent.jsonl"
-        proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run",
-                               str(folder / "graph.toml"), "--ledger", str(ledger), "--json"],
-                              env={"PATH": os.environ["PATH"], "AGENT_UPSTREAM_KEY": "sk-local"},
-                              capture_output=True, text=True, timeout=180)
+        proc = engine_run(["cli", "run", str(folder / "graph.toml"), "--ledger", str(ledger),
+                           "--json"],
+                          env={"PATH": os.environ["PATH"], "AGENT_UPSTREAM_KEY": "sk-local"},
+                          timeout=180)
     finally:
         server.shutdown()
         server.server_close()

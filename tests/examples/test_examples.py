@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,18 +28,42 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
+Ran = tuple[int, dict, Path]  # exit code, the --json report, the folder the run was started in
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory) -> Callable[[str], Ran]:
+    """Each example run once for the module, as `make reproduce` runs it: from a folder of its
+    own, with a relative ledger (`NAME.jsonl`). The tests only read what the run left."""
+    done: dict[str, Ran] = {}
+
+    def get(name: str) -> Ran:
+        if name not in done:
+            folder = tmp_path_factory.mktemp(name)
+            out, here = io.StringIO(), os.getcwd()
+            os.chdir(folder)
+            try:
+                with contextlib.redirect_stdout(out):
+                    code = cli.main(["run", str(EXAMPLES / name / "graph.toml"), "--ledger",
+                                     f"{name}.jsonl", "--json"])
+            finally:
+                os.chdir(here)
+            done[name] = (code, json.loads(out.getvalue()), folder)
+        return done[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name, outcome", [("pipeline", "DONE"), ("repair", "DONE"),
                                            ("budget", "BUDGET_EXHAUSTED"),
                                            ("regress-restore", "DONE"), ("median", "DONE"),
                                            ("median-command", "DONE")])
 def test_each_example_ends_as_make_reproduce_expects_with_a_relative_ledger(
-        tmp_path: Path, capsys, monkeypatch, name: str, outcome: str) -> None:
+        example_run, name: str, outcome: str) -> None:
     """`make reproduce` passes relative ledger paths; workers, gates and revision nodes run in
     other folders, so the engine must not resolve the ledger against them (a revision node once
     did, and every reply came back invalid)."""
-    monkeypatch.chdir(tmp_path)
-    code, r = run(capsys, "run", str(EXAMPLES / name / "graph.toml"), "--ledger",
-                  f"{name}.jsonl")
+    code, r, tmp_path = example_run(name)
     assert r["outcome"] == outcome, r
     assert code == {"DONE": 0, "BUDGET_EXHAUSTED": 4}[outcome]
     assert (EXAMPLES / name / "README.md").read_text().strip()
@@ -44,30 +72,28 @@ def test_each_example_ends_as_make_reproduce_expects_with_a_relative_ledger(
         == SERIAL_SHAPES[name]
 
 
-def test_pipeline_ends_done(tmp_path: Path, capsys) -> None:
-    code, r = run(capsys, "run", str(EXAMPLES / "pipeline" / "graph.toml"), "--ledger",
-                  str(tmp_path / "p.jsonl"))
+def test_pipeline_ends_done(example_run) -> None:
+    code, r, folder = example_run("pipeline")
     assert code == 0 and r["outcome"] == "DONE"
     assert r["nodes"]["split"]["verdicts"] == ["accept"]
     assert r["nodes"]["count"]["verdicts"] == ["accept"]
-    counts = json.loads((tmp_path / "p.jsonl.work" / "count" / "counts.json").read_text())
+    counts = json.loads((folder / "pipeline.jsonl.work" / "count" / "counts.json").read_text())
     assert counts["gate"] == 2 and counts["worker"] == 3
 
 
-def test_repair_needs_one_repair_then_done(tmp_path: Path, capsys) -> None:
-    code, r = run(capsys, "run", str(EXAMPLES / "repair" / "graph.toml"), "--ledger",
-                  str(tmp_path / "r.jsonl"))
+def test_repair_needs_one_repair_then_done(example_run) -> None:
+    code, r, _ = example_run("repair")
     assert code == 0 and r["outcome"] == "DONE"
     assert r["repairs"] == [{"node": "stats", "target": "fetch"}] and r["repairs_used"] == 1
     assert r["nodes"]["stats"]["verdicts"] == ["reject", "reject", "accept"]
     assert r["nodes"]["fetch"]["activation"] == 1
 
 
-def test_budget_ends_budget_exhausted(tmp_path: Path, capsys) -> None:
+def test_budget_ends_budget_exhausted(capsys, example_run) -> None:
     code, b = run(capsys, "bound", str(EXAMPLES / "budget" / "graph.toml"))
     assert code == 0 and b == {"W": 5, "W_c": 2.5, "B": 1.2, "fits": False}
-    ledger = tmp_path / "b.jsonl"
-    code, r = run(capsys, "run", str(EXAMPLES / "budget" / "graph.toml"), "--ledger", str(ledger))
+    code, r, folder = example_run("budget")
+    ledger = folder / "budget.jsonl"
     assert code == 4 and r["outcome"] == "BUDGET_EXHAUSTED"
     assert r["attempts_total"] == 2 and r["spend"]["settled"] == pytest.approx(1.0)
     recs = [json.loads(line) for line in ledger.read_text().splitlines()]

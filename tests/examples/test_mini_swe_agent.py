@@ -12,12 +12,12 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from tests.support.engine_child import engine_run
 from tests.support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "mini-swe-agent"
@@ -48,10 +48,9 @@ def run_example(tmp: Path, *, ceiling: float | None = None) -> tuple[int, list[d
         if ceiling is not None:
             text = text.replace("spend_ceiling = 1.0", f"spend_ceiling = {ceiling}")
         (folder / "graph.toml").write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run",
-                               str(folder / "graph.toml"), "--ledger", str(tmp / "l.jsonl"),
-                               "--json"], capture_output=True, text=True, timeout=240,
-                              env={"PATH": os.environ["PATH"]})
+        proc = engine_run(["cli", "run", str(folder / "graph.toml"), "--ledger",
+                           str(tmp / "l.jsonl"), "--json"], env={"PATH": os.environ["PATH"]},
+                          timeout=240)
         ended = time.time()
     finally:
         server.shutdown()

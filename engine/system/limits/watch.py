@@ -123,7 +123,48 @@ class TmpWatch:
 
 
 def descendants(pid: int) -> set[int]:
-    """`pid` and every process below it, from /proc (for a command that no cgroup holds)."""
+    """`pid` and every process below it (for a command that no cgroup holds).
+
+    Why down from `pid`: each process's children are listed by the kernel
+    (/proc/PID/task/TID/children), so the walk reads the command's own tree, a few files, where
+    a scan of /proc reads one file per process of the machine (hundreds on a busy host, and
+    `Cell.hold_tmp` asks every millisecond until the sandbox is up). A kernel without those
+    lists (CONFIG_PROC_CHILDREN unset) gets the scan."""
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        if p in found:
+            continue
+        found.add(p)
+        kids = _children(p)
+        if kids is None:
+            return _descendants_by_scan(pid)
+        todo += kids
+    return found
+
+
+def _children(pid: int) -> list[int] | None:
+    """The children of every thread of `pid`; [] for a process that is gone, None where the
+    kernel keeps no such list."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if os.path.isdir(f"/proc/{pid}/task/{tid}"):
+                return None  # the thread is there, its list is not: no such lists here
+        except OSError:
+            continue
+    return out
+
+
+def _descendants_by_scan(pid: int) -> set[int]:
+    """`descendants` from every process's parent, read from /proc/*/stat."""
     children: dict[int, list[int]] = {}
     with contextlib.suppress(OSError), os.scandir("/proc") as it:
         for entry in it:

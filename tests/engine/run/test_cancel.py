@@ -10,10 +10,7 @@ request, a forged `cancel` record, a reason with odd bytes.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +21,8 @@ from loopproof.engine.record.replay import replay
 from loopproof.engine.run.runner import Runner, default_stop_file
 from loopproof.engine.run.spec import load
 from loopproof.model import Cancel, Status, attempt_bound
+from tests.support.engine_child import engine_run
 from tests.support.oracles import records
-from tests.support.paths import REPO
 
 # a passes at once; b's gate never passes (3 attempts, it may repair itself once).
 GRAPH = """
@@ -198,12 +195,7 @@ def test_a_crashed_run_with_an_attempt_open_cancels_after_the_attempt_is_given_b
     spec = tmp_path / "graph.toml"
     spec.write_text(GRAPH)
     ledger = tmp_path / "L.jsonl"
-    child = subprocess.run(
-        [sys.executable, "-c", "import sys\nfrom loopproof.engine.run.runner import Runner\n"
-         "from loopproof.engine.run.spec import load\nr = Runner.start(load(sys.argv[1]), sys.argv[2])\n"
-         "sys.exit(r.run())", str(spec), str(ledger)],
-        env=dict(os.environ, LOOPPROOF_CRASH_AT="runner.before_verdict:2"), cwd=REPO,
-        capture_output=True, text=True, timeout=120)
+    child = engine_run(["run", str(spec), str(ledger)], crash_at="runner.before_verdict:2")
     assert child.returncode == -signal.SIGKILL, child.stderr
     g = replay(records(ledger)).graph
     assert replay(records(ledger)).state.running(g) == "b"  # b's attempt has no recorded end

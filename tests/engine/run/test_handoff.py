@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ import pytest
 from loopproof.engine.run.runner import EXIT_PIN_CHANGED, Runner, accepted_root, workspace_root
 from loopproof.engine.run.spec import load
 from loopproof.engine.system import limits
+from tests.support.engine_child import engine_run
 from tests.support.oracles import records
-from tests.support.paths import REPO
 
 # a's worker writes "good", then leaves a process in its own session that rewrites out.txt to
 # "bad" as soon as a's gate has judged (the gate waits until it has), so the live workspace is
@@ -79,11 +78,7 @@ def test_successor_gets_the_accepted_tree_not_the_live_workspace(
 
 
 def crash_child(argv: list[str], crash_at: str) -> subprocess.CompletedProcess:
-    child = ("import sys\nfrom loopproof.engine.run.runner import Runner\nfrom loopproof.engine.run.spec import load\n"
-             "r = Runner.start(load(sys.argv[1]), sys.argv[2])\nsys.exit(r.run())\n")
-    env = dict(os.environ, LOOPPROOF_CRASH_AT=crash_at)
-    return subprocess.run([sys.executable, "-c", child, *argv], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return engine_run(["run", *argv], crash_at=crash_at)
 
 
 def crash_before_b(tmp_path: Path) -> Path:

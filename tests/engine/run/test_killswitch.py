@@ -4,9 +4,8 @@ attempt in flight), with a `stopped` record; resume continues to the same end.""
 from __future__ import annotations
 
 import json
+import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,8 +14,8 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import EXIT_STOPPED, Runner, default_stop_file
+from tests.support.engine_child import started
 from tests.support.oracles import CallableKind, records
-from tests.support.paths import REPO
 from tests.support.specs import write_spec
 
 KIND = CallableKind("test_killswitch_py")
@@ -123,30 +122,18 @@ needs = ["a"]
 spend_ceiling = 5.0
 """
 
-CHILD = """
-import sys
-from loopproof.engine.run.runner import Runner
-from loopproof.engine.run.spec import load
-runner = Runner.start(load(sys.argv[1]), sys.argv[2])
-code = runner.run()
-runner.close()
-sys.exit(code)
-"""
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_at_the_next_safe_point(tmp_path: Path, sig: signal.Signals) -> None:
     spec = tmp_path / "graph.toml"
     spec.write_text(SLOW_GRAPH)
     ledger = tmp_path / "L.jsonl"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(spec), str(ledger)], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (ledger.exists() and "reserve" in kinds(ledger)):
-        time.sleep(0.02)
-    child.send_signal(sig)  # a's worker is running (its own session: it does not get this)
-    _, err = child.communicate(timeout=60)
-    assert child.returncode == EXIT_STOPPED, err.decode()
+    with started(["run", str(spec), str(ledger)]) as child:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (ledger.exists()
+                                                   and "reserve" in kinds(ledger)):
+            time.sleep(0.02)
+        os.kill(child.pid, sig)  # a's worker is running (its own session: it does not get this)
+        assert child.wait(60) == EXIT_STOPPED, child.stderr()
     recs = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert recs[-1]["type"] == "stopped" and recs[-1]["reason"] == f"signal {sig.name}"
     assert [r["verdict"] for r in recs if r["type"] == "verdict"] == ["accept"]  # a finished

@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -32,8 +30,8 @@ from loopproof.engine.record.replay import replay
 from loopproof.engine.record.timeline import build
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import Runner
+from tests.support.engine_child import started
 from tests.support.oracles import CallableKind, assert_g3, records, spend_at_every_prefix
-from tests.support.paths import REPO
 from tests.support.specs import write_spec
 
 KIND = CallableKind("test_parallel_py")
@@ -198,11 +196,6 @@ def test_the_g3_oracle_fails_a_second_attempt_over_its_ceiling() -> None:
 
 # ---- a real SIGKILL with several attempts in flight ---------------------------------------------
 
-CHILD = """
-import sys
-from loopproof.engine.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 # Each worker marks its start in a folder outside the workspaces, then waits while the file
 # `hold` beside the folder is there: long enough to be killed in flight.
 SLOW_ONCE = 'echo start >> "$0/$LOOPPROOF_NODE"; while [ -e "$0.hold" ]; do sleep 0.05; done'
@@ -223,11 +216,8 @@ def test_sigkill_with_several_attempts_in_flight_gives_back_each_on_resume(
     spec = tmp_path / "graph.toml"
     spec.write_text("\n".join(lines) + "\n")
     ledger = tmp_path / "L.jsonl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPPROOF_")}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, "run", str(spec), "--ledger",
-                              str(ledger), "--jobs", "3"], cwd=REPO, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with started(["cli", "run", str(spec), "--ledger", str(ledger), "--jobs", "3"],
+                 drop_loopproof=True) as child:
         deadline = time.monotonic() + 60
         while len(list(marks.iterdir())) < 3:  # three workers started: three in flight
             assert time.monotonic() < deadline and child.poll() is None
@@ -235,10 +225,6 @@ def test_sigkill_with_several_attempts_in_flight_gives_back_each_on_resume(
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(30) == -signal.SIGKILL
         hold.unlink()
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     recs = records(ledger)
     assert recs[0]["jobs"] == 3 and recs[0]["graph"]["max_parallel"] == 3
     assert in_flight_at_every_prefix(recs)[-1] == 3

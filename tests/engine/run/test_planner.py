@@ -5,10 +5,7 @@ resume."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +13,8 @@ import pytest
 from loopproof.engine.run.runner import Runner
 from loopproof.engine.run.spec import load
 from loopproof.engine.system.errors import BadInput
+from tests.support.engine_child import engine_run
 from tests.support.oracles import records
-from tests.support.paths import REPO
 
 # Every round the planner asks to halve b's timeout, names an entry that does not exist and
 # tries to raise the budget. Round 0 (a DONE): the halving is accepted; round 1 (b DONE): a
@@ -96,18 +93,12 @@ def test_rejections_are_recorded_and_change_nothing_an_accepted_change_applies(
                      if r["type"] in ("begin", "verdict", "finish")]
 
 
-CHILD = ("import sys\nfrom loopproof.engine.run.runner import Runner\nfrom loopproof.engine.run.spec import load\n"
-         "r = Runner.start(load(sys.argv[1]), sys.argv[2])\nsys.exit(r.run())\n")
-
-
 @pytest.mark.parametrize("crash_at", ["runner.before_begin:2", "runner.after_verdict:1"])
 def test_an_accepted_change_survives_a_crash_and_resume(tmp_path: Path, crash_at: str) -> None:
     """before_begin:2 dies after round 0 committed; after_verdict:1 dies before it ran, so
     resume runs the owed round first."""
     ledger = tmp_path / "L.jsonl"
-    child = subprocess.run([sys.executable, "-c", CHILD, str(write(tmp_path)), str(ledger)],
-                           env=dict(os.environ, LOOPPROOF_CRASH_AT=crash_at), cwd=REPO,
-                           capture_output=True, text=True, timeout=120)
+    child = engine_run(["run", str(write(tmp_path)), str(ledger)], crash_at=crash_at)
     assert child.returncode == -signal.SIGKILL, child.stderr
     runner = Runner.resume(ledger)
     assert runner.continue_run() == 0

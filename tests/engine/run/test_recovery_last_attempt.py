@@ -10,11 +10,9 @@ the one repeated execution, and keep settled + reserved <= B on every ledger pre
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.run.meter import METER_SITES
 from loopproof.engine.run.runner import CRASH_SITES
+from tests.support.engine_child import engine_run
 from tests.support.oracles import assert_g3, records
 from tests.support.paths import REPO
 
@@ -43,11 +42,6 @@ INSIDE = ("runner.before_worker", "runner.after_worker", "runner.before_verdict"
 # a meter site is passed twice per attempt: the worker's command, then the gate run
 CASES = [f"{site}:{n}" for site in INSIDE for n in ((1, 2) if site in METER_SITES else (1,))]
 
-CHILD = """
-import sys
-import loopproof
-sys.exit(loopproof.run(sys.argv[1], sys.argv[2])["exit"])
-"""  # the public API: it registers every shipped node kind (the example's is `revision`)
 
 
 def test_the_cases_cover_every_site_inside_an_attempt() -> None:
@@ -63,9 +57,9 @@ def run_json(capsys, *argv: str) -> tuple[int, dict]:
 
 
 def crash_child(spec: Path, ledger: Path, crash_at: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, LOOPPROOF_CRASH_AT=crash_at)
-    return subprocess.run([sys.executable, "-c", CHILD, str(spec), str(ledger)], env=env,
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    """`loopproof.run` in a child that dies at `crash_at`: the public API registers every
+    shipped node kind (the regress-restore example's is `revision`)."""
+    return engine_run(["api", str(spec), str(ledger)], crash_at=crash_at)
 
 
 def same_end(report: dict) -> dict:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,8 +18,8 @@ from loopproof.engine.record.replay import replay
 from loopproof.engine.run.runner import CRASH_SITES, Runner
 from loopproof.engine.run.spec import load
 from loopproof.model import attempt_bound
+from tests.support.engine_child import engine_run, started
 from tests.support.oracles import assert_g3, records
-from tests.support.paths import REPO
 from tests.support.specs import command_node, write_spec
 
 # `a` writes its activation number; `b` passes only on a's second activation, so b is exhausted
@@ -158,33 +157,16 @@ CASES = [f"{site}:{1 if site == 'runner.repair' else 2}" for site in CRASH_SITES
          if site != "runner.resume"] + ["ledger.torn_write:7"]
 
 
-# The child runs the engine without the CLI's parser (which imports every subcommand).
-CHILD = """
-import sys
-from loopproof.engine.run.runner import Runner
-from loopproof.engine.run.spec import load
-if sys.argv[1] == "run":
-    runner = Runner.start(load(sys.argv[2]), sys.argv[4])
-    code = runner.run()
-else:
-    runner = Runner.resume(sys.argv[-1])
-    code = runner.continue_run()
-runner.close()
-sys.exit(code)
-"""
-
-
 def crash_child(argv: list[str], crash_at: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, LOOPPROOF_CRASH_AT=crash_at)
-    return subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    """The engine (its runner, without the CLI's parser) in a child that dies at `crash_at`."""
+    return engine_run(argv, crash_at=crash_at)
 
 
 @pytest.mark.parametrize("crash_at", CASES)
 def test_resume_after_sigkill_recovers_the_outcome(tmp_path: Path, capsys, crash_at: str) -> None:
     ledger = tmp_path / "L.jsonl"
     spec = write_graph(tmp_path)
-    child = crash_child(["run", str(spec), "--ledger", str(ledger)], crash_at)
+    child = crash_child(["run", str(spec), str(ledger)], crash_at)
     assert child.returncode == -signal.SIGKILL, child.stderr
     code, report = run_json(capsys, "resume", "--ledger", str(ledger))
     assert code == 0 and report["outcome"] == "DONE", report
@@ -208,9 +190,9 @@ def test_resume_after_sigkill_recovers_the_outcome(tmp_path: Path, capsys, crash
 def test_crash_during_resume_then_resume_again(tmp_path: Path, capsys) -> None:
     ledger = tmp_path / "L.jsonl"
     spec = write_graph(tmp_path)
-    assert crash_child(["run", str(spec), "--ledger", str(ledger)],
+    assert crash_child(["run", str(spec), str(ledger)],
                        "meter.after_reserve:1").returncode == -signal.SIGKILL
-    assert crash_child(["resume", "--ledger", str(ledger)],
+    assert crash_child(["resume", str(ledger)],
                        "runner.resume:1").returncode == -signal.SIGKILL
     assert "resumed" not in [r["type"] for r in records(ledger)]
     code, report = run_json(capsys, "resume", "--ledger", str(ledger))
@@ -322,14 +304,13 @@ def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path,
                     'echo end-$LOOPPROOF_ATTEMPT >> log"]\n'
                     'gate = ["sh", "-c", "grep -q end log"]\nattempts = 2\nspend_ceiling = 10.0\n')
     ledger = tmp_path / "L.jsonl"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, "run", str(spec), "-", str(ledger)],
-                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = Path(f"{ledger}.work") / "a" / "log"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (log.exists() and "start-1" in log.read_text()):
-        time.sleep(0.02)
-    child.kill()  # SIGKILL: the engine dies; without a sandbox its worker does not
-    child.wait()
+    with started(["run", str(spec), str(ledger)]) as child:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (log.exists()
+                                                   and "start-1" in log.read_text()):
+            time.sleep(0.02)
+        child.kill()  # SIGKILL: the engine dies; without a sandbox its worker does not
     if sandbox == "bwrap":  # nobody kills it: it dies on its own, at once
         ws = str(log.parent)
         for _ in range(200):

@@ -4,11 +4,11 @@ exit 2; nothing written."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.engine_child import engine_run
 
 GOOD = 'upstream = "http://127.0.0.1:9/v1"\napi_key_env = "LP_TEST_KEY"\n'
 CASES = {
@@ -36,9 +36,8 @@ def test_a_bad_llm_table_is_one_line_exit_2_nothing_written(tmp_path: Path, case
     spec.write_text('[graph]\nspend_budget = 1\n[node.a]\nworker = ["true"]\ngate = ["true"]\n'
                     f"spend_ceiling = 1\n[node.a.llm]\n{body}")
     env = {"PATH": os.environ["PATH"], "LP_TEST_KEY": "sk-test"}
-    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
-                           str(tmp_path / "l.jsonl")], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = engine_run(["cli", "run", str(spec), "--ledger", str(tmp_path / "l.jsonl")], env=env,
+                      timeout=60)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0] and "graph.toml" in lines[0], proc.stderr

@@ -19,6 +19,7 @@ from experiments.crash.observables import prefix_excess
 from loopproof.engine.record.registry import RecordInvalid
 from loopproof.engine.record.replay import replay
 from loopproof.engine.system.errors import LedgerCorrupt
+from tests.support.engine_child import engine_run
 from tests.support.fake_openai import Reply, fake_openai
 
 RETRIER = """
@@ -65,8 +66,8 @@ max_tokens = 16
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loopproof.engine.cli", *args], capture_output=True,
-                          text=True, timeout=120, env={"PATH": os.environ["PATH"]})
+    """`loopproof ARGS` in a process of its own, whose whole environment is PATH."""
+    return engine_run(["cli", *args], env={"PATH": os.environ["PATH"]})
 
 
 def run(tmp: Path, on_refusal: str | None, timeout_s: int = 6) -> tuple[float, list[dict], int]:

@@ -18,6 +18,7 @@ Dask worker once it sees its attempt's command running there), never on timing.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from loopproof.engine import cli
 from tests.support.dask_cluster import Cluster, cluster, processes_with, until
 from tests.support.fake_openai import fake_openai
 from tests.support.oracles import assert_g3, records
@@ -205,9 +207,10 @@ def run_through_lost_workers(run: Path, root: Path) -> None:
 
     recs = records(ledger)
     assert_g3(recs)
-    verify = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "verify", str(ledger),
-                             "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert json.loads(verify.stdout)["status"] == "verified", verify.stdout
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # `loopproof verify`, in this process
+        cli.main(["verify", str(ledger), "--json"])
+    assert json.loads(out.getvalue())["status"] == "verified", out.getvalue()
     kinds = [(r["type"], r.get("node")) for r in recs]
     # each node began once more for every attempt given back, and passed once
     assert [n for t, n in kinds if t == "begin"] .count("a") == 2

@@ -15,11 +15,12 @@ on a real one).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import io
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from loopproof.engine import cli
 from loopproof.engine.run.gate import CommandGate, GateResult
 from loopproof.engine.run.remote import checks, far
 from loopproof.engine.run.remote.adapters import Slot
@@ -372,9 +374,10 @@ def test_a_host_lost_mid_attempt_gives_the_attempt_back_charged(tmp_path: Path, 
     assert reserve["what"] == ("wall_clock" if phase == "worker" else "evaluation")
     assert ("claim" in [r["type"] for r in recs[:i]]) == (phase == "gate")
     assert "was lost" in recs[i]["why"]
-    shown = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "show",
-                            str(tmp_path / "L.jsonl")], capture_output=True, text=True,
-                           timeout=120).stdout
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # `loopproof show`, in this process
+        cli.main(["show", str(tmp_path / "L.jsonl")])
+    shown = out.getvalue()
     assert "outcome unknown (its Dask worker was lost): charged its open reservation" in shown
     # the lost attempt's judged copy is gone before the attempt runs again
     assert cluster.watched[lost] == []

@@ -40,3 +40,10 @@ def launchers_asked_once() -> Iterator[dict[str, str | None]]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(programs, "_interpreter", once)
         yield kept
+
+
+@pytest.fixture(scope="module")
+def python_asked_once() -> Iterator[dict[str, str | None]]:
+    """`launchers_asked_once` for a whole module: `pytestmark = pytest.mark.usefixtures(...)`."""
+    with launchers_asked_once() as kept:
+        yield kept

@@ -92,7 +92,7 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
     runs_before = judge.runs
     loops = sorted(loops, key=lambda lp: lp.id)
     refs = check_references(loops, judge, progress)
-    drawn = draw(refs, tiers, seed, cap or {})
+    drawn = draw(refs, tiers, seed, cap or {}, progress)
     # what needs no oracle first (the probes, the mutants wrong by construction): vacuity and
     # self-attestation are what an audit stopped by its deadline must still have judged
     run_gates(refs, drawn, {lp.id: {} for lp in refs.live}, judge, progress, "gate: absence")
@@ -133,14 +133,20 @@ def check_references(loops: list[Loop], judge: Judge, progress: Progress) -> Ref
 
 
 def draw(refs: References, tiers: tuple[int, ...], seed: int,
-         cap: dict[int, int | None]) -> Drawn:
+         cap: dict[int, int | None], progress: Progress = _no_progress) -> Drawn:
     """Phase 2: the mutants of every selected tier (tier 1's absence mutants always) and the
-    probes, for each live loop."""
+    probes, for each live loop. On a real tree this takes a minute of parsing (every module
+    parsed by cosmic-ray's parso, each mutant normalised), so it reports progress per tier."""
     corpora: dict[str, dict[int, list[Mutant]]] = {}
     probes: dict[str, list[Mutant]] = {}
+    drawn_tiers = sorted(set(tiers) | {1})
+    tick = progress("drawing mutants (loops x tiers)", len(refs.live) * len(drawn_tiers))
     for lp in refs.live:
         ref = refs.files[lp.id]
-        per_tier = {t: corpus(lp, ref, t, seed, cap.get(t)) for t in sorted(set(tiers) | {1})}
+        per_tier = {}
+        for t in drawn_tiers:
+            per_tier[t] = corpus(lp, ref, t, seed, cap.get(t))
+            tick()
         if 1 not in tiers:
             per_tier[1] = [m for m in per_tier[1] if m.family == "absence"]
         corpora[lp.id] = per_tier

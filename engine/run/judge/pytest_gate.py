@@ -32,11 +32,14 @@ from loopproof.engine.run.judge.calls import stream_facts
 from loopproof.engine.run.judge.decide import decide
 from loopproof.engine.run.judge.pytest_tree import (
     FIX,
+    PYCACHE,
     JudgedCode,
     judged_code,
     laid_folders,
     lay,
+    lay_rewritten,
     pinned_conftests,
+    rewritten_tests,
 )
 from loopproof.engine.run.judge.scratch import candidate_box, run_judged, scratch_copy
 from loopproof.engine.run.judge.wire import (
@@ -150,10 +153,11 @@ class PytestGate(TimedGate):
             tree.mkdir()
             ini = f"loopproof-{secrets.token_hex(8)}.ini"
             lay(tree, self.laid, {ini: self.ini})
-            job = self._job(tree, ini, True, self._files())
+            job = {**self._job(tree, ini, True, self._files()), "pycache": str(tree / PYCACHE)}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), self._env())
+            rewritten = rewritten_tests(tree, self.laid)
         finally:
             shutil.rmtree(parent, ignore_errors=True)
         if ran.result is None:
@@ -178,6 +182,7 @@ class PytestGate(TimedGate):
         self.collected["excused"] = set(excused)
         self.collected["tools"] = {n for r in rows if r.get("case") == TOOLS for n in r["value"]}
         self.collected["ids"] = ids
+        self.collected["rewritten"] = rewritten
         return self.collected["ids"]
 
     def run(self, snapshot: Path, timeout_s: float, confine: Confinement | None
@@ -205,6 +210,7 @@ class PytestGate(TimedGate):
         canaries = {must_pass: "passed", must_fail: "failed"}
         with scratch_copy(snapshot) as tree:
             lay(tree, self.laid, {ini: self.ini, canary: CANARY.format(name=name)})
+            lay_rewritten(tree, self.collected.get("rewritten", ()))
             laid_names = {n.split("/", 1)[0].removesuffix(".py") for n, _ in self.laid}
             # by default, no package of the tree is named like pytest, a plugin or what they need
             code = judged_code(tree, self.code, laid_names | self.collected.get("tools", set()))

@@ -8,8 +8,9 @@ rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collect
 pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
 laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package),
 `conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep`,
-`test_timeout`, `stub` (the declared judged names, for a collection) and `tools` (the judged
-code is not declared: a collection names the test tooling). It keeps a private copy of stdout
+`test_timeout`, `stub` (the declared judged names, for a collection), `tools` (the judged
+code is not declared: a collection names the test tooling) and `pycache` (a collection: where
+pytest keeps its rewritten pinned test modules, for the engine to lay in each run). It keeps a private copy of stdout
 as the results channel, points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
 
 Where imports resolve: a finder first on `sys.meta_path` maps each judged name (`code`) to its
@@ -283,6 +284,17 @@ def guard_conftests(pinned):
     PytestPluginManager._importconftest = guarded
 
 
+def rewritten_pycs_move():
+    """Does this pytest read its cached rewrite of a module moved with its source as if it had
+    been compiled there (`co_filename` set to where the source is now)? Else a test's frames
+    would name the collection's folder, and a test reading its own file would not find it."""
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return False
+    return callable(getattr(rewrite, "_fix_code_filename", None))
+
+
 def main():
     job = json.loads(sys.stdin.buffer.read())
     results = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -290,6 +302,12 @@ def main():
     sys.stdout = sys.stderr
     sys.stdin = open(os.devnull)  # noqa: SIM115 (the process's stdin, open until it ends)
     sys.dont_write_bytecode = True
+    if job.get("pycache") and rewritten_pycs_move():
+        # a collection, where no judged code runs: pytest keeps its rewrite of each pinned
+        # test module (under `pycache`, never beside an installed module); the engine lays
+        # them beside the pinned tests of each run, which then skip the rewrite
+        sys.dont_write_bytecode = False
+        sys.pycache_prefix = job["pycache"]
     dumps = json.dumps
     lock = threading.Lock()
     sent = set()

@@ -205,9 +205,11 @@ def test_begin_ignoring_needs_starts_too_early_and_the_real_model_refuses():
 
 
 def test_bound_attained_finds_w_and_nothing_beyond_it():
+    """G1-bound-attained's own search (`g1.bound_attained`: W reached within 14 steps) is the
+    `reached` one below; its registered result is read from the full run by
+    test_obligation_gives_its_expected_result."""
     from loopproof.proofs.checks import bmc
 
-    assert discharge(BY_ID["G1-bound-attained"]).result == "proved"
     g = g1.TIGHT_GRAPH
     enc = g1.ControlRuns(g, Params.of(g))
     w = attempt_bound(g)

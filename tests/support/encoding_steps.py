@@ -16,6 +16,7 @@ G3's spend bound) is not a fault and is not planted.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -269,13 +270,23 @@ def holds(enc: RunEncoding, s: RunState, term: z3.BoolRef, x: State,
           memo: dict[RunState, list] | None = None) -> bool:
     """Does `term` (over the encoded state `x`) hold in the concrete state `s`? (`memo` keeps
     each state's substitution for one encoding and `x`: pinning a state is most of the cost.)"""
+    return value_in(enc, s, term, x, memo) is True
+
+
+def value_in(enc: RunEncoding, s: RunState, term: z3.BoolRef, x: State,
+             memo: dict[RunState, list] | None = None) -> bool | None:
+    """`term`'s value in the concrete state `s`: True, False, or None when it does not
+    simplify to a literal (`holds` is True only for True, its negation only for False)."""
     subs = None if memo is None else memo.get(s)
     if subs is None:
         subs = [(a, b) if z3.is_const(a) and "@" in a.decl().name() else (b, a)
                 for a, b in (eq.children() for eq in enc.pin(x, s).children())]
         if memo is not None:
             memo[s] = subs
-    return z3.is_true(z3.simplify(z3.substitute(term, *subs)))
+    read = set(fields_of(term))  # only the fields the term reads: the rest replace nothing
+    v = z3.simplify(z3.substitute(term, *[(a, b) for a, b in subs
+                                          if a.decl().name().partition("@")[0] in read]))
+    return True if z3.is_true(v) else False if z3.is_false(v) else None
 
 
 @st.composite
@@ -295,16 +306,31 @@ def neighbours(draw, graph: LoopGraph, s: RunState,
     for event in [draw(st.sampled_from(group)) for group in (on, off) if group]:
         ev = Ev.of_event(event)
         parts = conjuncts(enc.guard(x, ev))
-        now = [holds(enc, s, c, x, memo) for c in parts]
+        base = [value_in(enc, s, c, x, memo) for c in parts]
+        now = [v is True for v in base]
+        reads = [set(fields_of(c)) for c in parts]
+        values: dict[tuple[RunState, int], bool | None] = {}
+
+        def value(y: RunState, f: str, i: int, parts=parts, base=base, reads=reads,
+                  values=values) -> bool | None:
+            """Part i's value in `y`, which is `s` with field `f` changed: a part that does not
+            read `f` (it reads nothing but state fields and literals) keeps its value in `s`."""
+            if f not in reads[i]:
+                return base[i]
+            if (y, i) not in values:
+                values[(y, i)] = value_in(enc, y, parts[i], x, memo)
+            return values[(y, i)]
+
         for key in sorted({conjunct_key(c, ev) for c in parts}):
             j = draw(st.sampled_from([i for i, c in enumerate(parts)
                                       if conjunct_key(c, ev) == key]))
-            want = z3.And([c if (v != (i == j)) else z3.Not(c)
-                           for i, (c, v) in enumerate(zip(parts, now, strict=True))])
-            nudges = [with_field(graph, s, f, v) for f in fields_of(parts[j])
+            # part j flipped and every other part as it is: the conjunction of each part or its
+            # negation holds exactly when each part's value is the wanted literal
+            want = [v != (i == j) for i, v in enumerate(now)]
+            nudges = [(with_field(graph, s, f, v), f) for f in fields_of(parts[j])
                       for v in field_values(graph, s, f)]
-            flips = [y for y in nudges if holds(enc, y, parts[j], x, memo) != now[j]
-                     and holds(enc, y, want, x, memo)]
+            flips = [y for y, f in nudges if (value(y, f, j) is True) != now[j]
+                     and all(value(y, f, i) is w for i, w in enumerate(want))]
             if flips:
                 out.append((draw(st.sampled_from(flips)), event))
         f = draw(st.sampled_from(all_fields(graph)))
@@ -323,24 +349,57 @@ def disagreement(rules: RunRules, case: Case) -> str | None:
     graph = case.graph
     enc = RunEncoding(graph, Params.of(graph), rules)
     pre, post = enc.fresh("pre"), enc.fresh("post")
+    assert not enc.axioms(), "a concrete graph's encoding has no axioms: the solvers are shared"
+    moves: dict[Event, z3.BoolRef] = {}  # a transition's term depends on the event, not the state
     by_state: dict[RunState, list[Event]] = {}
     for x, e in case.checks:
         by_state.setdefault(x, []).append(e)
     for s, events in by_state.items():
-        solver = z3.Solver()
-        solver.add(*enc.axioms(), enc.pin(pre, s))
+        solver = _pinned_solver(enc, pre, s)
         for ev in events:
-            move = enc.transition(pre, post, Ev.of_event(ev))
+            if ev not in moves:
+                moves[ev] = enc.transition(pre, post, Ev.of_event(ev))
+            move = moves[ev]
             if not enabled(graph, s, ev):
                 if check_sat(solver, move) == z3.sat:
                     return f"{ev} is disabled in the model but the encoding takes it from {s}"
                 continue
             t = step(graph, s, ev)
-            if check_sat(solver, move, enc.pin(post, t)) != z3.sat:
+            successor = _pin(enc, post, t)
+            if check_sat(solver, move, successor) != z3.sat:
                 return f"{ev} from {s}: the encoding rejects the model's successor {t}"
-            if check_sat(solver, move, z3.Not(enc.pin(post, t))) != z3.unsat:
+            if check_sat(solver, move, z3.Not(successor)) != z3.unsat:
                 return f"{ev} from {s}: the encoding accepts a successor other than {t}"
     return None
+
+
+# A state pinned, and a solver holding a pinned state, depend only on the graph, the state and
+# the fields' tag (never on the rule table: a planted fault's encoding pins the same constants),
+# so the real rules' check and every fault's share them (a test's cases fit in the caches); each
+# question is asked between a push and a pop (`check_sat`): no answer depends on the ones before.
+def _pin(enc: RunEncoding, x: State, s: RunState) -> z3.BoolRef:
+    return _pinned(enc.graph, _tag(x), s)
+
+
+def _pinned_solver(enc: RunEncoding, x: State, s: RunState) -> z3.Solver:
+    return _solver_holding(enc.graph, _tag(x), s)
+
+
+def _tag(x: State) -> str:
+    return next(iter(x.terms.values())).decl().name().rpartition("@")[2]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pinned(graph: LoopGraph, tag: str, s: RunState) -> z3.BoolRef:
+    enc = RunEncoding(graph, Params.of(graph))
+    return enc.pin(enc.fresh(tag), s)
+
+
+@functools.lru_cache(maxsize=512)
+def _solver_holding(graph: LoopGraph, tag: str, s: RunState) -> z3.Solver:
+    solver = z3.Solver()
+    solver.add(_pinned(graph, tag, s))
+    return solver
 
 
 def check_sat(solver: z3.Solver, *formulas: z3.BoolRef) -> z3.CheckSatResult:

@@ -211,7 +211,7 @@ class Rewritten:
     the source's modification time as it was then (a pytest whose cache checks times)."""
 
     source: str  # the laid file's name in the tree
-    pyc: str  # its name in the tree (`tests/__pycache__/test_x.cpython-311-pytest-9.2.0.pyc`)
+    pyc: str  # its name in the tree (`<folder>/__pycache__/<module>.cpython-311-pytest-9.2.0.pyc`)
     data: bytes
     sha256: str
     mtime_ns: int

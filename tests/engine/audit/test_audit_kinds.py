@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,42 @@ def test_what_a_harness_reports_loaded_may_only_add_to_what_the_kernel_saw(tmp_p
     assert reported({"loaded": "a.py"}) == set() and reported({}) == set()
     none = loaded_files(lambda tree, box: ("accept", {}), UNSANDBOXED, tmp_path, ["a.py"])
     assert none.files is None and "every file" in none.how
+
+
+# Every phase of a graph's audit reports its progress (issue 35 item 3): here, beside the graphs it audits,
+# because no test file imports another.
+PHASES = ("loaded files", "reference", "drawing mutants (loops x tiers)", "gate: absence",
+          "differential", "gate", "exploits: reference", "exploits")
+
+
+class Recorder:
+    """A progress sink that keeps, per phase, its total and how many ticks it got."""
+
+    def __init__(self) -> None:
+        self.phases: list[list] = []
+
+    def __call__(self, phase: str, total: int) -> Callable[[], None]:
+        row = [phase, total, 0]
+        self.phases.append(row)
+
+        def tick() -> None:
+            row[2] += 1
+
+        return tick
+
+
+def test_every_phase_reports_and_reaches_its_total(tmp_path, capsys, monkeypatch) -> None:
+    graph = _graph(tmp_path / "g")
+    ledger = _run(graph)
+    seen = Recorder()
+    monkeypatch.setattr(progress_mod, "on_stderr", lambda stack: seen)
+    monkeypatch.setattr("loopproof.engine.commands.audit.on_stderr", lambda stack: seen)
+    capsys.readouterr()
+    assert cli.main(["audit", str(graph), "--ledger", str(ledger), "--json", "--jobs", "2",
+                     "--max-tier2", "2", "--exploits", "exit-early/os-exit-at-import"]) == 0
+    names = [p for p, _, _ in seen.phases]
+    assert [p for p in PHASES if p not in names] == [], names
+    for phase, total, ticks in seen.phases:
+        assert ticks == total, (phase, total, ticks)
+    drawn = next(row for row in seen.phases if row[0].startswith("drawing mutants"))
+    assert drawn[1] == len(KINDS) * 2  # a gate of each kind, tiers 1 and 2

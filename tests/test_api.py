@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 import loopproof
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
 from tests.support.paths import REPO
+
+# examples' `python3` (pyenv's shim, ~0.2 CPU-s a question) asked once (tests/support/launchers.py)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 
 def test_bound_run_verify_resume_from_python(tmp_path: Path) -> None:

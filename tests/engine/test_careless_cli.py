@@ -17,6 +17,7 @@ import pytest
 from loopproof.engine.cli import main
 from loopproof.engine.record.signing import main as signing_main
 from loopproof.engine.run.spec import COMMAND_FIELDS, GRAPH, NODE
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
 from tests.support.paths import REPO
 from tests.support.refusals import refused, snapshot
 
@@ -36,6 +37,9 @@ BAD_FILES = {
 # Empty (no run leaves it: record 0 is in place before the file appears): bad input, exit 2.
 NO_RECORD = {"empty"}
 
+# every spec here is a fresh copy of an example: its `python3` (pyenv's shim, ~0.2 CPU-s a
+# question) is asked once (tests/support/launchers.py)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 
 def receipt_case(tmp: Path) -> Path:

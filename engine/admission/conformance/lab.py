@@ -26,16 +26,19 @@ OVERFIT = "def add(a, b):\n    return a + b if a > 0 else 0\n"  # passes visible
 BROKEN = "def add(a, b):\n    return a * b\n"  # fails every suite
 
 GATE = '''\
-import os, signal, subprocess, sys, time
+import os, sys
 sys.path.insert(0, os.getcwd())
 if os.path.exists("SLOW"):
+    import time
     time.sleep(30)
 if os.path.exists("CRASH"):
+    import signal
     os.kill(os.getpid(), signal.SIGSEGV)
 if os.path.exists("ERR"):
     sys.exit(3)
 for marker in ("FORK", "FORKEXIT"):
     if os.path.exists(marker):
+        import subprocess, time
         child = subprocess.Popen(["sleep", "60"])
         with open(os.environ["PIDFILE"], "w") as fh:
             fh.write(str(child.pid))

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from loopproof.engine import cli
 from loopproof.engine.admission.broker import verify_receipt
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.runner import Runner
@@ -39,11 +38,13 @@ def done_run(tmp_path_factory) -> tuple[Path, Path, dict]:
     return ledger, Path(verdict["receipt"]["receipt_file"]), verdict
 
 
-def receipt_cli(receipt: Path, ledger: Path, store: Path) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "receipt", str(receipt),
-                           "--ledger", str(ledger), "--store", str(store), "--json"],
-                          cwd=REPO, capture_output=True, timeout=60)
-    return proc.returncode, json.loads(proc.stdout)
+def receipt_cli(capsys, receipt: Path, ledger: Path, store: Path) -> tuple[int, dict]:
+    """`loopproof receipt ... --json` in this process (its exit code and report; the paths are
+    absolute, so the folder it runs in does not matter)."""
+    capsys.readouterr()
+    code = cli.main(["receipt", str(receipt), "--ledger", str(ledger), "--store", str(store),
+                     "--json"])
+    return code, json.loads(capsys.readouterr().out)
 
 
 def test_the_accepting_verdict_anchors_the_receipt_digest(done_run) -> None:
@@ -55,25 +56,26 @@ def test_the_accepting_verdict_anchors_the_receipt_digest(done_run) -> None:
     assert anchor["guard_records"] == len(guard) and anchor["guard_head"] == guard[-1]["hash"]
 
 
-def test_the_issued_receipt_verifies_against_the_run_ledger(done_run) -> None:
+def test_the_issued_receipt_verifies_against_the_run_ledger(done_run, capsys) -> None:
     ledger, receipt_file, _ = done_run
-    code, out = receipt_cli(receipt_file, ledger, receipt_file.parent / "checkpoint")
+    code, out = receipt_cli(capsys, receipt_file, ledger, receipt_file.parent / "checkpoint")
     assert (code, out["status"], out["problems"]) == (0, "verified", [])
     assert out["ledger"] == str(ledger)
 
 
-def test_an_edited_receipt_fails_against_the_run_ledger(done_run, tmp_path: Path) -> None:
+def test_an_edited_receipt_fails_against_the_run_ledger(done_run, tmp_path: Path, capsys) -> None:
     ledger, receipt_file, _ = done_run
     receipt = json.loads(receipt_file.read_text())
     receipt["liveness"] = {"evaluated": 0, "note": "nothing was ever rejected"}
     forged = tmp_path / "receipt.json"
     forged.write_text(json.dumps(receipt))
-    code, out = receipt_cli(forged, ledger, receipt_file.parent / "checkpoint")
+    code, out = receipt_cli(capsys, forged, ledger, receipt_file.parent / "checkpoint")
     assert code == 5 and out["status"] == "broken"
     assert any("does not match its digest" in p for p in out["problems"])
 
 
-def test_a_reissued_receipt_with_a_fresh_digest_is_not_anchored(done_run, tmp_path: Path) -> None:
+def test_a_reissued_receipt_with_a_fresh_digest_is_not_anchored(done_run, tmp_path: Path,
+                                                                capsys) -> None:
     """Editing the receipt and recomputing its digest makes it self-consistent, but no accepting
     verdict in the run ledger names that digest."""
     ledger, receipt_file, _ = done_run
@@ -82,7 +84,7 @@ def test_a_reissued_receipt_with_a_fresh_digest_is_not_anchored(done_run, tmp_pa
     body["liveness"] = {"evaluated": 0}
     forged = tmp_path / "receipt.json"
     forged.write_text(json.dumps({**body, "digest": digest(body)}))
-    code, out = receipt_cli(forged, ledger, receipt_file.parent / "checkpoint")
+    code, out = receipt_cli(capsys, forged, ledger, receipt_file.parent / "checkpoint")
     assert code == 5
     assert any("not anchored in the run ledger" in p for p in out["problems"])
 

@@ -6,11 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from loopproof.engine import cli
 from loopproof.model.bounds import GLOSS
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
 from tests.support.paths import REPO
 
 REPAIR = REPO / "examples" / "repair" / "graph.toml"
+
+# examples' `python3` (pyenv's shim, ~0.2 CPU-s a question) asked once (tests/support/launchers.py)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 
 def out(capsys, *argv: str) -> tuple[int, str]:

@@ -75,31 +75,39 @@ def run_page(tmp_path_factory) -> tuple[Path, dict, Path]:
     return page, {}, tmp
 
 
-def test_the_page_draws_the_spend_curve_and_every_attempt(run_page, capsys) -> None:
+@pytest.fixture(scope="module")
+def dom(run_page) -> str:
+    """The DOM Chromium holds after the page's script ran, dumped once for the tests that read
+    it (what it drew, what it escaped)."""
     page, _, tmp = run_page
+    done = browse(page, tmp / "profile-dom", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_page_draws_the_spend_curve_and_every_attempt(run_page, dom, capsys) -> None:
+    _, _, tmp = run_page
     ledger = tmp / "L.jsonl"
     capsys.readouterr()
     cli.main(["show", str(ledger), "--json"])
     timeline = json.loads(capsys.readouterr().out)
-    done = browse(page, tmp / "profile-dom", "--dump-dom")
-    assert done.returncode == 0, done.stderr[-2000:]
-    root = next(attrs for tag, attrs in _parse(done.stdout) if tag == "html")
+    root = next(attrs for tag, attrs in _parse(dom) if tag == "html")
     drawn = json.loads(root["data-drawn"])
     steps = 2 * len(timeline["curve"])  # a step line: two points per change, one to the end
     assert drawn["lines"] == 2 and drawn["points"] == [steps, steps]
     assert all(length > 100 for length in drawn["length"])  # laid out, not just parsed
     assert drawn["attempts"] == len(timeline["attempts"]) == 5 and drawn["boxes"] == 5
-    classes = [a.get("class", "") for t, a in _parse(done.stdout) if t == "rect"]
+    classes = [a.get("class", "") for t, a in _parse(dom) if t == "rect"]
     assert sorted(c.split()[1] for c in classes if c.startswith("attempt")) == [
         "accept", "accept", "accept", "reject", "reject"]
 
 
-def test_the_page_is_self_contained_and_escapes_what_workers_and_gates_wrote(run_page) -> None:
-    page, _, tmp = run_page
+def test_the_page_is_self_contained_and_escapes_what_workers_and_gates_wrote(run_page,
+                                                                             dom) -> None:
+    page, _, _ = run_page
     text = page.read_text()
     assert "document.title='pwned'" in text.replace("&#x27;", "'")  # shown, as text
-    done = browse(page, tmp / "profile-hostile", "--dump-dom")
-    tags = _parse(done.stdout)
+    tags = _parse(dom)
     names = [t for t, _ in tags]
     assert names.count("script") == 1 and names.count("style") == 1  # only the page's own
     assert not {"img", "iframe", "link", "object", "embed"} & set(names)
@@ -107,7 +115,7 @@ def test_the_page_is_self_contained_and_escapes_what_workers_and_gates_wrote(run
         for key, value in attrs.items():
             assert key not in ("src", "href") and "http" not in (value or ""), (key, value)
     title = next(i for i, (t, _) in enumerate(tags) if t == "title")
-    assert "pwned" not in done.stdout.split("<title>", 1)[1].split("</title>", 1)[0], title
+    assert "pwned" not in dom.split("<title>", 1)[1].split("</title>", 1)[0], title
 
 
 def test_the_screenshot_shows_the_attempts_in_their_colours(run_page) -> None:

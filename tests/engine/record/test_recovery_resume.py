@@ -20,13 +20,17 @@ from pathlib import Path
 
 import pytest
 
+from loopproof.engine.cli import main as cli_main
 from loopproof.engine.record.committed import read_floor
 from loopproof.engine.system.canonical import canonical
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
 from tests.support.oracles import records
 from tests.support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "pipeline"
 LOOPPROOF = Path(sys.executable).parent / "loopproof"
+# the runs' `python3` (pyenv's shim, ~0.2 CPU-s a question) asked once (tests/support/launchers.py)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 
 def _loopproof(*args: str, cwd: Path, crash: str | None = None) -> subprocess.CompletedProcess:
@@ -50,6 +54,17 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         assert proc.returncode == (0 if crash is None else -9), proc.stderr
         out[name] = folder
     return out
+
+
+def _resume(ledger: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """`loopproof resume --ledger L --json` in this process, in the ledger's folder (the runs
+    themselves, one SIGKILLed, are real processes: the fixture above)."""
+    monkeypatch.chdir(ledger.parent)
+    capsys.readouterr()
+    argv = ["resume", "--ledger", str(ledger), "--json"]
+    code = cli_main(argv)
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out.out, out.err)
 
 
 def _copy(runs: dict[str, Path], which: str, tmp_path: Path) -> Path:
@@ -81,7 +96,7 @@ REFUSED = {
 @pytest.mark.parametrize("which", ["finished", "unfinished"])
 @pytest.mark.parametrize("damage", sorted(REFUSED))
 def test_damage_to_committed_records_is_refused_and_nothing_is_cut(runs, tmp_path, which,
-                                                                   damage):
+                                                                   damage, capsys, monkeypatch):
     ledger = _copy(runs, which, tmp_path)
     data = ledger.read_bytes()
     mark = read_floor(ledger, signed=False).bytes
@@ -89,18 +104,19 @@ def test_damage_to_committed_records_is_refused_and_nothing_is_cut(runs, tmp_pat
     ledger.write_bytes(REFUSED[damage](data, _lines(ledger), mark))
     damaged = ledger.read_bytes()
     before = sorted(p.name for p in ledger.parent.iterdir())
-    proc = _loopproof("resume", "--ledger", str(ledger), "--json", cwd=ledger.parent)
+    proc = _resume(ledger, capsys, monkeypatch)
     assert proc.returncode == 5, (proc.returncode, proc.stdout, proc.stderr[-500:])
     assert "Traceback" not in proc.stderr and "fix:" in proc.stderr
     assert ledger.read_bytes() == damaged  # not a byte cut or appended
     assert sorted(p.name for p in ledger.parent.iterdir()) == before
 
 
-def test_zeros_after_a_finished_run_are_cut_kept_and_the_run_reported_as_is(runs, tmp_path):
+def test_zeros_after_a_finished_run_are_cut_kept_and_the_run_reported_as_is(runs, tmp_path,
+                                                                           capsys, monkeypatch):
     ledger = _copy(runs, "finished", tmp_path)
     data = ledger.read_bytes()
     ledger.write_bytes(data + b"\x00" * 512)  # power loss after the last fsync: zero padding
-    proc = _loopproof("resume", "--ledger", str(ledger), "--json", cwd=ledger.parent)
+    proc = _resume(ledger, capsys, monkeypatch)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["outcome"] == "DONE"
     assert ledger.read_bytes() == data  # nothing run again, nothing appended
@@ -108,7 +124,8 @@ def test_zeros_after_a_finished_run_are_cut_kept_and_the_run_reported_as_is(runs
     assert kept.read_bytes() == b"\x00" * 512 and kept.name in proc.stderr
 
 
-def test_a_torn_write_on_an_unfinished_run_is_cut_kept_and_resumed(runs, tmp_path):
+def test_a_torn_write_on_an_unfinished_run_is_cut_kept_and_resumed(runs, tmp_path, capsys,
+                                                                    monkeypatch):
     """The write after the crash point cut short, as the engine leaves it (the mark beside the
     ledger names the records before it): resume cuts exactly that, keeps it in a side file the
     `resumed` record names, and ends like the undamaged run; `split`'s committed attempt is not
@@ -121,7 +138,7 @@ def test_a_torn_write_on_an_unfinished_run_is_cut_kept_and_resumed(runs, tmp_pat
         f.write(torn)
     results = {}
     for name, path in (("clean", clean), ("torn", ledger)):
-        proc = _loopproof("resume", "--ledger", str(path), "--json", cwd=path.parent)
+        proc = _resume(path, capsys, monkeypatch)
         assert proc.returncode == 0, proc.stderr
         results[name] = json.loads(proc.stdout)
     for name in ("outcome", "nodes"):

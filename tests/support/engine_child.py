@@ -101,7 +101,8 @@ class Child:
         return int(self.process.pid)
 
     def poll(self) -> int | None:
-        return self.process.exitcode  # type: ignore[no-any-return]
+        code: int | None = self.process.exitcode  # a multiprocessing.Process's
+        return code
 
     def wait(self, timeout: float = 120.0) -> int:
         self.process.join(timeout)

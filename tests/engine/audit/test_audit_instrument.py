@@ -168,14 +168,18 @@ def test_wilson_bounds_match_the_papers_figure():
 
 
 def test_the_closed_form_wilson_bounds_are_statsmodels_figures():
-    """The report's closed form gives statsmodels' Wilson interval, to the digits it writes."""
+    """The report's closed form gives statsmodels' Wilson interval, to the digits it writes.
+    statsmodels is asked once for every (count, n) pair (its arrays), not once a pair: the same
+    12,879 figures, without 12,879 calls' overhead."""
     from statsmodels.stats.proportion import proportion_confint
 
-    for n in range(1, 160):
-        for count in range(n + 1):
-            low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
-            assert wilson_interval(count, n) == [round(float(low), 4), round(float(high), 4)]
-            assert wilson_upper(count, n) == round(float(high), 4)
+    pairs = [(count, n) for n in range(1, 160) for count in range(n + 1)]
+    lows, highs = proportion_confint([c for c, _ in pairs], [n for _, n in pairs], alpha=0.05,
+                                     method="wilson")
+    assert len(lows) == len(highs) == len(pairs)
+    for (count, n), low, high in zip(pairs, lows, highs, strict=True):
+        assert wilson_interval(count, n) == [round(float(low), 4), round(float(high), 4)]
+        assert wilson_upper(count, n) == round(float(high), 4)
     assert str(wilson_interval(0, 77)[0]) == "0.0"  # clipped: never "-0.0" in a report
 
 

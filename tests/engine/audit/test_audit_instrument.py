@@ -12,13 +12,14 @@ import pytest
 
 from loopproof.engine.audit.catalogue import load_catalogue
 from loopproof.engine.audit.instrument import audit
+from loopproof.engine.audit.judge import Judge
 from loopproof.engine.audit.report import wilson_interval, wilson_upper
 from tests.support.audit_helpers import SOUND, make_loop
 
 
-def run(tmp_path, tiers=(1,), differential=True):
+def run(tmp_path, tiers=(1,), differential=True, judge=None):
     result = audit(load_catalogue(tmp_path), tiers=tiers, seed=0, jobs=2, cap={2: 5},
-                   differential=differential)
+                   differential=differential, judge=judge)
     return {g["gate"]: g for g in result.gates}, result
 
 
@@ -136,7 +137,10 @@ def test_errors_and_timeouts_are_counted_apart_never_as_accepts(tmp_path):
 def test_tier_two_needs_the_oracle_to_call_a_mutant_destroying(tmp_path):
     make_loop(tmp_path, "weak", 'ns = {}\nexec(read("solution.py"), ns)\nverdict(ns["add"](0, 0) == 0)\n')
     make_loop(tmp_path, "no-oracle", SOUND, oracle=None)
-    gates, _ = run(tmp_path, tiers=(1, 2))
+    # one Judge for both audits: the second asks its gates nothing new (its verdict cache:
+    # the same gate on the same workspace), and what it says of tier 2 is the oracle's part
+    judge = Judge(2)
+    gates, _ = run(tmp_path, tiers=(1, 2), judge=judge)
     weak = gates["weak"]["tiers"]["2"]
     assert weak["destroying"] >= 1 and weak["false_accepts"] >= 1  # a - b passes add(0, 0) == 0
     assert any(label.startswith("cr-binary:") for label in weak["false_accept_labels"])
@@ -147,7 +151,7 @@ def test_tier_two_needs_the_oracle_to_call_a_mutant_destroying(tmp_path):
     assert free["destroying"] >= 1 and free["false_accepts"] == 0
     assert free["destroying"] + free["equivalent"] + free["undetermined"] == free["mutants"]
     # without it, nobody can say: every tier-2 mutant is undetermined
-    gates, _ = run(tmp_path, tiers=(2,), differential=False)
+    gates, _ = run(tmp_path, tiers=(2,), differential=False, judge=judge)
     free = gates["no-oracle"]["tiers"]["2"]
     assert free["destroying"] == 0 and free["undetermined"] == free["mutants"] > 0
 
@@ -186,8 +190,6 @@ def test_the_closed_form_wilson_bounds_are_statsmodels_figures():
 def test_gate_runs_handed_to_an_executor_give_the_same_audit(tmp_path):
     """A Judge with a mapper (how a Dask cluster runs the gates) judges what the thread pool
     judges; every unit is run once, in a scratch folder of its own."""
-    from loopproof.engine.audit.judge import Judge
-
     make_loop(tmp_path, "sound", SOUND)
     units: list[object] = []
 

@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 N_BOOT = 10_000
 N_FLIPS = 100_000
@@ -49,6 +47,14 @@ def bounds(lo: float, hi: float) -> list[float] | None:
     return [r_lo, r_hi] if r_hi > r_lo else None
 
 
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use: its import (with statsmodels's) is ~2 CPU-s, paid by
+    the study that computes an interval, not by every process that imports a study's module."""
+    from scipy import stats
+
+    return stats
+
+
 def interval(values: Sequence[float], *, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:
     """A 95% bootstrap interval for the mean of one value per cluster: {"ci95": [lo, hi] or None,
     "ci_method": CI_BCA, CI_PERCENTILE or NO_VARIATION}."""
@@ -58,7 +64,7 @@ def interval(values: Sequence[float], *, seed: int, n_boot: int = N_BOOT) -> dic
     for method, name in (("BCa", CI_BCA), ("percentile", CI_PERCENTILE)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # scipy's DegenerateDataWarning: handled below
-            ci = stats.bootstrap((x,), np.mean, n_resamples=n_boot, method=method,
+            ci = _scipy_stats().bootstrap((x,), np.mean, n_resamples=n_boot, method=method,
                                  random_state=np.random.default_rng(seed)).confidence_interval
         if (b := bounds(float(ci.low), float(ci.high))) is not None:
             return {"ci95": b, "ci_method": name}
@@ -71,7 +77,7 @@ def percentile_interval(values: Sequence[float], *, seed: int, n_boot: int = N_B
     x = np.asarray(values, dtype=float)
     if len(x) < 2 or np.ptp(x) == 0:
         return None
-    ci = stats.bootstrap((x,), np.mean, n_resamples=n_boot, method="percentile",
+    ci = _scipy_stats().bootstrap((x,), np.mean, n_resamples=n_boot, method="percentile",
                          random_state=np.random.default_rng(seed)).confidence_interval
     return bounds(float(ci.low), float(ci.high))
 
@@ -106,7 +112,7 @@ def paired_contrast(a: Mapping[str, float], b: Mapping[str, float], *, seed: int
     if np.all(d == 0) or len(d) < 2:  # one task: both sign flips are as extreme, p = 1
         out["p"] = 1.0
     else:
-        perm = stats.permutation_test((d,), np.mean, permutation_type="samples",
+        perm = _scipy_stats().permutation_test((d,), np.mean, permutation_type="samples",
                                       n_resamples=n_flips, alternative="two-sided",
                                       random_state=np.random.default_rng(seed + 1))
         out["p"] = round(float(min(1.0, perm.pvalue)), 6)
@@ -118,6 +124,8 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     present = [i for i, p in enumerate(pvalues) if p is not None]
     out: list[float | None] = [None] * len(pvalues)
     if present:
+        from statsmodels.stats.multitest import multipletests
+
         _, adj, _, _ = multipletests([pvalues[i] for i in present], method="holm")
         for i, p in zip(present, adj, strict=True):
             out[i] = round(float(p), 6)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,21 +61,32 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
+def _blank_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """Blank every (start, end) span of text in one pass (spans may overlap and come in any
+    order). Why not _blank per span: each call copies the whole file, and a docs page has
+    thousands of spans (the scan was seconds, most of it copying)."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        start = max(start, at)
+        if end <= start:
+            continue
+        out += [text[at:start], re.sub(r"[^\n]", " ", text[start:end])]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
 def _blank_all(text: str, pattern: re.Pattern[str] | str, flags: int = 0) -> str:
     rx = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
-    for m in reversed(list(rx.finditer(text))):
-        text = _blank(text, m.start(), m.end())
-    return text
+    return _blank_spans(text, (m.span() for m in rx.finditer(text)))
 
 
 def _blank_phrases(text: str, phrases: list[str], source: str | None = None) -> str:
     """Blank every occurrence of each phrase; found in `source` (the file as written, so a
     phrase may hold inline code) and blanked at the same place in `text` (its stripped form)."""
     source = text if source is None else source
-    for ph in sorted(phrases, key=len, reverse=True):
-        for m in reversed(list(re.finditer(re.escape(ph), source))):
-            text = _blank(text, m.start(), m.end())
-    return text
+    return _blank_spans(text, (m.span() for ph in set(phrases)
+                               for m in re.finditer(re.escape(ph), source)))
 
 
 def _blank_rules(text: str, rules: list[dict]) -> str:

@@ -95,6 +95,13 @@ class Run:
     seen: list[dict[str, Any]]  # what the upstream answered, with the usage it reported
     ended: float
     stderr: str
+    workspace: list[str]  # every file and folder the attempt left in the judged tree
+
+    def cli_state(self) -> list[str]:
+        """What of the workspace is not the task's work: the CLI's own state (its config, its
+        sessions, the links Codex makes to itself) belongs in the sandbox's private folders, and a
+        link there made the gate refuse the tree (a Codex stopped mid-call left one)."""
+        return [p for p in self.workspace if p not in ("calc.py", "seen-by-worker")]
 
     def calls(self) -> list[dict[str, Any]]:
         return [r for r in self.recs if r["type"] == "llm_call"]
@@ -156,7 +163,9 @@ def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
     assert "Traceback" not in proc.stderr, proc.stderr
     recs = [json.loads(x) for x in (tmp / "l.jsonl").read_text().splitlines()]
     seen = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-    return Run(proc.returncode, recs, seen, ended, proc.stderr)
+    work = tmp / "l.jsonl.work" / "write"
+    left = sorted(str(p.relative_to(work)) for p in work.rglob("*")) if work.is_dir() else []
+    return Run(proc.returncode, recs, seen, ended, proc.stderr, left)
 
 
 def verifies(tmp: Path) -> None:
@@ -174,6 +183,7 @@ def test_the_cli_does_the_task_and_the_ledger_settles_what_the_upstream_counted(
         tmp_path: Path, agent: Agent):
     run = run_example(tmp_path, agent, spy=True)
     assert run.code == 0, (worker_claim(run), [r for r in run.recs if r["type"] == "verdict"])
+    assert run.cli_state() == [], run.workspace
     assert [s["step"] for s in run.seen] == [0, 1, 2]  # write calc.py, check it, done
     assert all(s["stream"] for s in run.seen)  # both CLIs always ask for a stream
     cap = agent.llm()["max_tokens"]
@@ -209,8 +219,9 @@ def test_when_the_second_call_does_not_fit_the_attempt_ends_and_the_upstream_spe
     upstream = agent.cost(run.seen[0]["usage"])
     assert upstream <= ceiling and upstream <= 1.5  # c_v, B
     # calc.py was written by the first call's tool, before the refusal: the gate judges what
-    # the worker left, and accepts it
-    assert run.code == 0
+    # the worker left, and accepts it; the CLI stopped mid-call left nothing of its own there
+    assert run.code == 0, [r for r in run.recs if r["type"] == "verdict"]
+    assert run.cli_state() == [], run.workspace
     verifies(tmp_path)
 
 

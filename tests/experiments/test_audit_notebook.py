@@ -4,21 +4,17 @@ seed on a small synthetic catalogue, and the notebook draws its figure from the 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from experiments.mutants import study as mutants
 from tests.support.audit_helpers import SOUND, make_loop
-from tests.support.notebooks import REPO, execute_notebook
+from tests.support.notebooks import execute_notebook
 
 
-def test_smoke_experiment_and_notebook(tmp_path: Path) -> None:
+def test_smoke_experiment_and_notebook(tmp_path: Path, capsys) -> None:
     out = tmp_path / "mutants"
-    done = subprocess.run([sys.executable, "-m", "experiments.mutants", "--scale", "smoke",
-                           "--seed", "0", "--out", str(out), "--json"], check=True, cwd=REPO,
-                          capture_output=True, timeout=300, text=True)
-    summary = json.loads(done.stdout)
+    assert mutants.main(["--scale", "smoke", "--seed", "0", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
     assert summary["before"]["flagged"] >= 2 and summary["repaired"]
     assert summary["after"]["tier1"]["false_accepts"] == 0
     assert summary["after"]["tier1_false_accepts_remaining"] == []

@@ -4,16 +4,26 @@ panels' two-line titles, laid out by tight_layout); the same figure laid out con
 
 from __future__ import annotations
 
-import matplotlib
+from typing import Any
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import pytest
 
-from experiments.figure_check import check, overlaps  # noqa: E402
+from experiments.figure_check import check, overlaps
 
 
-def transition_like(layout: str | None):
+@pytest.fixture(scope="module")
+def plt() -> Any:
+    """matplotlib.pyplot on the Agg backend, imported by these tests only (its import is ~1
+    CPU-s, which every xdist worker would pay at collection)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot
+
+
+def transition_like(plt: Any, layout: str | None):
     """The transition figure's shape: two coders, two rows of two panels each, two-line panel
     titles, one figure title."""
     fig, grid = plt.subplots(4, 2, figsize=(15, 21), squeeze=False, layout=layout)
@@ -28,8 +38,8 @@ def transition_like(layout: str | None):
     return fig
 
 
-def test_the_figure_title_over_the_top_panels_is_refused() -> None:
-    fig = transition_like(None)  # how notebooks/transition.ipynb laid it out before
+def test_the_figure_title_over_the_top_panels_is_refused(plt: Any) -> None:
+    fig = transition_like(plt, None)  # how notebooks/transition.ipynb laid it out before
     found = overlaps(fig)
     assert "the figure's title is drawn over panel 1's title 'correct now vs ever (180 " \
            "trajectories)'" in found and len(found) == 2, found  # the two top panels
@@ -38,14 +48,14 @@ def test_the_figure_title_over_the_top_panels_is_refused() -> None:
     plt.close(fig)
 
 
-def test_the_same_figure_laid_out_constrained_passes() -> None:
-    fig = transition_like("constrained")
+def test_the_same_figure_laid_out_constrained_passes(plt: Any) -> None:
+    fig = transition_like(plt, "constrained")
     assert overlaps(fig) == []
     check(fig)
     plt.close(fig)
 
 
-def test_two_panel_titles_drawn_over_each_other_are_found_too() -> None:
+def test_two_panel_titles_drawn_over_each_other_are_found_too(plt: Any) -> None:
     fig, (a, b) = plt.subplots(1, 2, figsize=(4, 3))
     a.set_title("a title far too long for its narrow panel, running into the next one")
     b.set_title("the next one")

@@ -194,8 +194,15 @@ def test_output_guard_rejects_and_records_every_hostile_reply(tmp_path) -> None:
     assert all(r["ok"] for r in rows), [r for r in rows if not r["ok"]]
 
 
-def test_crash_matrix_separates_outcome_trace_and_repeated_calls(tmp_path) -> None:
-    base = matrices.baseline(tmp_path, 0)
+@pytest.fixture(scope="module")
+def base_seed0(tmp_path_factory: pytest.TempPathFactory) -> matrices.Baseline:
+    """The uncrashed run of seed 0 the crash cases compare with (a frozen record of it: the
+    cases below read it, each in its own folder)."""
+    return matrices.baseline(tmp_path_factory.mktemp("growth-baseline"), 0)
+
+
+def test_crash_matrix_separates_outcome_trace_and_repeated_calls(tmp_path, base_seed0) -> None:
+    base = base_seed0
     pre = matrices.crash_case(tmp_path, base, "growth.after_plan", 1, "")
     mid = matrices.crash_case(tmp_path, base, "meter.before_settle", 1, "")
     between = matrices.crash_case(tmp_path, base, "growth.before_round", 2, "")
@@ -229,8 +236,8 @@ def test_planted_skip_repricing_is_reported(tmp_path) -> None:
     assert not bad["ok"] and bad["mispriced_ticks"] > 0
 
 
-def test_planted_config_amnesia_is_reported_by_the_crash_matrix(tmp_path) -> None:
-    base = matrices.baseline(tmp_path, 0)
+def test_planted_config_amnesia_is_reported_by_the_crash_matrix(tmp_path, base_seed0) -> None:
+    base = base_seed0
     clean = matrices.crash_case(tmp_path, base, "growth.after_commit", 1, "")
     bad = matrices.crash_case(tmp_path, base, "growth.after_commit", 1, "",
                               faults=("no_config_replay",))

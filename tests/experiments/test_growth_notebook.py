@@ -8,18 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.growth import study as growth
 from tests.support.notebooks import REPO, execute_notebook
 
 
-def test_growth_smoke_cli_and_notebook(tmp_path: Path) -> None:
+def test_growth_smoke_cli_and_notebook(tmp_path: Path, capsys) -> None:
+    # the command line in process (its child processes are the study's own); the exit code of
+    # `python -m experiments.growth` itself is the next test's
     out = tmp_path / "growth"
-    proc = subprocess.run([sys.executable, "-m", "experiments.growth", "--scale", "smoke",
-                           "--seed", "0", "--out", str(out), "--json"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    code = growth.main(["--scale", "smoke", "--seed", "0", "--out", str(out), "--json"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err[-2000:]
+    summary = json.loads(printed.out.strip().splitlines()[-1])
     assert summary["ok"] and all(summary["negative_controls"].values())
-    assert "growth: crash matrix done" in proc.stderr  # progress is shown
+    assert "growth: crash matrix done" in printed.err  # progress is shown
     for name in ("summary.json", "arms.csv", "sweep.csv", "crash.csv", "drift.csv",
                  "killswitch.csv", "guard.csv", "negatives.csv", "timings.json"):
         assert (out / name).is_file(), name

@@ -24,6 +24,7 @@ from experiments.mutants import study as mutants
 from experiments.transition import study as transition
 from loopproof.engine.admission.binding import Binding
 from loopproof.engine.record.ledger import Ledger, Verification
+from tests.experiments.conftest import TINY_TRANSITION as SMALL
 from tests.support.audit_helpers import SOUND, make_loop
 
 # ---- crash ------------------------------------------------------------------------------------
@@ -107,12 +108,10 @@ def test_mutants_headline_reports_a_repair_that_accepts_a_destroyed_artifact(tmp
 
 # ---- transition ---------------------------------------------------------------------------------
 
-SMALL = transition.Scale(tasks=2, seeds=1, revisions=2, n_boot=200, n_flips=200)
-
-
-def test_transition_headline_reports_stale_evidence_that_is_applied(tmp_path, monkeypatch):
-    intact = transition.run_experiment(scale_name="smoke", seed=3, out=tmp_path / "a",
-                                       workers=1, scale=SMALL)["guarded_vs_baseline"]
+def test_transition_headline_reports_stale_evidence_that_is_applied(tmp_path, monkeypatch,
+                                                                    serial_transition):
+    # the intact run: the session's serial run at SMALL, seed 3 (tests/experiments/conftest.py)
+    intact = serial_transition[1]["guarded_vs_baseline"]
     assert intact["stale_offered"] > 0 and intact["stale_refused"] == intact["stale_offered"]
     monkeypatch.setattr(Binding, "_binding", lambda self, evidence: None)  # stale binds
     broken = transition.run_experiment(scale_name="smoke", seed=3, out=tmp_path / "b",

@@ -5,6 +5,7 @@ To add a notebook: run its experiment with `--scale smoke --out tmp_path/<name>`
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,12 @@ from tests.support.notebooks import REPO, execute_notebook
 
 
 def smoke(name: str, root: Path, *extra: str) -> Path:
-    """Run `python -m experiments.<name>` at smoke scale into root/<name>; return that directory."""
+    """Run experiments.<name>'s command line (what `python -m experiments.<name>` runs) at smoke
+    scale into root/<name>, in this process (a child would import it all again); return that
+    directory."""
     out = root / name
-    subprocess.run([sys.executable, "-m", f"experiments.{name}", "--scale", "smoke", "--seed", "0",
-                    "--out", str(out), *extra], check=True, cwd=REPO, capture_output=True, timeout=300)
+    main = importlib.import_module(f"experiments.{name}.study").main
+    assert main(["--scale", "smoke", "--seed", "0", "--out", str(out), *extra]) == 0
     return out
 
 

@@ -48,11 +48,25 @@ def _walk(data: object, parts: list[str]) -> object:
     return data
 
 
-def _expected(results: Path, key: str) -> object:
-    """What results/ says for a key, read here without paper.tree."""
+ABSENT = object()  # a results file that is not there
+
+
+def _expected(results: Path, key: str, read: dict[tuple[str, ...], object] | None = None) -> object:
+    """What results/ says for a key, read here without paper.tree. `read` keeps the files
+    already parsed (a key's file -> its JSON, ABSENT where there is no file) for a caller that asks
+    for many keys of one results folder (parsing each file once per key was seconds)."""
+    read = {} if read is None else read
+
+    def load(*rel: str) -> object:
+        if rel not in read:
+            f = results.joinpath(*rel).with_suffix(".json")
+            read[rel] = json.loads(f.read_text()) if f.is_file() else ABSENT
+        return read[rel]
+
     parts = key.split("/")
     if parts[:2] == ["proofs", "counts"]:
-        obs = json.loads((results / "proofs" / "proofs.json").read_text())
+        obs = load("proofs", "proofs")
+        assert isinstance(obs, list)
         counts = {"obligations": len(obs), "proved": sum(o["result"] == "proved" for o in obs),
                   "refuted": sum(o["result"] == "refuted" for o in obs),
                   "broken_variants": sum(o["expect"] == "refuted" for o in obs),
@@ -69,15 +83,16 @@ def _expected(results: Path, key: str) -> object:
                 "not_as_expected": sum(o["result"] != o["expect"] for o in sub),
                 "seconds": round(sum(o["seconds"] for o in sub), 1)}[parts[4]]
     for i in range(len(parts), 0, -1):
-        f = results.joinpath(*parts[:i]).with_suffix(".json")
-        if f.is_file():
-            return _walk(json.loads(f.read_text()), parts[i:])
+        data = load(*parts[:i])
+        if data is not ABSENT:
+            return _walk(data, parts[i:])
     raise KeyError(key)
 
 
 def mismatches(results_tex: str, results: Path) -> list[str]:
     """Every macro of results.tex whose text is not the formatted value results/ holds."""
     bad = []
+    read: dict[tuple[str, ...], object] = {}
     for line in results_tex.splitlines():
         m = DEF.match(line)
         if not m:
@@ -86,7 +101,7 @@ def mismatches(results_tex: str, results: Path) -> list[str]:
         form = "auto"
         if "@" in key.rsplit("/", 1)[-1] and not key.endswith("/@len"):
             key, form = key.rsplit("@", 1)
-        if fmt.latex_value(_expected(results, key), form) != text:
+        if fmt.latex_value(_expected(results, key, read), form) != text:
             bad.append(f"{key}@{form}: {text!r}")
     return bad
 
@@ -115,8 +130,9 @@ def test_values_json_names_the_file_of_every_key(generated: Path) -> None:
     values = json.loads((generated / "values.json").read_text())
     assert values["crash/summary/cases"]["file"] == "results/crash/summary.json"
     assert values["proofs/counts/refuted"]["file"] == "results/proofs/counts.json"
+    read: dict[tuple[str, ...], object] = {}
     for key, v in values.items():
-        assert v["text"][""] == fmt.apply(_expected(FIXTURE, key)), key
+        assert v["text"][""] == fmt.apply(_expected(FIXTURE, key, read)), key
 
 
 def test_every_key_the_text_uses_is_in_the_results(generated: Path) -> None:

@@ -19,10 +19,12 @@ experiments/figures.py): the interpreter running the tests, with its imports.
 from __future__ import annotations
 
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from tests.support.paths import REPO
+
+if TYPE_CHECKING:  # nbformat's import costs ~3 CPU-s (jsonschema builds 38 Earley parsers):
+    import nbformat  # paid only by the worker that executes a notebook, not at collection
 
 NOTEBOOKS = REPO / "notebooks"
 

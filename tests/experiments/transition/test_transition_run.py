@@ -7,20 +7,21 @@ import json
 
 from experiments.transition import study as transition
 from experiments.transition.study import Scale, main, run_experiment
+from tests.experiments.conftest import TINY_TRANSITION as TINY
 from tests.support.fake_openai import fake_openai
 from tests.support.notebooks import execute_notebook
-
-TINY = Scale(tasks=2, seeds=1, revisions=2, n_boot=200, n_flips=200)
 
 
 def _files(d):
     return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
 
 
-def test_same_seed_same_bytes_with_and_without_workers(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
+def test_same_seed_same_bytes_with_and_without_workers(tmp_path, serial_transition):
+    """Two workers against the serial run the session shares (tests/experiments/conftest.py:
+    the same scale and seed, workers=1; test_headlines.py reads it too)."""
+    a = tmp_path / "a"
     s1 = run_experiment(scale_name="smoke", seed=3, out=a, workers=2, scale=TINY)
-    s2 = run_experiment(scale_name="smoke", seed=3, out=b, workers=1, scale=TINY)
+    b, s2 = serial_transition
     assert s1 == s2
     fa, fb = _files(a), _files(b)
     assert sorted(fa) == ["common_state.csv", "common_state.json", "prospective.csv",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import openai
 import pytest
 
 from tests.support.fake_openai import Reply, fake_openai
@@ -40,6 +39,8 @@ def test_the_openai_client_works_unchanged_through_the_proxy(tmp_path: Path):
 
 
 def test_the_budget_refusal_reaches_the_client_as_an_api_error(tmp_path: Path):
+    import openai  # the SDK's import is ~2 CPU-s: paid by the tests that use it, not at collection
+
     with fake_openai([]) as up:
         def body(s):
             client = s.openai()

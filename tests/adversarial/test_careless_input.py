@@ -151,20 +151,43 @@ def test_ten_runs_racing_for_one_ledger_leave_one_run_untouched(kit) -> None:
                              kit.argv('kept.py', "import os, sys\nsys.exit(0 if os.path.exists("
                                                  "'kept') else 1)\n"))
                     .replace("spend_ceiling = 1.0", "spend_ceiling = 10.0"))
-    # each racer imports the engine, says it is ready, and waits for the start signal: the ten
-    # calls of `loopproof run` then start within a millisecond of each other
+    # one process imports the engine and forks the ten racers (ten processes, each its own
+    # `loopproof run`, without ten imports of the engine); each says it is ready and waits for
+    # the start signal: the ten calls of `loopproof run` then start within a millisecond of
+    # each other
     go = kit.tmp / "go"
-    racer = ("import os, sys, time\nfrom loopproof.engine import cli\n"
-             "open(sys.argv[1] + '.ready.' + str(os.getpid()), 'w').close()\n"
-             "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.0005)\n"
-             "sys.exit(cli.main(['run', sys.argv[2], '--ledger', sys.argv[3], '--json']))\n")
-    racers = [subprocess.Popen([sys.executable, "-c", racer, str(go), str(spec), str(kit.ledger)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for _ in range(10)]
+    racer = ("import json, os, sys, time\nfrom loopproof.engine import cli\n"
+             "go, spec, ledger = sys.argv[1:4]\npids = {}\n"
+             "for i in range(10):\n"
+             "    pid = os.fork()\n"
+             "    if pid == 0:\n"
+             "        out = os.open(f'{go}.out.{i}', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+             "        err = os.open(f'{go}.err.{i}', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+             "        os.dup2(out, 1)\n        os.dup2(err, 2)\n"
+             "        open(go + '.ready.' + str(os.getpid()), 'w').close()\n"
+             "        while not os.path.exists(go):\n            time.sleep(0.0005)\n"
+             "        code = 99  # a traceback: never one of the codes asserted\n"
+             "        try:\n"
+             "            code = cli.main(['run', spec, '--ledger', ledger, '--json'])\n"
+             "        except BaseException:\n"
+             "            import traceback\n            traceback.print_exc()\n"
+             "        finally:\n            sys.stdout.flush()\n            sys.stderr.flush()\n"
+             "            os._exit(code)\n"
+             "    pids[pid] = i\n"
+             "codes = {}\n"
+             "for pid, i in pids.items():\n"
+             "    codes[i] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
+             "print(json.dumps([codes[i] for i in range(10)]))\n")
+    parent = subprocess.Popen([sys.executable, "-c", racer, str(go), str(spec), str(kit.ledger)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while len(list(kit.tmp.glob("go.ready.*"))) < 10:
+        assert parent.poll() is None, parent.communicate()
         time.sleep(0.01)
     go.touch()
-    done = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in racers]
+    out, err = parent.communicate(timeout=120)
+    assert parent.returncode == 0, err
+    done = [(code, (kit.tmp / f"go.out.{i}").read_text(), (kit.tmp / f"go.err.{i}").read_text())
+            for i, code in enumerate(json.loads(out))]
     codes = sorted(code for code, _, _ in done)
     assert codes == [0] + [2] * 9, [(c, e) for c, _, e in done]
     for code, _out, err in done:

@@ -114,15 +114,15 @@ lint: venv
 
 # Four workers on CI's two cores: a good share of the tests wait (sandboxed children, timeouts,
 # notebook kernels), and the extra workers fill the cores a waiting one leaves idle (side by side
-# on one clone: 245 s of tests with four, 262 s with three). `--dist loadgroup`: tests marked
-# `xdist_group` (those that read one shared run, audit or notebook) go to one worker, the rest as
-# `--dist load`; not worksteal: under pytest-xdist 3.8.0 a worksteal run here hung once at its
-# end, one worker waiting on a queue that still held two tests while the controller waited for
-# it (seen 2026-12-07, py-spy). Bytecode is written even where the environment says not to
-# (PYTHONDONTWRITEBYTECODE, set in some CI images): every `python -m loopproof...` child of a
-# test would compile the package again, and every worker rewrite every test module's asserts.
+# on one clone: 245 s of tests with four, 262 s with three). `--dist load`, not worksteal: under
+# pytest-xdist 3.8.0 a worksteal run here hung once at its end, one worker waiting on a queue
+# that still held two tests while the controller waited for it (seen 2026-12-07, py-spy); not
+# loadgroup either: with no test marked, one warm run here took 792 s against load's 729 s.
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set in
+# some CI images): every `python -m loopproof...` child of a test would compile the package
+# again, and every worker rewrite every test module's asserts.
 test: venv sandbox browser coq agents-cli
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist loadgroup
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist load
 
 check: venv sandbox browser coq agents-cli lint proofs test
 	@echo "make check: proofs and tests passed"

@@ -11,7 +11,8 @@ a tier is built whole, deduplicated and then sampled, as it always was (the same
 seed); above, each (file, operator) gives its variants in a seeded order (`Operator.draw`), and
 the corpus takes the next one of a (file, operator) chosen at random, until the cap holds that
 many distinct mutants: every file and operator has the same chance at each draw, whatever its
-size. A file's normal form is computed once per content.
+size. A file's normal form is computed once per content, and a Python file's `ast.dump` is
+put together from its statements' (`python_dump`): a mutant changes one of them.
 """
 
 from __future__ import annotations

@@ -223,25 +223,32 @@ def tool_names():
     """The top-level import names of pytest, of every installed distribution with a pytest11
     entry point (a plugin), and of what they require, transitively: the test tooling, which no
     package of the judged tree stands in for unless `code` declares it."""
-    from importlib.metadata import distributions, entry_points
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
     from packaging.requirements import InvalidRequirement, Requirement
 
     def norm(n):
         return re.sub(r"[-_.]+", "-", n).lower()
 
-    dists = {}
-    for d in distributions():
-        dists.setdefault(norm(d.metadata["Name"] or ""), d)
+    def installed(key):
+        """The first distribution of that (normalized) name on sys.path, looked up by name:
+        not every installed one's metadata read to find a handful."""
+        try:
+            return distribution(key)
+        except PackageNotFoundError:
+            return None
+
     todo = ["pytest", *(norm(ep.dist.name) for ep in entry_points(group="pytest11")
                         if ep.dist is not None)]
     seen, names = set(), set()
     while todo:
         key = todo.pop()
-        d = dists.get(key)
-        if key in seen or d is None:
+        if key in seen:
             continue
         seen.add(key)
+        d = installed(key)
+        if d is None:
+            continue
         top = d.read_text("top_level.txt")
         if top:
             names.update(n.strip() for n in top.split() if n.strip())

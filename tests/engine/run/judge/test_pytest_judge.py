@@ -62,10 +62,14 @@ def test_the_pinned_conftest_and_test_package_load_and_a_right_tree_passes(suite
     assert result.facts["loaded"] == ["src/mypkg/__init__.py", "src/mypkg/calc.py"]
 
 
-@pytest.mark.parametrize("where", ["conftest.py", "src/conftest.py", "src/mypkg/conftest.py",
-                                   "tests/conftest.py", "tests/zsub/conftest.py"])
-def test_no_conftest_of_the_judged_tree_loads(suite: Gate, where: str) -> None:
-    result = suite.judge(f"hook-{where.replace('/', '-')}", {**WRONG, where: HOOK})
+def test_no_conftest_of_the_judged_tree_loads(suite: Gate) -> None:
+    """A report hook in a conftest.py at each place pytest would look (the root, src/, inside
+    the package, in the pinned folder's place and below it), all in one wrong tree: any one of
+    them loaded would make the wrong tree's failing test pass (or, at the root, beside the
+    canaries, forge them: an error)."""
+    where = ["conftest.py", "src/conftest.py", "src/mypkg/conftest.py", "tests/conftest.py",
+             "tests/zsub/conftest.py"]
+    result = suite.judge("hooks", {**WRONG, **dict.fromkeys(where, HOOK)})
     assert result.verdict == "reject", result.detail
     assert "tests/test_add.py::test_add (failed)" in result.detail
 

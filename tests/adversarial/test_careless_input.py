@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from loopproof.engine.record.ledger import verify
+from tests.support.engine_child import engine_run
 
 from .conftest import error_lines
 
@@ -106,7 +107,8 @@ def cli(*argv: object, timeout: float = 60, env: dict | None = None,
 def test_a_spec_that_is_not_a_regular_file_is_one_line(kit) -> None:
     fifo = kit.tmp / "graph.toml"
     os.mkfifo(fifo)  # reading it would wait for a writer forever
-    p = cli("run", fifo, "--ledger", kit.ledger, timeout=30)
+    # in a process of its own (forked warm: tests/support/engine_child.py), killed if it waits
+    p = engine_run(["cli", "run", str(fifo), "--ledger", str(kit.ledger)], timeout=30)
     assert p.returncode == 2 and "not a regular file" in p.stderr, p.stderr
     assert len(error_lines(p.stderr)) == 1
 

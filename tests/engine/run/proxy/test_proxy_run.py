@@ -15,6 +15,7 @@ from pathlib import Path
 
 from experiments.crash.observables import prefix_excess
 from loopproof.engine.run.proxy.access import socket_prefix
+from tests.support.engine_child import engine_run, started
 from tests.support.fake_apis import fake_upstream
 from tests.support.fake_openai import Reply, fake_openai
 from tests.support.oracles import records
@@ -121,9 +122,13 @@ on_refusal = "{on_refusal}"
     return tmp / "graph.toml"
 
 
+ENV = {"PATH": os.environ["PATH"], "UPSTREAM_KEY": KEY}  # the engine's whole environment
+
+
 def loopproof(*args: str, **kw) -> subprocess.Popen:
-    env = {"PATH": os.environ["PATH"], "UPSTREAM_KEY": KEY}
-    return subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *args], env=env,
+    """`loopproof ARGS` started cold, for the test that reads the engine's own process from its
+    worker (/proc/PID/environ and cmdline of each ancestor)."""
+    return subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *args], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 
@@ -133,9 +138,10 @@ def test_a_command_worker_calls_through_the_proxy_until_the_budget_refuses(tmp_p
         up.default = Reply("fine " * 15 + "fine")
         spec = graph(tmp_path, up.base_url, [str(tmp_path / "agent.py"), "1000"], "agent.json",
                      budget=0.5, ceiling=0.5)
-        proc = loopproof("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"), "--json")
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
+        proc = engine_run(["cli", "run", str(spec), "--ledger", str(tmp_path / "l.jsonl"),
+                           "--json"], env=ENV)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
         n_requests = len(up.requests)
         auths = {r["auth"] for r in up.requests}
     report = json.loads(out)
@@ -201,18 +207,18 @@ def test_sigkill_of_the_engine_mid_call_charges_the_call_and_never_replays_it(tm
         spec = graph(tmp_path, up.base_url, [str(tmp_path / "agent.py"), "1"], "agent.json",
                      budget=10.0)  # room for the re-run after the crash's charge
         ledger = tmp_path / "l.jsonl"
-        proc = loopproof("run", str(spec), "--ledger", str(ledger), start_new_session=True)
-        assert up.arrived.wait(60), "the call never reached the upstream"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        with started(["cli", "run", str(spec), "--ledger", str(ledger)], env=ENV) as eng:
+            assert up.arrived.wait(60), "the call never reached the upstream"
+            os.kill(eng.pid, signal.SIGKILL)
+            assert eng.wait(10) == -signal.SIGKILL
         before = records(ledger)
         open_calls = [r for r in before if r["type"] == "reserve" and r.get("what") == "llm"]
         assert len(open_calls) == 1 and not [r for r in before if r["type"] == "settle"
                                              and r.get("what") == "llm"]
         t0 = time.monotonic()
-        res = loopproof("resume", "--ledger", str(ledger), "--json")
-        out, err = res.communicate(timeout=120)
-        assert res.returncode == 0, err.decode()
+        res = engine_run(["cli", "resume", "--ledger", str(ledger), "--json"], env=ENV)
+        assert res.returncode == 0, res.stderr
+        out = res.stdout
         assert time.monotonic() - t0 < 50  # it did not wait for the killed call
         n_requests = len(up.requests)
     recs = records(ledger)

@@ -27,8 +27,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from loopproof.engine import cli
-from tests.support.dask_cluster import Cluster, cluster, processes_with, until
+from tests.support.dask_cluster import Cluster, Scheduler, cluster, processes_with, until
 from tests.support.fake_openai import fake_openai
 from tests.support.oracles import assert_g3, records
 from tests.support.paths import REPO
@@ -152,26 +154,39 @@ def started(c: Cluster, node: str) -> tuple[Path, object] | None:
     return None
 
 
-def scratch_root(tmp_path: Path) -> Path:
+def scratch_root(name: str) -> Path:
     """Where the Dask workers keep their scratch folders: outside every folder a sandbox masks
     anyway (/tmp, the home), so that what hides a host's scratch from the commands it runs is
     the far side's own view, and a test can see it fail."""
-    root = REPO / "build" / "test-dask" / tmp_path.name
+    root = REPO / "build" / "test-dask" / name
     shutil.rmtree(root, ignore_errors=True)
     return root
 
 
-def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(tmp_path: Path) -> None:
-    run = tmp_path / "run"  # the spec's folder and the ledger's: no Dask worker sees them
-    root = scratch_root(tmp_path)
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scheduler]:
+    """One `dask scheduler` for the module's tests (its start is a second of CPU); each test
+    brings its own workers and lets them go (tests/support/dask_cluster.py: `Cluster`)."""
+    root = scratch_root(tmp_path_factory.mktemp("scheduler").name)
     try:
-        run_through_lost_workers(run, root)
+        with Scheduler(root) as s:
+            yield s
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_through_lost_workers(run: Path, root: Path) -> None:
-    with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run]) as c:
+def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(scheduler: Scheduler,
+                                                             tmp_path: Path) -> None:
+    run = tmp_path / "run"  # the spec's folder and the ledger's: no Dask worker sees them
+    root = scratch_root(tmp_path.name)
+    try:
+        run_through_lost_workers(scheduler, run, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_through_lost_workers(scheduler: Scheduler, run: Path, root: Path) -> None:
+    with fake_openai([REPLY]) as upstream, cluster(scheduler, root, hidden=[run]) as c:
         spec = graph(run / "spec", upstream.base_url, root)
         ledger = run / "L.jsonl"
         # the wall is real: a worker cannot see the spec's folder
@@ -252,14 +267,16 @@ def accepted(ledger: Path, node: str) -> Path:
     return tree
 
 
-def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: Path) -> None:
+def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(scheduler: Scheduler,
+                                                                      tmp_path: Path) -> None:
     """SIGKILL the engine while a remote worker runs: the host sees that no one waits and kills
     the command there; `resume --dask` reaps what the run left on the hosts, gives the attempt
     back (charged its reservation) and runs it again to DONE."""
     run = tmp_path / "run"
-    root = scratch_root(tmp_path)
+    root = scratch_root(tmp_path.name)
     try:
-        with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run], workers=1) as c:
+        with fake_openai([REPLY]) as upstream, \
+                cluster(scheduler, root, hidden=[run], workers=1) as c:
             spec = graph(run / "spec", upstream.base_url, root)
             ledger = run / "L.jsonl"
             with engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
@@ -293,13 +310,19 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: 
         list("abcd")
 
 
-def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loopproof run|resume --dask` at an address where nothing listens, in this process (the
+    command's exit code and stderr are what is checked), trying to connect for half a second
+    instead of the engine's ten (a refused connection is refused however long one tries)."""
+    monkeypatch.setattr("loopproof.engine.run.remote.cluster.CONNECT_S", 0.5)
     spec = graph(tmp_path / "spec", "http://127.0.0.1:9/v1", tmp_path)
     ledger = tmp_path / "L.jsonl"
-    with engine("run", str(spec), "--ledger", str(ledger), "--dask", "tcp://127.0.0.1:9") as a, \
-            engine("resume", "--ledger", str(ledger), "--dask", "tcp://127.0.0.1:9") as b:
-        for eng in (a, b):  # side by side: each tries to connect for a while
-            out, err = eng.communicate(timeout=120)
-            assert eng.returncode == 2, (out, err)
-            assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
+    for argv in (["run", str(spec), "--ledger", str(ledger)], ["resume", "--ledger", str(ledger)]):
+        capsys.readouterr()
+        code = cli.main([*argv, "--dask", "tcp://127.0.0.1:9"])
+        out, err = capsys.readouterr()
+        assert code == 2, (out, err)
+        assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
     assert not list(tmp_path.glob("L.jsonl*"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from experiments.crash import cases as crash_cases
+from experiments.crash import sites as crash_sites
 from experiments.crash import study as crash
 from experiments.integrity import rewrites, tamper, torn
 from experiments.integrity import study as integrity
@@ -54,10 +55,14 @@ def test_crash_headline_reports_a_resume_that_loses_a_verdict(tmp_path, monkeypa
         return code, err
 
     monkeypatch.setattr(crash_cases, "_cli", lossy)
+    # one case (a kill between a worker's return and its record, resumed once) is enough to
+    # lose a verdict: three processes, not the smoke scale's eight (test_crash.py runs that)
+    monkeypatch.setitem(crash_sites.SCALES, "smoke", crash_sites.Scale(
+        seeds=1, per_site=1, sites=("runner.after_worker",), resume_sites=()))
     out = tmp_path / "crash"
     assert crash.main(["--scale", "smoke", "--seed", "0", "--out", str(out), "--json"]) == 1
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["cases"] == 3
+    assert summary["cases"] == 1
     assert summary["outcome_recovered"] < summary["cases"]
     assert summary["lost_verdicts"] >= 1
 

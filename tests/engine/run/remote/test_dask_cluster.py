@@ -22,8 +22,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import pytest
 
 from loopproof.engine import cli
 from tests.support.dask_cluster import Cluster, Scheduler, cluster, processes_with, until
+from tests.support.engine_child import Child, started
 from tests.support.fake_openai import fake_openai
 from tests.support.oracles import assert_g3, records
 from tests.support.paths import REPO
@@ -125,21 +124,37 @@ def graph(spec: Path, upstream: str, hosts: Path) -> Path:
     return spec / "graph.toml"
 
 
+class Engine:
+    """`loopproof ARGV` in a process of its own (forked warm: tests/support/engine_child.py), read
+    as `until` reads a Popen: `poll`, `communicate`, `returncode`, `kill` (SIGKILL)."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+
+    def poll(self) -> int | None:
+        return self.child.poll()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.child.poll()
+
+    def communicate(self, timeout: float = 120.0) -> tuple[str, str]:
+        self.child.wait(timeout)
+        return self.child.stdout(), self.child.stderr()
+
+    def kill(self) -> None:
+        self.child.kill()
+
+
 @contextlib.contextmanager
-def engine(*argv: str) -> Iterator[subprocess.Popen[str]]:
-    """`loopproof ARGV` in a process of its own, killed if it still runs when the block ends."""
-    proc = subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *argv], cwd=REPO,
-                            env={**os.environ, "UPSTREAM_KEY": KEY}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+def engine(*argv: str) -> Iterator[Engine]:
+    """`loopproof ARGV` with the upstream key in its environment, killed if it still runs when
+    the block ends."""
+    with started(["cli", *argv], env={**os.environ, "UPSTREAM_KEY": KEY}) as child:
+        yield Engine(child)
 
 
-def started(c: Cluster, node: str) -> tuple[Path, object] | None:
+def started_on(c: Cluster, node: str) -> tuple[Path, object] | None:
     """A marker `started` written by `node`'s worker in its workspace on a host (engine/run/
     remote/far.py: `loopproof/<owner>/ws/<node>/`), and that host's worker."""
     for w in c.live():
@@ -195,14 +210,14 @@ def run_through_lost_workers(scheduler: Scheduler, run: Path, root: Path) -> Non
         with engine("run", str(spec), "--ledger", str(ledger), "--jobs", "2", "--dask",
                     c.address, "--json") as eng:
             # a: its first host dies while its worker runs
-            _marker, first = until("a's worker to start", lambda: started(c, "a"), engine=eng)
+            _marker, first = until("a's worker to start", lambda: started_on(c, "a"), engine=eng)
             c.kill(first)  # type: ignore[arg-type]  # until() returns the walrus' tuple, typed object
             marker, _ = until("a's worker to start again",
-                              lambda: (got := started(c, "a")) and got[1] is not first and got,
+                              lambda: (got := started_on(c, "a")) and got[1] is not first and got,
                               engine=eng)
             (marker.parent / "go").write_text("")
             # d: its worker leaves a file that makes its gate block, then its host dies there
-            marker, _ = until("d's worker to start", lambda: started(c, "d"), engine=eng)
+            marker, _ = until("d's worker to start", lambda: started_on(c, "d"), engine=eng)
             (marker.parent / "go-block-gate").write_text("")
             gate_pid = until("d's gate to run",
                              lambda: (processes_with("gate_d.py") or [None])[0], engine=eng)
@@ -211,7 +226,7 @@ def run_through_lost_workers(scheduler: Scheduler, run: Path, root: Path) -> Non
             c.kill(host)
             assert not c.live()  # no worker left: the run waits for one
             c.add_worker("w3")
-            marker, _ = until("d's worker to start again", lambda: started(c, "d"), engine=eng)
+            marker, _ = until("d's worker to start again", lambda: started_on(c, "d"), engine=eng)
             (marker.parent / "go").write_text("")
             out, err = eng.communicate(timeout=300)
         assert eng.returncode == 0, err
@@ -281,7 +296,7 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(scheduler:
             ledger = run / "L.jsonl"
             with engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
                         "--json") as eng:
-                marker, _ = until("a's worker to start", lambda: started(c, "a"), engine=eng)
+                marker, _ = until("a's worker to start", lambda: started_on(c, "a"), engine=eng)
                 remote = [p for p in processes_with("work.py") if c.of_pid(p)]
                 assert remote, "a's command runs under no Dask worker"
                 eng.kill()  # SIGKILL, mid-attempt
@@ -292,7 +307,7 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(scheduler:
             with engine("resume", "--ledger", str(ledger), "--dask", c.address,
                         "--json") as res:
                 for node in "ad":
-                    marker, _ = until(f"{node}'s worker to start", lambda n=node: started(c, n),
+                    marker, _ = until(f"{node}'s worker to start", lambda n=node: started_on(c, n),
                                       engine=res)
                     (marker.parent / "go").write_text("")
                 out, err = res.communicate(timeout=300)

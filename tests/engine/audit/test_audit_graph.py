@@ -18,6 +18,7 @@ from loopproof.engine.audit.judge import ACCEPT, ERROR, REJECT
 from loopproof.engine.audit.mutants import Mutant
 from loopproof.engine.commands import audit as audit_command
 from loopproof.engine.system.sandbox import DEFAULT, backend
+from tests.support.example_runs import example_run
 from tests.support.paths import REPO
 
 EXAMPLES = REPO / "examples"
@@ -81,10 +82,12 @@ def test_without_an_oracle_tier_2_is_undetermined_and_said_so(median_run, capsys
     assert t2["undetermined"] == t2["mutants"] > 0
 
 
-def test_the_examples_audit_or_say_why_not(tmp_path: Path, capsys) -> None:
+def test_the_examples_audit_or_say_why_not(tmp_path_factory, capsys) -> None:
     for name in ("pipeline", "repair", "budget", "regress-restore"):
-        ledger = tmp_path / f"{name}.jsonl"
-        cli.main(["run", str(EXAMPLES / name / "graph.toml"), "--ledger", str(ledger), "--json"])
+        # each example's run as tests/examples/ reads it, made once per session (the audit
+        # only reads a run: its ledger and accepted trees)
+        _, _, folder = example_run(tmp_path_factory, name)
+        ledger = folder / f"{name}.jsonl"
         code, r = audit(capsys, str(EXAMPLES / name / "graph.toml"), "--ledger", str(ledger),
                         "--json", "--jobs", "2", "--max-tier2", "3", "--exploits", "none")
         if name in ("pipeline", "repair"):

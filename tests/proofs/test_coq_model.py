@@ -33,7 +33,7 @@ from tests.support.coq_cases import (
     random_case,
     random_concurrent_case,
 )
-from tests.support.examples import examples
+from tests.support.example_counts import examples
 from tests.support.strategies import any_graphs
 from tests.support.worst_runs import maximising_run
 

@@ -27,22 +27,23 @@ def kill_orphans(root: Path) -> list[int]:
     resume, a process counts as such an orphan only if its environment carries LOOPPROOF_NODE
     (set by the engine for workers) and its working directory lies inside `root`; a user's shell
     in the folder is left alone. Linux /proc only; elsewhere this finds nothing."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
         return []
     root_s = str(root.resolve())
+    inside = root_s + os.sep
     own = os.getpgrp()
     killed: list[int] = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in pids:  # every process on the machine: paths as strings, not Path objects
         try:
-            cwd = os.readlink(entry / "cwd")
-            if not (cwd == root_s or cwd.startswith(root_s + os.sep)):
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            if not (cwd == root_s or cwd.startswith(inside)):
                 continue
-            if b"LOOPPROOF_NODE=" not in (entry / "environ").read_bytes():
-                continue
-            pgid = os.getpgid(int(entry.name))
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if b"LOOPPROOF_NODE=" not in fh.read():
+                    continue
+            pgid = os.getpgid(int(pid))
         except (OSError, ValueError):
             continue
         if pgid != own and pgid not in killed:

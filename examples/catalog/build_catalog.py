@@ -164,15 +164,19 @@ def semantic_mutants(solution: str) -> list:
 
 
 def code_tasks(count: int) -> list[dict]:
-    chosen = []
+    """The first `count` HumanEval tasks, in the dataset's order, that a code loop can use (the
+    walk stops there: each candidate's tier-2 mutants are generated to count them)."""
+    chosen: list[dict] = []
     for task in read_problems().values():
+        if len(chosen) == count:
+            break
         lines = [ln for ln in task["test"].splitlines() if ln.strip().startswith("assert")]
         asserts = single_asserts(task["test"])
         if (len(asserts) >= 3 and len(asserts) == len(lines) and "import" not in task["test"]
                 and "while" not in task["canonical_solution"]
                 and len(semantic_mutants(task["prompt"] + task["canonical_solution"])) >= 8):
             chosen.append(task)
-    return chosen[:count]
+    return chosen
 
 
 def toml_list(items: list[str]) -> str:

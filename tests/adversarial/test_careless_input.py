@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from loopproof.engine.record.ledger import verify
+from tests.support.engine_child import engine_run
 
 from .conftest import error_lines
 
@@ -106,7 +107,8 @@ def cli(*argv: object, timeout: float = 60, env: dict | None = None,
 def test_a_spec_that_is_not_a_regular_file_is_one_line(kit) -> None:
     fifo = kit.tmp / "graph.toml"
     os.mkfifo(fifo)  # reading it would wait for a writer forever
-    p = cli("run", fifo, "--ledger", kit.ledger, timeout=30)
+    # in a process of its own (forked warm: tests/support/engine_child.py), killed if it waits
+    p = engine_run(["cli", "run", str(fifo), "--ledger", str(kit.ledger)], timeout=30)
     assert p.returncode == 2 and "not a regular file" in p.stderr, p.stderr
     assert len(error_lines(p.stderr)) == 1
 
@@ -151,12 +153,14 @@ def test_ten_runs_racing_for_one_ledger_leave_one_run_untouched(kit) -> None:
                              kit.argv('kept.py', "import os, sys\nsys.exit(0 if os.path.exists("
                                                  "'kept') else 1)\n"))
                     .replace("spend_ceiling = 1.0", "spend_ceiling = 10.0"))
-    # one process imports the engine and forks the ten racers (ten processes, each its own
-    # `loopproof run`, without ten imports of the engine); each says it is ready and waits for
-    # the start signal: the ten calls of `loopproof run` then start within a millisecond of
-    # each other
+    # one process imports the engine (the `run` command's modules and the node kinds, which
+    # `cli` itself imports only when a command runs) and forks the ten racers (ten processes,
+    # each its own `loopproof run`, without ten imports of the engine); each says it is ready
+    # and waits for the start signal: the ten calls of `loopproof run` then start within a
+    # millisecond of each other
     go = kit.tmp / "go"
     racer = ("import json, os, sys, time\nfrom loopproof.engine import cli\n"
+             "import loopproof.engine.commands.run\ncli.register_builtin()\n"
              "go, spec, ledger = sys.argv[1:4]\npids = {}\n"
              "for i in range(10):\n"
              "    pid = os.fork()\n"

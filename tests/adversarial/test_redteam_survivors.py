@@ -22,7 +22,6 @@ import json
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,10 +30,9 @@ import pytest
 
 from loopproof.engine.run.runner import Runner
 from loopproof.engine.run.spec import load
+from tests.support.engine_child import started
 
 from .sandbox_start_killer import marked
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # Clear the parent-death signal bwrap gave us, leave bwrap's process group, then keep writing a
 # tick file in the workspace (by absolute path, so a chdir cannot hide it) for 20 s.
@@ -107,21 +105,15 @@ def test_a_worker_that_clears_its_death_signal_dies_with_a_killed_engine(
         tmp_path: Path, probe: Path) -> None:
     path = write_graph(tmp_path, [sys.executable, str(probe)], ["sh", "-c", "true"])
     ledger = tmp_path / "L.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    engine = subprocess.Popen([sys.executable, "-c", "import sys; from loopproof.engine import cli; "
-                               "sys.exit(cli.main(sys.argv[1:]))", "run", str(path), "--ledger",
-                               str(ledger)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
     ws = Path(f"{ledger}.work") / "a"
-    try:
+    # the engine in a process of its own (forked warm: tests/support/engine_child.py)
+    with started(["cli", "run", str(path), "--ledger", str(ledger)]) as engine:
         for _ in range(300):
             if (ws / "tick").exists():
                 break
             time.sleep(0.05)
         assert (ws / "tick").exists(), "the probe never ran"
-    finally:
         engine.kill()  # SIGKILL: the engine cannot clean anything up
-        engine.wait()
     time.sleep(0.3)
     alive = ticking(ws / "tick")
     assert not alive and reap(probe.parent.name) == [], "a process outlived the killed engine"

@@ -24,6 +24,7 @@ from loopproof.engine.system import limits
 from loopproof.engine.system.limits import Cell, Hold, ResourceLimits
 from loopproof.engine.system.process import run_command
 from loopproof.engine.system.sandbox import Confinement, View, backend
+from tests.support.engine_child import engine_run
 
 from .sandbox_start_killer import marked
 
@@ -87,9 +88,9 @@ def test_resume_reaps_what_a_killed_engine_left_in_the_runs_cgroups(tmp_path: Pa
     spec = tmp_path / "graph.toml"
     spec.write_text('[graph]\nspend_budget = 10.0\n[node.a]\nworker = ["/bin/true"]\n'
                     'gate = ["/bin/true"]\nspend_ceiling = 5.0\n')
-    crashed = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
-                              str(ledger)], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                             env=dict(os.environ, LOOPPROOF_CRASH_AT="runner.before_worker:1"))
+    # the engine in processes of its own, forked warm (tests/support/engine_child.py)
+    crashed = engine_run(["cli", "run", str(spec), "--ledger", str(ledger)],
+                         crash_at="runner.before_worker:1", timeout=60)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     marker = f"lp-left-{secrets.token_hex(6)}"
     cell = Cell(Hold(ResourceLimits(processes=16), limits.owner_of(ledger), "a.worker"))
@@ -101,9 +102,7 @@ def test_resume_reaps_what_a_killed_engine_left_in_the_runs_cgroups(tmp_path: Pa
         while len(cell.pids()) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert left.pid in cell.pids() and len(cell.pids()) == 3
-        resumed = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "resume", "--ledger",
-                                  str(ledger), "--json"], capture_output=True, text=True,
-                                 timeout=60, cwd=ROOT)
+        resumed = engine_run(["cli", "resume", "--ledger", str(ledger), "--json"], timeout=60)
         assert resumed.returncode == 0, resumed.stderr
         # killed (the shell itself, or its sleep first, after which it exits 128 + 9)
         assert left.wait(timeout=5) in (-signal.SIGKILL, 128 + signal.SIGKILL)

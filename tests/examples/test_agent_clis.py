@@ -26,8 +26,6 @@ import importlib.util
 import io
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 import tomllib
@@ -38,7 +36,8 @@ from typing import Any
 import pytest
 
 from loopproof.engine import cli
-from tests.support.paths import REPO  # noqa: E402
+from tests.support.engine_child import engine_run
+from tests.support.paths import REPO
 
 AGENTS_CLI = REPO / "build" / "agents"  # make agents-cli
 KEY = "sk-upstream-7d41c0e9b2-NEVER-IN-THE-WORKER"
@@ -155,10 +154,11 @@ def run_example(tmp: Path, agent: Agent, *, ceiling: float | None = None,
         if spy:  # every environment the worker's sandbox shows, read first by the worker
             text = edit(text, "worker = [", f'worker = ["/bin/sh", "-c", \'{SPY}\', "sh", ')
         (folder / "graph.toml").write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run",
-                               str(folder / "graph.toml"), "--ledger", str(tmp / "l.jsonl"),
-                               "--json"], capture_output=True, text=True, timeout=300,
-                              env={"PATH": os.environ["PATH"], agent.key_env: KEY})
+        # the engine in a process of its own with only these variables (forked from a warm
+        # process, tests/support/engine_child.py), as `loopproof run` would start
+        proc = engine_run(["cli", "run", str(folder / "graph.toml"), "--ledger",
+                           str(tmp / "l.jsonl"), "--json"],
+                          env={"PATH": os.environ["PATH"], agent.key_env: KEY}, timeout=300)
         ended = time.time()
     finally:
         server.shutdown()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from loopproof.engine import cli
+from tests.support.example_runs import example_run as shared_run
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
 from tests.support.paths import FIXTURES, REPO
 from tests.support.serial_shape import shape_digest
+
+# the graphs' `python3` (pyenv's shim here, ~0.2 CPU-s a question) asked once per launcher
+# (tests/support/launchers.py; how a launcher is asked is tested where it is the point)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 EXAMPLES = REPO / "examples"
 # each example's ledger shape as the serial engine wrote it (tests/support/serial_shape.py)
@@ -33,25 +36,10 @@ Ran = tuple[int, dict, Path]  # exit code, the --json report, the folder the run
 
 @pytest.fixture(scope="module")
 def example_run(tmp_path_factory) -> Callable[[str], Ran]:
-    """Each example run once for the module, as `make reproduce` runs it: from a folder of its
-    own, with a relative ledger (`NAME.jsonl`). The tests only read what the run left."""
-    done: dict[str, Ran] = {}
-
-    def get(name: str) -> Ran:
-        if name not in done:
-            folder = tmp_path_factory.mktemp(name)
-            out, here = io.StringIO(), os.getcwd()
-            os.chdir(folder)
-            try:
-                with contextlib.redirect_stdout(out):
-                    code = cli.main(["run", str(EXAMPLES / name / "graph.toml"), "--ledger",
-                                     f"{name}.jsonl", "--json"])
-            finally:
-                os.chdir(here)
-            done[name] = (code, json.loads(out.getvalue()), folder)
-        return done[name]
-
-    return get
+    """Each example run once for the session, as `make reproduce` runs it: from a folder of its
+    own, with a relative ledger (`NAME.jsonl`; tests/support/example_runs.py). The tests only
+    read what the run left."""
+    return lambda name: shared_run(tmp_path_factory, name)
 
 
 @pytest.mark.parametrize("name, outcome", [("pipeline", "DONE"), ("repair", "DONE"),

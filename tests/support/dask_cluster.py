@@ -1,5 +1,6 @@
-"""A real Dask cluster on this machine for a test: one `dask scheduler` and `dask worker`
-processes, each worker with its own scratch folder and none of the engine's folders.
+"""A real Dask cluster on this machine for a test: one `dask scheduler` (which a module's tests
+may share: `Scheduler`) and `dask worker` processes of the test's own (`Cluster`), each worker
+with its own scratch folder and none of the engine's folders.
 
 Why a mount namespace per worker: the workers run on the engine's machine, so only a wall
 proves that they read nothing of the run by path. Each `dask worker` runs under
@@ -59,30 +60,67 @@ class Worker:
     dead: bool = False
 
 
-class Cluster:
-    """The scheduler and its workers; use as a context manager (everything is stopped and
-    waited for when the block ends)."""
+class Scheduler:
+    """A `dask scheduler` process and a client of it; use as a context manager (stopped and
+    waited for when the block ends). Several `Cluster`s may use one in turn (a module's tests
+    share its start): each brings its own workers and lets them go before the next begins."""
 
-    def __init__(self, root: Path, hidden: Sequence[Path], threads: int = 2) -> None:
-        self.root, self.hidden, self.threads = Path(root), [Path(h) for h in hidden], threads
-        self.workers: list[Worker] = []
-        self.scheduler: subprocess.Popen[bytes] | None = None
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.proc: subprocess.Popen[bytes] | None = None
         self.client: Any = None
         self.address = ""
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> Scheduler:
         from distributed import Client
 
         self.root.mkdir(parents=True, exist_ok=True)
         info = self.root / "scheduler.json"
         with open(self.root / "scheduler.log", "wb") as log:  # the child keeps its own copy
-            self.scheduler = subprocess.Popen(
+            self.proc = subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                  "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
                 stdout=subprocess.DEVNULL, stderr=log)
         until("the scheduler's file", lambda: info.is_file() and info.stat().st_size > 0)
         self.address = json.loads(info.read_text())["address"]
         self.client = Client(self.address, timeout=60, set_as_default=False)
+        return self
+
+    def listed(self) -> dict[str, Any]:
+        """Address -> what the scheduler knows of every worker it lists now."""
+        return dict(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            if self.client is not None:
+                self.client.close()
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+
+
+class Cluster:
+    """Workers of a scheduler, each started under its own wall (`hidden` masked), its scratch
+    folder in `root`; use as a context manager (every worker is stopped, waited for, and gone
+    from the scheduler's list when the block ends). A cluster starts with no worker listed:
+    the workers the engine sees are this cluster's alone."""
+
+    def __init__(self, scheduler: Scheduler, root: Path, hidden: Sequence[Path],
+                 threads: int = 2) -> None:
+        self.scheduler = scheduler
+        self.root, self.hidden, self.threads = Path(root), [Path(h) for h in hidden], threads
+        self.workers: list[Worker] = []
+        self.client: Any = scheduler.client
+        self.address = scheduler.address
+
+    def __enter__(self) -> Cluster:
+        assert not self.scheduler.listed(), \
+            f"the scheduler still lists another cluster's workers: {self.scheduler.listed()}"
+        self.root.mkdir(parents=True, exist_ok=True)
         return self
 
     def add_worker(self, name: str) -> Worker:
@@ -101,7 +139,7 @@ class Cluster:
         self.workers.append(w)
 
         def listed() -> str | None:
-            for addr, info in self.client.scheduler_info(n_workers=-1)["workers"].items():
+            for addr, info in self.scheduler.listed().items():
                 if info.get("name") == name:
                     return str(addr)
             return None
@@ -116,8 +154,8 @@ class Cluster:
         os.kill(w.pid, signal.SIGKILL)
         w.dead = True
         w.proc.wait(60)
-        until(f"the scheduler to drop {w.name}", lambda: w.address not in
-              self.client.scheduler_info(n_workers=-1)["workers"])
+        until(f"the scheduler to drop {w.name}",
+              lambda: w.address not in self.scheduler.listed())
 
     def live(self) -> list[Worker]:
         return [w for w in self.workers if not w.dead]
@@ -136,9 +174,6 @@ class Cluster:
         return None
 
     def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):
-            if self.client is not None:
-                self.client.close()
         for w in self.workers:
             if w.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -149,13 +184,9 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait(30)
-        if self.scheduler is not None:
-            self.scheduler.terminate()
-            try:
-                self.scheduler.wait(30)
-            except subprocess.TimeoutExpired:
-                self.scheduler.kill()
-                self.scheduler.wait(30)
+        # the next cluster on this scheduler must not see one of these
+        until("the scheduler to drop this cluster's workers", lambda: not [
+            a for a in self.scheduler.listed() if a in {w.address for w in self.workers}])
 
 
 def processes_with(text: str) -> list[int]:
@@ -170,9 +201,10 @@ def processes_with(text: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def cluster(root: Path, hidden: Sequence[Path], workers: int = 2, threads: int = 2
-            ) -> Iterator[Cluster]:
-    with Cluster(root, hidden, threads) as c:
+def cluster(scheduler: Scheduler, root: Path, hidden: Sequence[Path], workers: int = 2,
+            threads: int = 2) -> Iterator[Cluster]:
+    """A cluster of `workers` fresh workers on `scheduler`."""
+    with Cluster(scheduler, root, hidden, threads) as c:
         for i in range(workers):
             c.add_worker(f"w{i + 1}")
         yield c

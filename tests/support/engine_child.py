@@ -6,7 +6,8 @@ before it runs a one-node graph, and the crash tests start dozens. Python's mult
 forkserver is a process of its own, started once per test process, that imports the engine
 once (its preload) and forks each child from there: a new process with a fresh interpreter's
 signal handlers, none of the test process's threads, and the engine's module state as import
-left it (nothing has run in the server). The child sets what a cold child got from its
+left it (nothing has run in the server but imports: the commands a `cli` child runs and every
+shipped node kind are imported there too, as the entry points import them before they run). The child sets what a cold child got from its
 environment (all of it: the test's, `LOOPPROOF_CRASH_AT` read at the first crashpoint, or one
 the test gives, as `env=` of subprocess) and its working folder before it runs; its stdout and
 stderr go to files the test reads. What is not the same as a cold `python -m
@@ -38,7 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import loopproof
+import loopproof.engine.commands.resume  # noqa: F401  (preloaded: what a `cli` child runs,
+import loopproof.engine.commands.run  # noqa: F401  which `cli` imports only then)
 from loopproof.engine import cli
+from loopproof.engine.kinds import register_builtin
 from loopproof.engine.run.runner import Runner
 from loopproof.engine.run.spec import load
 from loopproof.engine.system import faults
@@ -46,6 +50,7 @@ from tests.support.paths import REPO
 
 CRASH_ENV = faults.ENV
 _context: Any = None
+register_builtin()  # the admission layer's kind imported (every entry point registers it first)
 
 
 def _forkserver() -> Any:

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from loopproof.engine import cli
 from loopproof.engine.run.runner import Runner
 from loopproof.engine.run.spec import load
 from loopproof.engine.run.worker import CallableWorker
-from tests.support.paths import REPO
+from tests.support.engine_child import engine_run
 
 # `b` fails in activation 0 (its gate says why on stdout), is exhausted, and repairs `a`.
 REPAIR = """
@@ -156,23 +153,14 @@ def test_a_pin_change_inside_an_attempt_is_named(tmp_path: Path, capsys) -> None
     assert "unfinished: stopped, a pinned file changed" in text
 
 
-CHILD = """
-import sys
-from loopproof.engine.run.runner import Runner
-from loopproof.engine.run.spec import load
-runner = Runner.start(load(sys.argv[1]), sys.argv[2])
-sys.exit(runner.run())
-"""
-
-
 def test_a_run_killed_inside_an_attempt_is_unfinished_in_show_and_verify(tmp_path: Path,
                                                                           capsys) -> None:
     spec = tmp_path / "graph.toml"
     spec.write_text(REPAIR.format(extra=""))
     ledger = tmp_path / "L.jsonl"
-    child = subprocess.run([sys.executable, "-c", CHILD, str(spec), str(ledger)], cwd=REPO,
-                           env=dict(os.environ, LOOPPROOF_CRASH_AT="meter.before_settle:3"),
-                           capture_output=True, text=True, timeout=120)
+    # the runner in a process of its own (forked warm: tests/support/engine_child.py), SIGKILLed
+    # at its crash site
+    child = engine_run(["run", str(spec), str(ledger)], crash_at="meter.before_settle:3")
     assert child.returncode == -signal.SIGKILL, child.stderr
     code, text = show(capsys, str(ledger))
     assert code == 0

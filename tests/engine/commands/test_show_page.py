@@ -76,13 +76,21 @@ def run_page(tmp_path_factory) -> tuple[Path, dict, Path]:
 
 
 @pytest.fixture(scope="module")
-def dom(run_page) -> str:
-    """The DOM Chromium holds after the page's script ran, dumped once for the tests that read
-    it (what it drew, what it escaped)."""
+def browsed(run_page) -> tuple[str, Path]:
+    """The page opened once by Chromium: the DOM it holds after the page's script ran, for the
+    tests that read it (what it drew, what it escaped), and its screenshot, taken in the same
+    launch."""
     page, _, tmp = run_page
-    done = browse(page, tmp / "profile-dom", "--dump-dom")
+    shot = tmp / "shot.png"
+    done = browse(page, tmp / "profile", "--dump-dom", f"--screenshot={shot}",
+                  "--window-size=1000,900")
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    return done.stdout, shot
+
+
+@pytest.fixture(scope="module")
+def dom(browsed) -> str:
+    return browsed[0]
 
 
 def test_the_page_draws_the_spend_curve_and_every_attempt(run_page, dom, capsys) -> None:
@@ -118,15 +126,12 @@ def test_the_page_is_self_contained_and_escapes_what_workers_and_gates_wrote(run
     assert "pwned" not in dom.split("<title>", 1)[1].split("</title>", 1)[0], title
 
 
-def test_the_screenshot_shows_the_attempts_in_their_colours(run_page) -> None:
+def test_the_screenshot_shows_the_attempts_in_their_colours(browsed) -> None:
     import matplotlib.image
 
     from loopproof.engine.commands._page import COLOURS
 
-    page, _, tmp = run_page
-    shot = tmp / "shot.png"
-    done = browse(page, tmp / "profile-shot", f"--screenshot={shot}", "--window-size=1000,900")
-    assert done.returncode == 0, done.stderr[-2000:]
+    _, shot = browsed
     pixels = (matplotlib.image.imread(shot)[..., :3] * 255).round()
 
     def count(colour: str) -> int:

@@ -330,3 +330,33 @@ def test_resume_kills_a_worker_the_crashed_engine_left_running(tmp_path: Path,
     # the interrupted attempt 1 never ended; it was given back (model.Abandon) and ran again as
     # attempt 1, whose worker wrote the only `end`
     assert log.read_text().split() == ["start-1", "start-1", "end-1"]
+
+
+def test_kill_orphans_kills_only_workers_left_in_the_runs_folder(tmp_path: Path) -> None:
+    """Where the run's cgroups reap everything (this host), the scan of /proc that resume falls
+    back on is not reached by the runs above: held to its rule here. A process group is killed
+    when one of its processes works inside the folder and carries LOOPPROOF_NODE; a shell in
+    the folder without it, and a worker of another folder, are left alone."""
+    from loopproof.engine.run.recovery import kill_orphans
+
+    root, elsewhere = tmp_path / "run" / "L.jsonl.work", tmp_path / "other"
+    (root / "a").mkdir(parents=True)
+    elsewhere.mkdir()
+    env = {"PATH": os.environ["PATH"]}
+
+    def sleeper(cwd: Path, **extra: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["sleep", "600"], cwd=cwd, env={**env, **extra},
+                                start_new_session=True)
+
+    orphan = sleeper(root / "a", LOOPPROOF_NODE="a")
+    shell, other = sleeper(root / "a"), sleeper(elsewhere, LOOPPROOF_NODE="a")
+    try:
+        assert kill_orphans(root) == [orphan.pid]  # its own session: its pgid is its pid
+        assert orphan.wait(30) == -signal.SIGKILL
+        assert shell.poll() is None and other.poll() is None
+        assert kill_orphans(root) == []
+    finally:
+        for p in (orphan, shell, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

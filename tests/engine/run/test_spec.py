@@ -13,6 +13,11 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.system import programs
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
+
+# the graphs' `python3` (pyenv's shim here, ~0.2 CPU-s a question) asked once per launcher
+# (tests/support/launchers.py; how a launcher is asked is tested where it is the point)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 OK_NODE = """
 [node.{name}]

@@ -5,8 +5,6 @@ engine their 100,000- and 10,000-node graphs."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from loopproof.engine import cli
 from loopproof.engine.run import spec as spec_mod
 from loopproof.engine.run.values import MAX_SPEC_BYTES
+from tests.support.engine_child import engine_run
 
 HEAD = "[graph]\nspend_budget = 1e9\n"
 
@@ -60,19 +59,18 @@ def test_a_giant_spec_gets_one_line_exit_2_nothing_written(command: str, tmp_pat
 
 
 def test_the_command_line_raises_the_limit_for_a_generated_graph(tmp_path: Path) -> None:
-    """In its own process, as the benchmark runs it: the same file, asked for, is bounded."""
+    """In its own process, as the benchmark runs it (forked warm: tests/support/engine_child.py):
+    the same file, asked for, is bounded."""
     spec = tmp_path / "graph.toml"
     spec.write_text(chain(15_000))
-    base = [sys.executable, "-m", "loopproof.engine.cli", "bound", str(spec), "--json"]
-    refused = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    base = ["cli", "bound", str(spec), "--json"]
+    refused = engine_run(base)
     assert refused.returncode == 2 and refused.stdout == ""
     assert len(refused.stderr.strip().splitlines()) == 1
-    read = subprocess.run(base + ["--max-spec-bytes", str(spec.stat().st_size)],
-                          capture_output=True, text=True, timeout=120)
+    read = engine_run(base + ["--max-spec-bytes", str(spec.stat().st_size)])
     assert read.returncode == 0, read.stderr
     assert '"W": 15000' in read.stdout
-    short = subprocess.run(base + ["--max-spec-bytes", str(spec.stat().st_size - 1)],
-                           capture_output=True, text=True, timeout=120)
+    short = engine_run(base + ["--max-spec-bytes", str(spec.stat().st_size - 1)])
     assert short.returncode == 2 and "larger than the limit" in short.stderr
 
 

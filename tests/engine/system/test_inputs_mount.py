@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.engine_child import engine_run
 
 # b copies its input, records its activation; its gate rejects activation 0, so b exhausts its
 # one attempt, repairs a, and runs again (activation 1): the `cp` must overwrite b.txt then
@@ -38,9 +38,8 @@ spend_ceiling = 1
 def run(tmp: Path, sandbox: str) -> tuple[int, dict]:
     spec = tmp / "graph.toml"
     spec.write_text(GRAPH.format(sandbox=f'sandbox = "{sandbox}"'))
-    proc = subprocess.run([sys.executable, "-m", "loopproof.engine.cli", "run", str(spec), "--ledger",
-                           str(tmp / "l.jsonl"), "--json"], capture_output=True, text=True,
-                          timeout=120, env={"PATH": os.environ["PATH"]})
+    proc = engine_run(["cli", "run", str(spec), "--ledger", str(tmp / "l.jsonl"), "--json"],
+                      env={"PATH": os.environ["PATH"]})
     return proc.returncode, json.loads(proc.stdout or "{}")
 
 

@@ -21,6 +21,7 @@ from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.process import ProcessError, run_command
 from loopproof.engine.system.sandbox import Confinement, View
 from loopproof.engine.system.sandbox.bwrap import Bwrap
+from tests.support.engine_child import engine_run
 from tests.support.specs import command_node, write_spec
 
 SHOW_ENV = ("import json, os; json.dump({k: os.environ.get(k) for k in "
@@ -31,9 +32,9 @@ GATE_ENV = ("import os, sys; sys.exit(1 if os.environ.get('MSWEA_CONFIGURED') or
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loopproof.engine.cli", *args], capture_output=True,
-                          text=True, timeout=120,
-                          env=env if env is not None else {"PATH": os.environ["PATH"]})
+    """`loopproof ARGS` in a process of its own with `env` as its whole environment (PATH alone
+    by default), forked from a warm process (tests/support/engine_child.py)."""
+    return engine_run(["cli", *args], env=env if env is not None else {"PATH": os.environ["PATH"]})
 
 
 def write(tmp: Path, worker: list[str] | None = None, gate: list[str] | None = None,

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 from experiments.crash.observables import prefix_excess
+from loopproof.engine import cli
 from loopproof.engine.run.proxy.access import socket_prefix
+from tests.support.engine_child import engine_run, started
 from tests.support.fake_apis import fake_upstream
 from tests.support.fake_openai import Reply, fake_openai
 from tests.support.oracles import records
@@ -121,9 +123,13 @@ on_refusal = "{on_refusal}"
     return tmp / "graph.toml"
 
 
+ENV = {"PATH": os.environ["PATH"], "UPSTREAM_KEY": KEY}  # the engine's whole environment
+
+
 def loopproof(*args: str, **kw) -> subprocess.Popen:
-    env = {"PATH": os.environ["PATH"], "UPSTREAM_KEY": KEY}
-    return subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *args], env=env,
+    """`loopproof ARGS` started cold, for the test that reads the engine's own process from its
+    worker (/proc/PID/environ and cmdline of each ancestor)."""
+    return subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *args], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 
@@ -133,9 +139,10 @@ def test_a_command_worker_calls_through_the_proxy_until_the_budget_refuses(tmp_p
         up.default = Reply("fine " * 15 + "fine")
         spec = graph(tmp_path, up.base_url, [str(tmp_path / "agent.py"), "1000"], "agent.json",
                      budget=0.5, ceiling=0.5)
-        proc = loopproof("run", str(spec), "--ledger", str(tmp_path / "l.jsonl"), "--json")
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
+        proc = engine_run(["cli", "run", str(spec), "--ledger", str(tmp_path / "l.jsonl"),
+                           "--json"], env=ENV)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
         n_requests = len(up.requests)
         auths = {r["auth"] for r in up.requests}
     report = json.loads(out)
@@ -181,8 +188,7 @@ def test_the_upstream_key_is_nowhere_the_worker_can_look(tmp_path: Path):
     calls = [c for c in records(tmp_path / "l.jsonl") if c["type"] == "llm_call"]
     assert [c["usage"] for c in calls] == ["reported"] * 3
     assert calls[0]["completion_tokens"] == 2 and calls[0]["reserved"] > calls[0]["charged"]
-    verify = loopproof("verify", str(tmp_path / "l.jsonl"))
-    assert verify.wait(60) == 0, verify.communicate()
+    assert cli.main(["verify", str(tmp_path / "l.jsonl")]) == 0  # in this process
     # in its sandbox the worker's parent, the bridge, is PID 2 of its own PID namespace, under
     # bwrap's init (PID 1): no process of the engine is there to read (without a sandbox it
     # reads their environ instead)
@@ -201,18 +207,18 @@ def test_sigkill_of_the_engine_mid_call_charges_the_call_and_never_replays_it(tm
         spec = graph(tmp_path, up.base_url, [str(tmp_path / "agent.py"), "1"], "agent.json",
                      budget=10.0)  # room for the re-run after the crash's charge
         ledger = tmp_path / "l.jsonl"
-        proc = loopproof("run", str(spec), "--ledger", str(ledger), start_new_session=True)
-        assert up.arrived.wait(60), "the call never reached the upstream"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        with started(["cli", "run", str(spec), "--ledger", str(ledger)], env=ENV) as eng:
+            assert up.arrived.wait(60), "the call never reached the upstream"
+            os.kill(eng.pid, signal.SIGKILL)
+            assert eng.wait(10) == -signal.SIGKILL
         before = records(ledger)
         open_calls = [r for r in before if r["type"] == "reserve" and r.get("what") == "llm"]
         assert len(open_calls) == 1 and not [r for r in before if r["type"] == "settle"
                                              and r.get("what") == "llm"]
         t0 = time.monotonic()
-        res = loopproof("resume", "--ledger", str(ledger), "--json")
-        out, err = res.communicate(timeout=120)
-        assert res.returncode == 0, err.decode()
+        res = engine_run(["cli", "resume", "--ledger", str(ledger), "--json"], env=ENV)
+        assert res.returncode == 0, res.stderr
+        out = res.stdout
         assert time.monotonic() - t0 < 50  # it did not wait for the killed call
         n_requests = len(up.requests)
     recs = records(ledger)

@@ -22,13 +22,14 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from loopproof.engine import cli
-from tests.support.dask_cluster import Cluster, cluster, processes_with, until
+from tests.support.dask_cluster import Cluster, Scheduler, cluster, processes_with, until
+from tests.support.engine_child import Child, started
 from tests.support.fake_openai import fake_openai
 from tests.support.oracles import assert_g3, records
 from tests.support.paths import REPO
@@ -123,21 +124,37 @@ def graph(spec: Path, upstream: str, hosts: Path) -> Path:
     return spec / "graph.toml"
 
 
+class Engine:
+    """`loopproof ARGV` in a process of its own (forked warm: tests/support/engine_child.py), read
+    as `until` reads a Popen: `poll`, `communicate`, `returncode`, `kill` (SIGKILL)."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+
+    def poll(self) -> int | None:
+        return self.child.poll()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.child.poll()
+
+    def communicate(self, timeout: float = 120.0) -> tuple[str, str]:
+        self.child.wait(timeout)
+        return self.child.stdout(), self.child.stderr()
+
+    def kill(self) -> None:
+        self.child.kill()
+
+
 @contextlib.contextmanager
-def engine(*argv: str) -> Iterator[subprocess.Popen[str]]:
-    """`loopproof ARGV` in a process of its own, killed if it still runs when the block ends."""
-    proc = subprocess.Popen([sys.executable, "-m", "loopproof.engine.cli", *argv], cwd=REPO,
-                            env={**os.environ, "UPSTREAM_KEY": KEY}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+def engine(*argv: str) -> Iterator[Engine]:
+    """`loopproof ARGV` with the upstream key in its environment, killed if it still runs when
+    the block ends."""
+    with started(["cli", *argv], env={**os.environ, "UPSTREAM_KEY": KEY}) as child:
+        yield Engine(child)
 
 
-def started(c: Cluster, node: str) -> tuple[Path, object] | None:
+def started_on(c: Cluster, node: str) -> tuple[Path, object] | None:
     """A marker `started` written by `node`'s worker in its workspace on a host (engine/run/
     remote/far.py: `loopproof/<owner>/ws/<node>/`), and that host's worker."""
     for w in c.live():
@@ -152,26 +169,39 @@ def started(c: Cluster, node: str) -> tuple[Path, object] | None:
     return None
 
 
-def scratch_root(tmp_path: Path) -> Path:
+def scratch_root(name: str) -> Path:
     """Where the Dask workers keep their scratch folders: outside every folder a sandbox masks
     anyway (/tmp, the home), so that what hides a host's scratch from the commands it runs is
     the far side's own view, and a test can see it fail."""
-    root = REPO / "build" / "test-dask" / tmp_path.name
+    root = REPO / "build" / "test-dask" / name
     shutil.rmtree(root, ignore_errors=True)
     return root
 
 
-def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(tmp_path: Path) -> None:
-    run = tmp_path / "run"  # the spec's folder and the ledger's: no Dask worker sees them
-    root = scratch_root(tmp_path)
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scheduler]:
+    """One `dask scheduler` for the module's tests (its start is a second of CPU); each test
+    brings its own workers and lets them go (tests/support/dask_cluster.py: `Cluster`)."""
+    root = scratch_root(tmp_path_factory.mktemp("scheduler").name)
     try:
-        run_through_lost_workers(run, root)
+        with Scheduler(root) as s:
+            yield s
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_through_lost_workers(run: Path, root: Path) -> None:
-    with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run]) as c:
+def test_a_graph_runs_on_a_dask_cluster_through_lost_workers(scheduler: Scheduler,
+                                                             tmp_path: Path) -> None:
+    run = tmp_path / "run"  # the spec's folder and the ledger's: no Dask worker sees them
+    root = scratch_root(tmp_path.name)
+    try:
+        run_through_lost_workers(scheduler, run, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_through_lost_workers(scheduler: Scheduler, run: Path, root: Path) -> None:
+    with fake_openai([REPLY]) as upstream, cluster(scheduler, root, hidden=[run]) as c:
         spec = graph(run / "spec", upstream.base_url, root)
         ledger = run / "L.jsonl"
         # the wall is real: a worker cannot see the spec's folder
@@ -180,14 +210,14 @@ def run_through_lost_workers(run: Path, root: Path) -> None:
         with engine("run", str(spec), "--ledger", str(ledger), "--jobs", "2", "--dask",
                     c.address, "--json") as eng:
             # a: its first host dies while its worker runs
-            _marker, first = until("a's worker to start", lambda: started(c, "a"), engine=eng)
+            _marker, first = until("a's worker to start", lambda: started_on(c, "a"), engine=eng)
             c.kill(first)  # type: ignore[arg-type]  # until() returns the walrus' tuple, typed object
             marker, _ = until("a's worker to start again",
-                              lambda: (got := started(c, "a")) and got[1] is not first and got,
+                              lambda: (got := started_on(c, "a")) and got[1] is not first and got,
                               engine=eng)
             (marker.parent / "go").write_text("")
             # d: its worker leaves a file that makes its gate block, then its host dies there
-            marker, _ = until("d's worker to start", lambda: started(c, "d"), engine=eng)
+            marker, _ = until("d's worker to start", lambda: started_on(c, "d"), engine=eng)
             (marker.parent / "go-block-gate").write_text("")
             gate_pid = until("d's gate to run",
                              lambda: (processes_with("gate_d.py") or [None])[0], engine=eng)
@@ -196,7 +226,7 @@ def run_through_lost_workers(run: Path, root: Path) -> None:
             c.kill(host)
             assert not c.live()  # no worker left: the run waits for one
             c.add_worker("w3")
-            marker, _ = until("d's worker to start again", lambda: started(c, "d"), engine=eng)
+            marker, _ = until("d's worker to start again", lambda: started_on(c, "d"), engine=eng)
             (marker.parent / "go").write_text("")
             out, err = eng.communicate(timeout=300)
         assert eng.returncode == 0, err
@@ -252,19 +282,21 @@ def accepted(ledger: Path, node: str) -> Path:
     return tree
 
 
-def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: Path) -> None:
+def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(scheduler: Scheduler,
+                                                                      tmp_path: Path) -> None:
     """SIGKILL the engine while a remote worker runs: the host sees that no one waits and kills
     the command there; `resume --dask` reaps what the run left on the hosts, gives the attempt
     back (charged its reservation) and runs it again to DONE."""
     run = tmp_path / "run"
-    root = scratch_root(tmp_path)
+    root = scratch_root(tmp_path.name)
     try:
-        with fake_openai([REPLY]) as upstream, cluster(root, hidden=[run], workers=1) as c:
+        with fake_openai([REPLY]) as upstream, \
+                cluster(scheduler, root, hidden=[run], workers=1) as c:
             spec = graph(run / "spec", upstream.base_url, root)
             ledger = run / "L.jsonl"
             with engine("run", str(spec), "--ledger", str(ledger), "--dask", c.address,
                         "--json") as eng:
-                marker, _ = until("a's worker to start", lambda: started(c, "a"), engine=eng)
+                marker, _ = until("a's worker to start", lambda: started_on(c, "a"), engine=eng)
                 remote = [p for p in processes_with("work.py") if c.of_pid(p)]
                 assert remote, "a's command runs under no Dask worker"
                 eng.kill()  # SIGKILL, mid-attempt
@@ -275,7 +307,7 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: 
             with engine("resume", "--ledger", str(ledger), "--dask", c.address,
                         "--json") as res:
                 for node in "ad":
-                    marker, _ = until(f"{node}'s worker to start", lambda n=node: started(c, n),
+                    marker, _ = until(f"{node}'s worker to start", lambda n=node: started_on(c, n),
                                       engine=res)
                     (marker.parent / "go").write_text("")
                 out, err = res.communicate(timeout=300)
@@ -293,13 +325,19 @@ def test_an_engine_killed_mid_run_resumes_and_its_remote_attempt_ends(tmp_path: 
         list("abcd")
 
 
-def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loopproof run|resume --dask` at an address where nothing listens, in this process (the
+    command's exit code and stderr are what is checked), trying to connect for half a second
+    instead of the engine's ten (a refused connection is refused however long one tries)."""
+    monkeypatch.setattr("loopproof.engine.run.remote.cluster.CONNECT_S", 0.5)
     spec = graph(tmp_path / "spec", "http://127.0.0.1:9/v1", tmp_path)
     ledger = tmp_path / "L.jsonl"
-    with engine("run", str(spec), "--ledger", str(ledger), "--dask", "tcp://127.0.0.1:9") as a, \
-            engine("resume", "--ledger", str(ledger), "--dask", "tcp://127.0.0.1:9") as b:
-        for eng in (a, b):  # side by side: each tries to connect for a while
-            out, err = eng.communicate(timeout=120)
-            assert eng.returncode == 2, (out, err)
-            assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
+    for argv in (["run", str(spec), "--ledger", str(ledger)], ["resume", "--ledger", str(ledger)]):
+        capsys.readouterr()
+        code = cli.main([*argv, "--dask", "tcp://127.0.0.1:9"])
+        out, err = capsys.readouterr()
+        assert code == 2, (out, err)
+        assert err.count("\n") == 1 and "--dask" in err and "no Dask scheduler" in err, err
     assert not list(tmp_path.glob("L.jsonl*"))

@@ -50,8 +50,14 @@ from loopproof.engine.system.judged import Limits
 from loopproof.engine.system.sandbox import View
 from loopproof.engine.system.trees import tree_digest
 from tests.support.dask_cluster import until
+from tests.support.example_runs import example_run
+from tests.support.launchers import python_asked_once  # noqa: F401  (a fixture)
 from tests.support.oracles import assert_g3, records
 from tests.support.paths import REPO
+
+# the graphs' `python3` (pyenv's shim here, ~0.2 CPU-s a question) asked once per launcher
+# (tests/support/launchers.py; how a launcher is asked is tested where it is the point)
+pytestmark = pytest.mark.usefixtures("python_asked_once")
 
 OWNER = "0123456789abcdef"
 
@@ -335,14 +341,14 @@ def run_graph(spec_path: Path, ledger: Path, cluster: Any = None) -> Runner:
 # real project's suite, its worker a script that imports a helper module beside it in the spec's
 # folder (which travels, as every command sees it at home)
 @pytest.mark.parametrize("example", ["median", "pipeline", "repair", "real-repo"])
-def test_a_graph_on_the_stand_in_cluster_ends_as_it_does_locally(tmp_path: Path,
-                                                                 example: str) -> None:
+def test_a_graph_on_the_stand_in_cluster_ends_as_it_does_locally(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, example: str) -> None:
     graph = REPO / "examples" / example / "graph.toml"
-    here = run_graph(graph, tmp_path / "local.jsonl")
+    _, here, _ = example_run(tmp_path_factory, example)  # the local run, shared by the session
     cluster = InProcess(tmp_path / "hosts")
     there = run_graph(graph, tmp_path / "remote.jsonl", cluster)
-    assert there.report()["outcome"] == here.report()["outcome"]
-    assert there.report()["nodes"] == here.report()["nodes"]
+    assert there.report()["outcome"] == here["outcome"]
+    assert there.report()["nodes"] == here["nodes"]
     assert {"run_worker", "run_gate"} <= set(cluster.calls)
     recs = records(tmp_path / "remote.jsonl")
     assert_g3(recs)

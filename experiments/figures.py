@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -41,15 +42,32 @@ def install_kernel() -> Path:
     return folder
 
 
-def execute(name: str, results: Path, out: Path | None = None, timeout: int = 600):
+def nbformat() -> Any:
+    """The nbformat module, imported without rfc3987_syntax: jsonschema (nbformat's validator)
+    imports that package whenever it is installed (jupyter-events asks for it) and its import
+    builds an Earley parser of RFC 3987, 2.6 of the 3.3 CPU-s nbformat's import took, for the
+    draft-7 "iri" format checks that no notebook schema (draft 4) has. Where jsonschema is
+    already imported, this is a plain import."""
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        import nbformat as module
+        return module
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # ImportError: not loaded
+    try:
+        import nbformat as module
+    finally:
+        del sys.modules["rfc3987_syntax"]  # a later import of it works as usual
+    return module
+
+
+def execute(name: str, results: Path, out: Path | None = None, timeout: int = 600) -> Any:
     """Run notebooks/<name>.ipynb with LOOPPROOF_RESULTS=results (cwd notebooks/); write the
     executed copy to `out` (default results/notebooks/<name>.ipynb). Returns the notebook;
     raises nbclient's CellExecutionError on the first failing cell."""
-    import nbformat
+    nbf = nbformat()
     from nbclient import NotebookClient
     from traitlets.config import Config
 
-    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    nb = nbf.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     install_kernel()
     # the inline backend: each figure is also kept in the executed copy
     env = dict(os.environ, LOOPPROOF_RESULTS=str(Path(results).resolve()),
@@ -66,7 +84,7 @@ def execute(name: str, results: Path, out: Path | None = None, timeout: int = 60
         client.execute(env=env, cwd=str(NOTEBOOKS))
     target = out or Path(results) / "notebooks" / f"{name}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
+    nbf.write(nb, target)
     return nb
 
 

@@ -18,7 +18,7 @@ representation, read and changed together.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, cast
@@ -47,6 +47,7 @@ from loopproof.proofs.z3_values import (
     SerialTerms,
     SerialWrites,
     StatusSort,
+    all_of,
     real,
 )
 
@@ -294,6 +295,8 @@ class RunEncoding:
     params: Params
     rules: RunRules = field(default_factory=lambda: RULES)
     eps: Any = field(default_factory=lambda: EPS)
+    _memo: dict[tuple[int, str | None], tuple[State, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     terms_class = SerialTerms  # the representation: one attempt's account in the totals
     writes_class = SerialWrites
@@ -362,8 +365,8 @@ class RunEncoding:
         upd = self.update(s, ev)
         unknown = set(upd) - set(s.terms)
         assert not unknown, f"update names unknown fields {unknown}"
-        return z3.And(self.guard(s, ev), *[t.terms[k] == upd.get(k, s.terms[k])
-                                           for k in s.terms])
+        return all_of([self.guard(s, ev), *[t.terms[k] == upd.get(k, s.terms[k])
+                                            for k in s.terms]])
 
     def events(self, tag: str) -> list[Ev]:
         return event_instances(self.graph, tag)
@@ -376,32 +379,56 @@ class RunEncoding:
 
     def running_is(self, s: State, v: str) -> z3.BoolRef:
         """`v` is the node `RunState.running` returns: the first RUNNING one in order."""
-        names = self.graph.names
-        before = names[:names.index(v)]
-        return z3.And(s.status(v) == S_RUNNING, *[s.status(w) != S_RUNNING for w in before])
+        def build() -> z3.BoolRef:
+            names = self.graph.names
+            before = names[:names.index(v)]
+            return all_of([s.status(v) == S_RUNNING, *[s.status(w) != S_RUNNING for w in before]])
+        return self._of_state(s, v, build)
 
     def running_ceiling(self, s: State) -> z3.ArithRef:
         """c of the node whose attempt is in flight (0 when none is)."""
-        c: z3.ArithRef = real(0)
-        for v in reversed(self.graph.names):
-            c = z3.If(self.running_is(s, v), self.params.ceilings[v], c)
-        return c
+        def build() -> z3.ArithRef:
+            c: z3.ArithRef = real(0)
+            for v in reversed(self.graph.names):
+                c = z3.If(self.running_is(s, v), self.params.ceilings[v], c)
+            return c
+        return self._of_state(s, None, build)
+
+    def _of_state(self, s: State, v: str | None, build: Callable[[], Any]) -> Any:
+        """A term that depends only on `s` (and this encoding), built once per state: a guard
+        and an effect read the attempt in flight several times, and Z3 terms cost to build.
+        (States are never changed once made; the memo keeps `s` alive, so its id is its own.)"""
+        key = (id(s), v)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = (s, build())
+        return hit[1]
 
     # ---- between Z3 and model.RunState
     def pin(self, s: State, r: RunState) -> z3.BoolRef:
         """`s` equals the concrete state `r` (extra fields are left free)."""
-        g = self.graph
-        cs: list[z3.BoolRef] = []
-        for v in g.names:
-            cs += [s.status(v) == STATUS[r.status_of(g, v)],
-                   s.activation(v) == r.activation_of(g, v),
-                   s.attempts(v) == r.attempts_of(g, v), s.passes(v) == _history(r.passes, v),
-                   s.cancelled(v) == _history(r.cancelled, v)]
-        cs += [s.repairs_used == r.repairs_used, s.attempts_total == r.attempts_total,
-               s.abandoned == r.abandoned, s.settled == real(r.settled),
-               s.reserved == real(r.reserved), s.attempt_spend == real(r.attempt_spend),
-               s.outcome == OUTCOME[r.outcome]]
-        return z3.And(cs)
+        return all_of([s.terms[k] == x for k, x in self.values(r).items()])
+
+    def values(self, r: RunState) -> dict[Key, z3.ExprRef]:
+        """The concrete state `r`'s fields as Z3 values, in `pin`'s order (extra fields
+        left out)."""
+        keys = [(f, v) for v in self.graph.names for f in NODE_FIELDS]
+        return {k: self.value_of(r, k) for k in keys + [(f, None) for f in RUN_FIELDS]}
+
+    def value_of(self, r: RunState, key: Key) -> z3.ExprRef:
+        """One field of the concrete state `r` as a Z3 value."""
+        name, v = key
+        if v is None:  # a field of the run
+            if name == "outcome":
+                return OUTCOME[r.outcome]
+            if name in ("settled", "reserved", "attempt_spend"):
+                return real(getattr(r, name))
+            return z3.IntVal(getattr(r, name))
+        if name == "status":
+            return STATUS[r.status_of(self.graph, v)]
+        if name in ("passes", "cancelled"):
+            return _history(getattr(r, name), v)
+        return z3.IntVal(getattr(r, f"{name}_of")(self.graph, v))  # activation, attempts
 
     def read(self, model: z3.ModelRef, s: State) -> RunState:
         g = self.graph

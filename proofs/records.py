@@ -6,6 +6,7 @@ pins concrete model values (strings) to distinct constants, for the differential
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ import z3
 
 from loopproof.proofs.encoding import value
 from loopproof.proofs.trace import number
+from loopproof.proofs.z3_values import all_of
 
 Hash = z3.DeclareSort("Hash")
 Check = z3.DeclareSort("Check")
@@ -52,28 +54,43 @@ class Names:
     def __init__(self, tag: str = "c") -> None:
         self.tag = tag
         self.consts: dict[tuple[str, str], z3.ExprRef] = {}
+        self._distinct: tuple[int, list[z3.BoolRef]] = (0, [])
+        self._items: dict[Any, z3.ExprRef] = {}
 
     def of(self, sort: z3.SortRef, text: str) -> z3.ExprRef:
-        key = (str(sort), text)
+        key = (_printed(sort), text)
         if key not in self.consts:
-            self.consts[key] = z3.Const(f"{self.tag}:{sort}:{text}", sort)
+            self.consts[key] = z3.Const(f"{self.tag}:{key[0]}:{text}", sort)
         return self.consts[key]
 
     def junk(self, sort: z3.SortRef, name: str) -> z3.ExprRef:
         return self.of(sort, f"<default of {name}>")
 
     def item(self, e: Any) -> z3.ExprRef:
-        """A model.rules.Item as an Item term."""
-        return Item.item(self.of(Hash, e.id), self.of(Check, e.check), self.of(Hash, e.tree),
-                         self.of(Hash, e.suite), VERDICT[e.verdict])
+        """A model.rules.Item as an Item term (made once per item: a state pins every item
+        issued so far)."""
+        if e not in self._items:
+            self._items[e] = Item.item(self.of(Hash, e.id), self.of(Check, e.check),
+                                       self.of(Hash, e.tree), self.of(Hash, e.suite),
+                                       VERDICT[e.verdict])
+        return self._items[e]
 
     def distinct(self) -> list[z3.BoolRef]:
-        out = []
-        for sort in (Hash, Check):
-            cs = [c for (srt, _), c in self.consts.items() if srt == str(sort)]
-            if len(cs) > 1:
-                out.append(z3.Distinct(*cs))
-        return out
+        """(Made again only when a name was added since: a test asks for it per question.)"""
+        if self._distinct[0] != len(self.consts):
+            out = []
+            for sort in (Hash, Check):
+                cs = [c for (srt, _), c in self.consts.items() if srt == _printed(sort)]
+                if len(cs) > 1:
+                    out.append(z3.Distinct(*cs))
+            self._distinct = (len(self.consts), out)
+        return list(self._distinct[1])
+
+
+@functools.lru_cache(maxsize=64)
+def _printed(sort: z3.SortRef) -> str:
+    """`str(sort)`, printed once per sort (Z3's printer is slow, and names ask per constant)."""
+    return str(sort)
 
 @dataclass(frozen=True)
 class REv:
@@ -123,7 +140,7 @@ class RecordSystem:
                    ev: REv) -> z3.BoolRef:
         guard, upd = self.rule(s, ev)
         assert set(upd) <= set(s), f"unknown fields {set(upd) - set(s)}"
-        return z3.And(guard, *[t[k] == upd.get(k, s[k]) for k in s])
+        return all_of([guard, *[t[k] == upd.get(k, s[k]) for k in s]])
 
     # ---- canonical counterexamples (proofs/canonical.py)
     def observables(self, model: z3.ModelRef, s: dict[str, z3.ExprRef],

@@ -45,7 +45,7 @@ from loopproof.proofs.encoding import (
     value,
 )
 from loopproof.proofs.trace import number
-from loopproof.proofs.z3_values import Conjuncts, UnboundedTerms, UnboundedWrites
+from loopproof.proofs.z3_values import Conjuncts, UnboundedTerms, UnboundedWrites, all_of
 
 Node = z3.DeclareSort("Node")
 _FRESH = itertools.count()
@@ -179,7 +179,7 @@ class UnboundedRuns:
     def transition(self, s: UState, t: UState, ev: UEv) -> z3.BoolRef:
         upd = self.update(s, ev)
         now, nxt = s.fields(), t.fields()
-        return z3.And(self.guard(s, ev), *[nxt[k] == upd.get(k, now[k]) for k in now])
+        return all_of([self.guard(s, ev), *[nxt[k] == upd.get(k, now[k]) for k in now]])
 
     def within_budget(self, amount: z3.ArithRef) -> z3.BoolRef:
         return z3.Or(self.B_unbounded, amount <= self.B + EPS)
@@ -290,7 +290,7 @@ class UnboundedRuns:
                s.abandoned == r.abandoned,
                s.settled == real(r.settled), s.reserved == real(r.reserved),
                s.attempt_spend == real(r.attempt_spend), s.outcome == OUTCOME[r.outcome]]
-        return z3.And(cs)
+        return all_of(cs)
 
     def event(self, k: dict[str, z3.ExprRef], graph: LoopGraph, r: RunState,
               event: mt.Event) -> UEv:

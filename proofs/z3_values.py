@@ -22,7 +22,7 @@ three at once, read side by side.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -52,6 +52,29 @@ EPS = real(MODEL_EPS)
 
 # ---- connectives, folding the Python bools a rule may pass (a node known, a static flag) ------
 
+def all_of(terms: Sequence[Any]) -> z3.BoolRef:
+    """`z3.And(terms)`, the very same term (Z3 shares equal terms), made in one call when every
+    term is already a Boolean term of one context: z3.And checks and casts each argument in
+    Python first, which was most of the cost of a transition (a conjunct per field)."""
+    return _connect(z3.Z3_mk_and, z3.And, terms)
+
+
+def any_of(terms: Sequence[Any]) -> z3.BoolRef:
+    """`z3.Or(terms)`, made as `all_of` makes `z3.And(terms)`."""
+    return _connect(z3.Z3_mk_or, z3.Or, terms)
+
+
+def _connect(make: Callable[..., Any], slow: Callable[..., z3.BoolRef],
+             terms: Sequence[Any]) -> z3.BoolRef:
+    if not terms or not all(type(t) is z3.BoolRef for t in terms):
+        return slow(list(terms))
+    ctx = terms[0].ctx
+    if any(t.ctx is not ctx for t in terms):
+        return slow(list(terms))
+    asts = (z3.Ast * len(terms))(*[t.as_ast() for t in terms])
+    return z3.BoolRef(make(ctx.ref(), len(terms), asts), ctx)
+
+
 def and_(*xs: Any) -> Any:
     terms = []
     for x in xs:
@@ -60,7 +83,7 @@ def and_(*xs: Any) -> Any:
                 return z3.BoolVal(False)
             continue
         terms.append(x)
-    return terms[0] if len(terms) == 1 else z3.And(terms)
+    return terms[0] if len(terms) == 1 else all_of(terms)
 
 
 def or_(*xs: Any) -> Any:
@@ -73,7 +96,7 @@ def or_(*xs: Any) -> Any:
                 return z3.BoolVal(True)
             continue
         terms.append(x)
-    return z3.Or(terms)
+    return any_of(terms)
 
 
 def not_(x: Any) -> Any:
@@ -149,7 +172,7 @@ class Conjuncts:
                 self._add(cond(v))
 
     def formula(self) -> z3.BoolRef:
-        return z3.And(self.conds)
+        return all_of(self.conds)
 
 
 class Loosened(Conjuncts):

@@ -20,6 +20,7 @@ import ast
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -62,11 +63,50 @@ def apply(reference: Files, changes) -> Files:
     return files
 
 
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)  # PEP 263, lines 1-2
+_STATEMENTS: dict[tuple[tuple[str, ...], bytes], str] = {}  # (futures, lines) -> ast.dump
+_STATEMENTS_MAX = 20_000
+
+
+def python_dump(content: bytes) -> str:
+    """`ast.dump(ast.parse(content))`, the same string, built statement by statement: a
+    top-level statement alone on its lines is dumped once per distinct bytes of those lines
+    (from the line after the previous statement's last one to its own last: its decorators,
+    comments and blank lines included) and taken from a cache after that. A mutant changes one
+    statement of a module, and dumping the other thousand again at every mutant was most of a
+    large tree's drawing time. Any other statement (sharing a line), and a file with a coding
+    cookie or a bare carriage return (whose lines `ast` counts otherwise), is dumped as it is."""
+    tree = ast.parse(content)
+    if b"\r" in content or _CODING.search(b"\n".join(content.split(b"\n", 2)[:2])):
+        return ast.dump(tree)
+    lines = content.split(b"\n")
+    body = tree.body
+    futures = tuple(sorted(a.name for s in body if isinstance(s, ast.ImportFrom)
+                           and s.module == "__future__" for a in s.names))
+    spans = [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]),
+              s.end_lineno or s.lineno) for s in body]
+    parts = []
+    for i, stmt in enumerate(body):
+        first, last = spans[i]
+        before = spans[i - 1][1] if i else 0
+        if before >= first or (i + 1 < len(body) and spans[i + 1][0] <= last):
+            parts.append(ast.dump(stmt))  # shares a line with another statement
+            continue
+        key = (futures, b"\n".join(lines[before:last]))
+        dump = _STATEMENTS.get(key)
+        if dump is None:
+            if len(_STATEMENTS) >= _STATEMENTS_MAX:
+                _STATEMENTS.clear()
+            dump = _STATEMENTS[key] = ast.dump(stmt)
+        parts.append(dump)
+    return f"Module(body=[{', '.join(parts)}], type_ignores=[])"
+
+
 def _normal(name: str, content: bytes) -> bytes:
     kind = kind_of(name)
     try:
         if kind == "python":
-            return ast.dump(ast.parse(content)).encode()
+            return python_dump(content).encode()
         if kind == "json":
             return json.dumps(json.loads(content), sort_keys=True).encode()
     except (SyntaxError, ValueError):
@@ -90,10 +130,12 @@ def workspace_key(files: Files, normalize: bool = False) -> str:
     return digest.hexdigest()
 
 
+@lru_cache(maxsize=256)
 def holds_no_code(name: str, text: str | None) -> bool:
     """A Python file with nothing but a docstring (and `__future__` imports), as a package's
     `__init__.py` often is: its absence takes nothing away, so its absence mutants would be
-    equivalent, not wrong by construction, and a gate that accepts them is not vacuous."""
+    equivalent, not wrong by construction, and a gate that accepts them is not vacuous. Asked
+    once per file and absence operator: its parse is cached."""
     if text is None or kind_of(name) != "python":
         return False
     try:

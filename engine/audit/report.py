@@ -17,8 +17,10 @@ DIGITS = 4
 Z95 = 1.9599639845400545  # the normal quantile at 0.975 (scipy.stats.norm.isf(0.025))
 
 
-def _wilson(count: int, n: int) -> tuple[float, float]:
-    """The Wilson score interval at 95%, clipped to [0, 1]."""
+def wilson_score(count: int, n: int) -> tuple[float, float]:
+    """The Wilson score interval at 95% for count/n (n > 0), clipped to [0, 1], unrounded:
+    statsmodels' `proportion_confint(count, n, method="wilson")` float for float (the same
+    operations in the same order; experiments/stats.py's `wilson` is this one too)."""
     q, z2 = count / n, Z95 * Z95
     denom = 1 + z2 / n
     center = (q + z2 / (2 * n)) / denom
@@ -30,7 +32,7 @@ def wilson_upper(false_accepts: int, judged: int) -> float | None:
     """The Wilson 95% upper bound on the false-accept rate; None when nothing was judged."""
     if judged == 0:
         return None
-    _, upper = _wilson(false_accepts, judged)
+    _, upper = wilson_score(false_accepts, judged)
     return round(float(upper), DIGITS)
 
 
@@ -128,5 +130,5 @@ def wilson_interval(false_accepts: int, judged: int) -> list[float] | None:
     """The Wilson 95% interval [low, high] on the false-accept rate; None when nothing judged."""
     if judged == 0:
         return None
-    low, high = _wilson(false_accepts, judged)
+    low, high = wilson_score(false_accepts, judged)
     return [round(float(low), DIGITS), round(float(high), DIGITS)]

@@ -7,15 +7,18 @@ replayed state; the release check is the last thing that can keep a DONE run fro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopproof.engine.policy.guards import refuse
 from loopproof.engine.record.replay import Replayed, run_bounds
-from loopproof.engine.run.integrity import Integrity
 from loopproof.engine.run.journal import Journal
-from loopproof.engine.run.spec import Spec
 from loopproof.engine.system.exits import Exit
 from loopproof.model import Finish, Outcome
+
+if TYPE_CHECKING:  # annotations only: the spec's import pulls in every kind's module (~0.4
+    # CPU-s), paid by each growth-study child that only wants EXIT_CODES
+    from loopproof.engine.run.integrity import Integrity
+    from loopproof.engine.run.spec import Spec
 
 EXIT_CODES = {Outcome.DONE: Exit.OK, Outcome.FAILED: Exit.FAILED,
               Outcome.BUDGET_EXHAUSTED: Exit.BUDGET_EXHAUSTED}

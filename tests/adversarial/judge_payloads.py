@@ -136,6 +136,16 @@ class _Forge:
         out = yield
         out.get_result().outcome = "passed"
 '''
+# the running pytest's Config, found among the live objects (the harness keeps what existed
+# before the tests out of the collector's lists, `gc.freeze`: code in the process undoes that)
+FIND_CONFIG = """import gc as _gc
+from _pytest.config import Config as _Config
+_gc.unfreeze()
+for _o in _gc.get_objects():
+    if isinstance(_o, _Config):
+        _o.pluginmanager.register(_Forge())
+        break
+"""
 FIND_ANSWER = '''
 import glob as _glob, json as _json, os as _os
 
@@ -264,18 +274,12 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("outcome-forge", "module-level-skip", "try:\n    import pytest\n"
             "    pytest.skip('forged', allow_module_level=True)\nexcept ImportError:\n"
             "    pass\n"),
-    Payload("outcome-forge", "report-hook", FORGE_HOOK + "import gc as _gc\n"
-            "from _pytest.config import Config as _Config\n"
-            "for _o in _gc.get_objects():\n    if isinstance(_o, _Config):\n"
-            "        _o.pluginmanager.register(_Forge())\n        break\n",
+    Payload("outcome-forge", "report-hook", FORGE_HOOK + FIND_CONFIG,
             kinds=frozenset({"calls", "pytest"})),
     Payload("outcome-forge", "selective-report-hook", FORGE_HOOK.replace(
         'out.get_result().outcome = "passed"',
         'if "test_lp_" not in item.nodeid:\n            out.get_result().outcome = "passed"')
-        + "import gc as _gc\nfrom _pytest.config import Config as _Config\n"
-        "for _o in _gc.get_objects():\n    if isinstance(_o, _Config):\n"
-        "        _o.pluginmanager.register(_Forge())\n        break\n",
-        residual=frozenset({"pytest"}), kinds=frozenset({"calls", "pytest"})),
+        + FIND_CONFIG, residual=frozenset({"pytest"}), kinds=frozenset({"calls", "pytest"})),
     Payload("outcome-forge", "xfail-in-call", "", "\ndef median(xs):\n    import pytest\n"
             "    pytest.xfail('forged')\n",
             kinds=frozenset({"calls", "pytest"})),

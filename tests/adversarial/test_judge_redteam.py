@@ -225,10 +225,12 @@ SHADOW = '''class SequenceMatcher:  # the standard library's difflib, as the pin
 '''
 
 
-def _cli_gate(tmp_path: Path):
+@pytest.fixture(scope="module")
+def cli_gate(tmp_path_factory):
     """A pytest gate whose pinned suite (tests/test_cli.py) runs median.py as a program and
-    imports only the standard library; the gate and its confinement."""
+    imports only the standard library; the gate and its confinement (read by the tests)."""
     import sys
+    tmp_path = tmp_path_factory.mktemp("cli")
     spec = tmp_path / "spec"
     (spec / "tests").mkdir(parents=True)
     (spec / "tests" / "test_cli.py").write_text(CLI_TEST)
@@ -246,13 +248,14 @@ def _cli_gate(tmp_path: Path):
     return loaded.nodes["p"].gate, box
 
 
-def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(tmp_path: Path) -> None:
+def test_a_test_that_never_imports_the_judged_code_cannot_be_shadowed(cli_gate,
+                                                                     tmp_path: Path) -> None:
     """A pinned suite that runs the judged program as a subprocess, importing only standard
     modules itself: a judged tree holding `difflib.py` (any module the test imports that pytest
     has not) ran in the test's process and made the comparison hold, with a median.py that
     prints 0. Before the fix: accept. The tree and the pinned folders now come after the
     standard library and site-packages on sys.path (`--import-mode=importlib`, appended)."""
-    gate, box = _cli_gate(tmp_path)
+    gate, box = cli_gate
     wrong, right = tmp_path / "wrong", tmp_path / "right"
     for tree, printed in ((wrong, 0), (right, 2)):
         tree.mkdir()
@@ -281,12 +284,13 @@ difflib.SequenceMatcher = _Always
 
 
 @pytest.mark.parametrize("where", ["tests/__init__.py", "__init__.py"])
-def test_a_judged_init_file_is_not_the_pinned_tests_package(tmp_path: Path, where: str) -> None:
+def test_a_judged_init_file_is_not_the_pinned_tests_package(cli_gate, tmp_path: Path,
+                                                            where: str) -> None:
     """The judged tree's `tests/__init__.py` (in the pinned folder) or root `__init__.py` (above
     the canary and any pinned file laid at the root) was imported as the pinned tests' package,
     in their process: the same CLI suite accepted a median.py that prints 0 (before: accept).
     A pinned folder now replaces the tree's folder whole, and the root `__init__.py` goes."""
-    gate, box = _cli_gate(tmp_path)
+    gate, box = cli_gate
     tree = tmp_path / "wrong"
     (tree / "tests").mkdir(parents=True)
     (tree / "median.py").write_text("print(0)\n")

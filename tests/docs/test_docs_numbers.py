@@ -55,10 +55,10 @@ def test_the_allow_list_is_explicit_and_nothing_on_it_is_stale() -> None:
 ])
 def test_a_number_typed_into_the_docs_fails_the_scan(tmp_path: Path, rel: str,
                                                      typed: str) -> None:
-    root = _docs_copy(tmp_path)
-    assert scan.scan_docs(root) == []
+    root = _docs_copy(tmp_path)  # scans clean: test_the_docs_hold_no_number_typed_by_hand
     _append(root, rel, typed)
     found = scan.scan_docs(root)
+    # every finding is in the planted line: none was there before it
     assert found and {f.path for f in found} == {rel}, found
     assert all(f.context.strip() == typed for f in found)
 

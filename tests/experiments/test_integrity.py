@@ -22,15 +22,15 @@ from loopproof.engine.policy.pin import PolicyPin
 from loopproof.engine.record.ledger import Ledger, Verification
 
 
-def test_smoke_run_detects_everything(tmp_path):
-    a = run_experiment("smoke", 3, tmp_path / "a")
+def test_smoke_run_detects_everything(integrity_smoke):
+    root, a = integrity_smoke  # the session's run (tests/experiments/conftest.py)
     assert a["trials"] == a["detected"] == 2 * len(LEDGER_TAMPERS) + 3  # synthetic + real run
     assert a["torn_trials"] == a["torn_recovered"] == 4
     assert a["rewrite_trials"] == a["caught_with_signing"] == a["undetectable_without_signing"] == 3
     assert a["by_kind"]["real_run_resume"] == {"trials": 1, "ok": 1}
-    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    summary = json.loads((root / "integrity" / "summary.json").read_text())
     assert summary["scale"] == "smoke" and summary["seed"] == 3
-    rows = (tmp_path / "a" / "trials.csv").read_text().splitlines()
+    rows = (root / "integrity" / "trials.csv").read_text().splitlines()
     assert len(rows) == 1 + a["trials"] + a["torn_trials"] + a["rewrite_trials"]
     assert "/tmp" not in "".join(rows)  # trial folders are not written into results
 

@@ -6,10 +6,12 @@ To add a notebook: run its experiment with `--scale smoke --out tmp_path/<name>`
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from experiments import figures
 from tests.support.notebooks import REPO, execute_notebook
 
 
@@ -31,14 +33,15 @@ def test_bounds_notebook(tmp_path: Path) -> None:
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_integrity_notebook_its_executed_copy_and_no_noise_on_stderr(tmp_path: Path) -> None:
+def test_integrity_notebook_its_executed_copy_and_no_noise_on_stderr(
+        tmp_path: Path, integrity_smoke: tuple[Path, dict]) -> None:
     """Through `python -m experiments.figures` (what make figures runs): no kernel noise on
     stderr (the debugger's frozen-modules warning, ipykernel's plain-TCP warning), the figure
     saved, the executed copy holding it, the notebook in git left unexecuted. (One smoke run and
-    one execution for all four: they were two tests that did both twice.)"""
-    import nbformat
-
-    out = smoke("integrity", tmp_path)
+    one execution for all four: they were two tests that did both twice. The smoke run is the
+    session's, tests/experiments/conftest.py, copied here: the notebook writes into it.)"""
+    out = tmp_path / "integrity"
+    shutil.copytree(integrity_smoke[0] / "integrity", out)
     done = subprocess.run([sys.executable, "-m", "experiments.figures", "--results",
                            str(tmp_path), "--only", "integrity"], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
@@ -46,6 +49,7 @@ def test_integrity_notebook_its_executed_copy_and_no_noise_on_stderr(tmp_path: P
     assert done.stdout.startswith("integrity: executed in ")
     figure = out / "integrity.png"
     assert figure.is_file() and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    nbformat = figures.nbformat()
     copy = nbformat.read(tmp_path / "notebooks" / "integrity.ipynb", as_version=4)
     images = [o for c in copy.cells if c.cell_type == "code" for o in c.outputs
               if "image/png" in o.get("data", {})]

@@ -31,27 +31,67 @@ KINDS = [(rules, kind) for rules in MODELS for kind in rules.kinds]
 
 def disagreement(case: Case, system=None) -> str | None:
     """None when the encoding (`system`, default the real one) agrees with the model on every
-    step of the case. (One solver per case holds the axioms and the pinned state; each question
-    is asked between a push and a pop: re-asserting them per question was half the cost.)"""
+    step of the case. One solver per case holds the axioms, the pinned state and the kind's
+    transition with its arguments free (as the proofs ask it: `symbolic_move`); each question
+    pins the arguments to one event's (and the successor) between a push and a pop.
+    (Re-asserting per question was half the cost; building a transition per event, most of
+    the rest.)"""
     rules, s = case.rules, case.state
     sys = system if system is not None else rules.system(s)
     names = Names()
-    pre, post = sys.fresh("pre"), sys.fresh("post")
+    pre, post, args, move = symbolic_move(sys, case.kind)
     solver = z3.Solver()
     solver.set("timeout", 60_000)
-    solver.add(*sys.axioms(), rules.pin(sys, names, s, pre))
+    solver.add(*sys.axioms(), pinned(rules, sys, names, s, pre), move)
     for ev in case.steps:
-        move = sys.transition(pre, post, rules.event(sys, names, ev))
+        concrete = rules.event(sys, names, ev)
+        assert concrete.kind == case.kind and len(concrete.args) == len(args), concrete
+        this = z3.And([a == b for a, b in zip(args, concrete.args, strict=True)])
         if not enabled(s, ev):
-            if _sat(solver, names, move):
+            if _sat(solver, names, this):
                 return f"{ev} is refused by the model but the encoding takes it from {s}"
             continue
         t = step(s, ev)
-        if not _sat(solver, names, move, rules.pin(sys, names, t, post)):
+        successor = pinned(rules, sys, names, t, post)
+        if not _sat(solver, names, this, successor):
             return f"{ev} from {s}: the encoding rejects the model's successor {t}"
-        if _sat(solver, names, move, z3.Not(rules.pin(sys, names, t, post))):
+        if _sat(solver, names, this, z3.Not(successor)):
             return f"{ev} from {s}: the encoding accepts a successor other than {t}"
     return None
+
+
+_MOVES: dict[tuple, tuple] = {}
+
+
+def symbolic_move(sys, kind: str) -> tuple[dict, dict, tuple, z3.BoolRef]:
+    """`sys`'s states "pre" and "post", the arguments of an event of `kind` (free constants),
+    and the transition of that event between the two. The terms depend only on the system's
+    class (a planted fault's is a class of its own) and its shape, so they are built once per
+    pair and kind."""
+    key = (type(sys), _shape_of(sys), kind)
+    if key not in _MOVES:
+        (ev,) = [e for e in sys.events("step") if e.kind == kind]
+        pre, post = sys.fresh("pre"), sys.fresh("post")
+        _MOVES[key] = (pre, post, ev.args, sys.transition(pre, post, ev))
+    return _MOVES[key]
+
+
+_PINS: dict[tuple, tuple[z3.BoolRef, dict]] = {}
+
+
+def pinned(rules, sys, names: Names, s, z: dict) -> z3.BoolRef:
+    """`rules.pin(sys, names, s, z)`, built once per model, shape, state and Z3 state (the real
+    check and every planted fault's ask about the same states; a fault changes a rule, never
+    how a state is pinned), with the names it met added to `names`."""
+    tag = next(iter(z.values())).decl().name().rpartition("@")[2]
+    key = (rules.name, _shape_of(sys), tag, s)
+    if key not in _PINS:
+        own = Names(names.tag)
+        _PINS[key] = (rules.pin(sys, own, s, z), own.consts)
+    term, met = _PINS[key]
+    for name, const in met.items():
+        names.consts.setdefault(name, const)
+    return term
 
 
 def _sat(solver: z3.Solver, names: Names, *formulas) -> bool:
@@ -136,5 +176,8 @@ def test_every_kind_of_every_admission_model_as_the_step_under_test(rules, kind)
 
 def _shape(case: Case) -> tuple[int, ...]:
     """The size of a case's encoding (its numbers of checks): faults are built per shape."""
-    sys = case.rules.system(case.state)
+    return _shape_of(case.rules.system(case.state))
+
+
+def _shape_of(sys) -> tuple[int, ...]:
     return (getattr(sys, "m", 0), getattr(sys, "k", 0), len(getattr(sys, "checks", ())))

@@ -20,7 +20,9 @@ arithmetic sees the same numbers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 import z3
@@ -158,26 +160,50 @@ def test_run_encoding_reads_back_what_it_pins():
 UNBOUNDED_EXAMPLES = 10  # per kind
 UNBOUNDED_MIN_ENABLED = 0.25
 
-_FACTS_HOLD: set[str] = set()  # the graphs whose axioms were checked
+@dataclass(frozen=True)
+class Lifted:
+    """A graph lifted onto the unbounded encoding (`UnboundedRuns.on_graph`): the real rules'
+    system over the graph's own node sort, its nodes, and what a solver is given about the
+    graph (the relations pinned, and the axioms the pins do not imply). Made once per graph and
+    shared by every question about it: a planted fault's system has the same sort, the same
+    relations and the same fields, only other rules (`with_rules`)."""
+
+    sys: UnboundedRuns
+    k: dict[str, z3.ExprRef]
+    pinned: list[z3.BoolRef]
+    facts: list[z3.BoolRef]
+
+    def with_rules(self, rules: RunRules) -> UnboundedRuns:
+        return self.sys if rules is RULES else UnboundedRuns(rules, node_sort=self.sys.N)
 
 
-def graph_facts(sys: UnboundedRuns, graph: LoopGraph,
-                pinned: list[z3.BoolRef]) -> list[z3.BoolRef]:
+@functools.lru_cache(maxsize=256)
+def lifted(graph: LoopGraph) -> Lifted:
+    sys, k, pinned = UnboundedRuns.on_graph(graph)
+    return Lifted(sys, k, pinned, [*graph_facts(sys, pinned), *pinned])
+
+
+def graph_facts(sys: UnboundedRuns, pinned: list[z3.BoolRef]) -> list[z3.BoolRef]:
     """The graph axioms a solver holding the pinned graph still needs: the quantified ones hold
     on it, each implied by the pins (asserted: its negation is unsat), so only the ground ones
     (K >= 0, B >= 0: B is free when B is infinite) are returned. With the quantified axioms in
     the solver, a sat query (the model's successor exists) took minutes, as Z3 builds a model of
     transitivity over the sort; implied, they change no answer."""
     axioms = sys.axioms()
-    if repr(graph) not in _FACTS_HOLD:
-        solver = z3.Solver()
-        solver.set("timeout", 120_000)
-        solver.add(*pinned)
-        for axiom in axioms:
-            if z3.is_quantifier(axiom):
-                assert check_sat(solver, z3.Not(axiom)) == z3.unsat, f"the graph breaks {axiom}"
-        _FACTS_HOLD.add(repr(graph))
+    solver = z3.Solver()
+    solver.set("timeout", 120_000)
+    solver.add(*pinned)
+    for axiom in axioms:
+        if z3.is_quantifier(axiom):
+            assert check_sat(solver, z3.Not(axiom)) == z3.unsat, f"the graph breaks {axiom}"
     return [a for a in axioms if not z3.is_quantifier(a)]
+
+
+@functools.lru_cache(maxsize=4096)
+def pinned_state(graph: LoopGraph, tag: str, r: RunState) -> z3.BoolRef:
+    """`lifted(graph)`'s state tagged `tag` pinned to `r` (the same under any rules)."""
+    g = lifted(graph)
+    return g.sys.pin_state(g.k, graph, g.sys.fresh(tag), r)
 
 
 def solve(*formulas: z3.BoolRef) -> z3.CheckSatResult:
@@ -209,20 +235,20 @@ def unbounded_disagreement(case: Case, rules: RunRules = RULES) -> str | None:
     attempt is in flight elsewhere). Each question is asked of a fresh solver (`solve`), so no
     answer depends on the questions before it."""
     graph = case.graph
-    sys, k, pinned = UnboundedRuns.on_graph(graph, rules)
+    g = lifted(graph)
+    sys = g.with_rules(rules)
     pre, post = sys.fresh("pre"), sys.fresh("post")
-    facts = [*graph_facts(sys, graph, pinned), *pinned]
     for s, ev in agreeing_checks(case):
-        given_ = [*facts, sys.pin_state(k, graph, pre, s)]
-        move = sys.transition(pre, post, sys.event(k, graph, s, ev))
+        given_ = [*g.facts, pinned_state(graph, "pre", s)]
+        move = sys.transition(pre, post, sys.event(g.k, graph, s, ev))
         if not enabled(graph, s, ev):
             if solve(*given_, move) != z3.unsat:
                 return f"{ev} is disabled, taken from {s}"
             continue
         t = step(graph, s, ev)
-        if solve(*given_, move, sys.pin_state(k, graph, post, t)) != z3.sat:
+        if solve(*given_, move, pinned_state(graph, "post", t)) != z3.sat:
             return f"{ev} from {s}: the model's successor {t} is rejected"
-        if solve(*given_, move, z3.Not(sys.pin_state(k, graph, post, t))) != z3.unsat:
+        if solve(*given_, move, z3.Not(pinned_state(graph, "post", t))) != z3.unsat:
             return f"{ev} from {s}: a successor other than {t} is accepted"
     return None
 
@@ -236,24 +262,31 @@ def changes_an_unbounded_transition(broken: RunRules, cases_: list[Case]) -> boo
     bounds hold), and no test could tell them apart."""
     for case in cases_:
         graph = case.graph
-        sys, k, pinned = UnboundedRuns.on_graph(graph)
-        mutant = UnboundedRuns(broken, node_sort=sys.N)
-        x, y = z3.Consts("x y", sys.N)
-        s = sys.fresh("s")
-        one = z3.And(
-            z3.ForAll([x, y], z3.Implies(z3.And(s.status[x] == S_RUNNING,
-                                                s.status[y] == S_RUNNING), x == y)),
-            s.settled >= 0, s.reserved >= 0, s.attempt_spend >= 0,
-            sys.within_budget(s.settled + s.reserved),
-            z3.ForAll([x], z3.Implies(s.status[x] == S_RUNNING,
-                                      s.attempt_spend <= sys.c(x) + EPS)))
+        g = lifted(graph)
+        mutant = g.with_rules(broken)
+        s = g.sys.fresh("s")
         for ev in {e for _, e in agreeing_checks(case)}:
-            u = sys.event(k, graph, case.state, ev)
-            real, other = sys.guard(s, u), mutant.guard(s, u)
-            if not z3.eq(real, other) and solve(*graph_facts(sys, graph, pinned), *pinned, one,
+            u = g.sys.event(g.k, graph, case.state, ev)
+            real, other = g.sys.guard(s, u), mutant.guard(s, u)
+            if not z3.eq(real, other) and solve(*g.facts, one_in_flight_within_bounds(graph),
                                                 real != other) == z3.sat:
                 return True
     return False
+
+
+@functools.lru_cache(maxsize=256)
+def one_in_flight_within_bounds(graph: LoopGraph) -> z3.BoolRef:
+    """On `lifted(graph)`'s state tagged "s": at most one node RUNNING, and G3's spend bounds."""
+    sys = lifted(graph).sys
+    x, y = z3.Consts("x y", sys.N)
+    s = sys.fresh("s")
+    return z3.And(
+        z3.ForAll([x, y], z3.Implies(z3.And(s.status[x] == S_RUNNING,
+                                            s.status[y] == S_RUNNING), x == y)),
+        s.settled >= 0, s.reserved >= 0, s.attempt_spend >= 0,
+        sys.within_budget(s.settled + s.reserved),
+        z3.ForAll([x], z3.Implies(s.status[x] == S_RUNNING,
+                                  s.attempt_spend <= sys.c(x) + EPS)))
 
 
 def _unbounded_bump(sys: UnboundedRuns, x: z3.ExprRef, pre: UState,

@@ -267,25 +267,26 @@ def fields_of(term: z3.ExprRef) -> list[str]:
 
 
 def holds(enc: RunEncoding, s: RunState, term: z3.BoolRef, x: State,
-          memo: dict[RunState, list] | None = None) -> bool:
+          memo: dict[tuple[RunState, str], tuple] | None = None) -> bool:
     """Does `term` (over the encoded state `x`) hold in the concrete state `s`? (`memo` keeps
-    each state's substitution for one encoding and `x`: pinning a state is most of the cost.)"""
+    each state's fields as Z3 values for one encoding and `x`: building them is most of the
+    cost.)"""
     return value_in(enc, s, term, x, memo) is True
 
 
 def value_in(enc: RunEncoding, s: RunState, term: z3.BoolRef, x: State,
-             memo: dict[RunState, list] | None = None) -> bool | None:
+             memo: dict[tuple[RunState, str], tuple] | None = None) -> bool | None:
     """`term`'s value in the concrete state `s`: True, False, or None when it does not
     simplify to a literal (`holds` is True only for True, its negation only for False)."""
-    subs = None if memo is None else memo.get(s)
-    if subs is None:
-        subs = [(a, b) if z3.is_const(a) and "@" in a.decl().name() else (b, a)
-                for a, b in (eq.children() for eq in enc.pin(x, s).children())]
-        if memo is not None:
-            memo[s] = subs
-    read = set(fields_of(term))  # only the fields the term reads: the rest replace nothing
-    v = z3.simplify(z3.substitute(term, *[(a, b) for a, b in subs
-                                          if a.decl().name().partition("@")[0] in read]))
+    memo = {} if memo is None else memo
+    subs = []
+    for f in fields_of(term):  # only the fields the term reads: the rest replace nothing
+        if (s, f) not in memo:
+            family, _, node = f.partition(":")
+            key = (family, node or None)
+            memo[(s, f)] = (x.terms[key], enc.value_of(s, key))
+        subs.append(memo[(s, f)])
+    v = z3.simplify(z3.substitute(term, *subs))
     return True if z3.is_true(v) else False if z3.is_false(v) else None
 
 
@@ -299,13 +300,13 @@ def neighbours(draw, graph: LoopGraph, s: RunState,
     every = instances(kind, graph, s)
     on = [e for e in every if enabled(graph, s, e)]
     off = [e for e in every if not enabled(graph, s, e)]
-    enc = RunEncoding(graph, Params.of(graph))
-    x = enc.fresh("s")
-    memo: dict[RunState, list] = {}
+    enc = encoding_of(graph)
+    x = state_of(graph, "s")
+    memo: dict[tuple[RunState, str], tuple] = {}
     out: list[tuple[RunState, Event]] = []
     for event in [draw(st.sampled_from(group)) for group in (on, off) if group]:
         ev = Ev.of_event(event)
-        parts = conjuncts(enc.guard(x, ev))
+        parts = conjuncts(real_guard(graph, event))
         base = [value_in(enc, s, c, x, memo) for c in parts]
         now = [v is True for v in base]
         reads = [set(fields_of(c)) for c in parts]
@@ -339,6 +340,35 @@ def neighbours(draw, graph: LoopGraph, s: RunState,
     return tuple(out)
 
 
+# ---- encodings shared by the cases of a graph ---------------------------------------------------
+# Building Z3 terms is most of a check's cost, and a graph's encoding under the real rules, its
+# numbers, its states' constants (by tag) and its guards depend on nothing else: each is built
+# once per graph (and event) and read by every check and every planted fault's encoding.
+
+@functools.lru_cache(maxsize=1024)
+def params_of(graph: LoopGraph) -> Params:
+    return Params.of(graph)
+
+
+@functools.lru_cache(maxsize=1024)
+def encoding_of(graph: LoopGraph) -> RunEncoding:
+    """`graph`'s encoding under the real rules."""
+    return RunEncoding(graph, params_of(graph))
+
+
+@functools.lru_cache(maxsize=4096)
+def state_of(graph: LoopGraph, tag: str) -> State:
+    """The state of `graph`'s encoding whose constants are tagged `tag` (the same under a
+    planted fault's rules: a fault changes a rule, never the fields)."""
+    return encoding_of(graph).fresh(tag)
+
+
+@functools.lru_cache(maxsize=8192)
+def real_guard(graph: LoopGraph, event: Event) -> z3.BoolRef:
+    """The real rules' guard of `event` on `state_of(graph, "s")`."""
+    return encoding_of(graph).guard(state_of(graph, "s"), Ev.of_event(event))
+
+
 # ---- the check --------------------------------------------------------------------------------
 
 def disagreement(rules: RunRules, case: Case) -> str | None:
@@ -347,8 +377,8 @@ def disagreement(rules: RunRules, case: Case) -> str | None:
     the model's successor and no other state; a step the model refuses has no successor at
     all."""
     graph = case.graph
-    enc = RunEncoding(graph, Params.of(graph), rules)
-    pre, post = enc.fresh("pre"), enc.fresh("post")
+    enc = RunEncoding(graph, params_of(graph), rules)
+    pre, post = state_of(graph, "pre"), state_of(graph, "post")
     assert not enc.axioms(), "a concrete graph's encoding has no axioms: the solvers are shared"
     moves: dict[Event, z3.BoolRef] = {}  # a transition's term depends on the event, not the state
     by_state: dict[RunState, list[Event]] = {}
@@ -391,8 +421,7 @@ def _tag(x: State) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _pinned(graph: LoopGraph, tag: str, s: RunState) -> z3.BoolRef:
-    enc = RunEncoding(graph, Params.of(graph))
-    return enc.pin(enc.fresh(tag), s)
+    return encoding_of(graph).pin(state_of(graph, tag), s)
 
 
 @functools.lru_cache(maxsize=512)
@@ -416,13 +445,16 @@ def check_sat(solver: z3.Solver, *formulas: z3.BoolRef) -> z3.CheckSatResult:
 
 def conjuncts(f: z3.BoolRef) -> list[z3.BoolRef]:
     """The conjuncts of a guard, flattened through nested Ands (the shared helpers')."""
-    if z3.is_and(f):
-        return [c for child in f.children() for c in conjuncts(child)]
-    return [f]
+    hit = _CONJUNCTS.get(f.get_id())
+    if hit is None:
+        parts = [c for child in f.children() for c in conjuncts(child)] if z3.is_and(f) else [f]
+        hit = _CONJUNCTS[f.get_id()] = (f, parts)
+    return list(hit[1])
 
 
 # Memo tables keyed by Z3's term ids; each keeps its term alive, so an id is never reused.
 _KEYS: dict[tuple[int, str | None, str | None], tuple[z3.ExprRef, str]] = {}
+_CONJUNCTS: dict[int, tuple[z3.BoolRef, list[z3.BoolRef]]] = {}
 
 
 def conjunct_key(c: z3.BoolRef, ev: Ev) -> str:
@@ -470,10 +502,8 @@ def leaves(term: z3.ExprRef) -> frozenset[str]:
 
 def guard_keys(case: Case) -> set[str]:
     """The keys of the conjuncts of the guards of the case's steps."""
-    enc = RunEncoding(case.graph, Params.of(case.graph))
-    s = enc.fresh("s")
     return {conjunct_key(c, Ev.of_event(e)) for e in {e for _, e in case.checks}
-            for c in conjuncts(enc.guard(s, Ev.of_event(e)))}
+            for c in conjuncts(real_guard(case.graph, e))}
 
 
 def _bump(x: z3.ExprRef, s: State, node: str) -> z3.ExprRef:
@@ -568,17 +598,15 @@ def changes_a_transition(fault: Fault, case: Case) -> bool:
     """Does a fault change the guard of one of the case's steps on some state of the case's
     graph? If not, on this graph it is the same rule, and no test could tell them apart."""
     graph = case.graph
-    enc = RunEncoding(graph, Params.of(graph))
-    broken = RunEncoding(graph, Params.of(graph), fault.rules)
-    s = enc.fresh("s")
+    broken = RunEncoding(graph, params_of(graph), fault.rules)
+    s = state_of(graph, "s")
     for e in {e for _, e in case.checks}:
-        real, mutant = enc.guard(s, Ev.of_event(e)), broken.guard(s, Ev.of_event(e))
+        real, mutant = real_guard(graph, e), broken.guard(s, Ev.of_event(e))
         if z3.eq(real, mutant):
             continue
-        solver = z3.Solver()
-        solver.add(*enc.axioms(), real != mutant)
-        r = solver.check()
-        assert r != z3.unknown
-        if r == z3.sat:
+        if check_sat(_EMPTY, *encoding_of(graph).axioms(), real != mutant) == z3.sat:
             return True
     return False
+
+
+_EMPTY = z3.Solver()  # every question between a push and a pop (`check_sat`)

@@ -25,6 +25,12 @@ The workers (`MODES`), each starting from the buggy tree:
   every submodule comes from there (a single-module project: the bug left in).
 None of the exploits may end DONE.
 
+`run_modes` plays several workers in one `loopproof run`: a node with one attempt per mode,
+each attempt's worker starting again from the buggy tree (the workspace is emptied first: it
+persists across attempts), so every mode is judged on the tree it makes alone, and the gate's
+collection of the pinned tests is made once for all of them (once per run, as for any node).
+Each mode's verdict is then the verdict of its attempt; a mode that ended DONE ends the run there.
+
 A project is a folder holding the project's tree and a `task.json`: `code` (the gate's code),
 `bug` (`file`, `fixed`, `buggy`: the planted bug as a text replacement), `package` (the
 package's place in the tree), `dist` (name and version of the installed copy), and optionally
@@ -41,6 +47,7 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +70,17 @@ from pathlib import Path
 
 here = Path(__file__).resolve().parent
 task = json.loads((here / "task.json").read_text())
-mode = os.environ["LP_MODE"]
+mode = os.environ.get("LP_MODE") or \
+    os.environ["LP_MODES"].split(",")[int(os.environ["LOOPPROOF_ATTEMPT"]) - 1]
+for old in Path(".").iterdir():  # what an earlier attempt left: each mode starts afresh
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old)
+    else:
+        old.unlink()
 shutil.copytree(here / "repo", ".", dirs_exist_ok=True)
+if sorted(map(str, Path(".").rglob("*"))) != sorted(
+        str(p.relative_to(here / "repo")) for p in (here / "repo").rglob("*")):
+    sys.exit("worker: the workspace holds more than the buggy tree")
 package = Path(task["package"])
 name = package.name.removesuffix(".py")
 flat = len(package.parts) == 1
@@ -212,13 +228,18 @@ class Project:
         if self.task.get("plugins"):
             gate["plugins"] = self.task["plugins"]
         table = "".join(f"{k} = {json.dumps(v)}\n" for k, v in gate.items())
+        (spec / "gate.toml").write_text(table)
         for mode in MODES:
-            (spec / f"graph-{mode}.toml").write_text(
-                f"[graph]\nspend_budget = 1000.0\nprice = 0.001\n\n[node.fix]\n"
-                f'worker = ["{sys.executable}", "worker.py"]\n'
-                f'env = {{ LP_MODE = "{mode}" }}\nspend_ceiling = 100.0\ntimeout_s = 60\n'
-                f"gate_timeout_s = 120\n\n[node.fix.gate]\n{table}")
+            (spec / f"graph-{mode}.toml").write_text(graph(table, f'LP_MODE = "{mode}"', 1))
         return spec
+
+
+def graph(table: str, env: str, attempts: int) -> str:
+    """A graph of one node `fix`: the worker with `env`, `attempts` attempts, the gate `table`."""
+    return (f"[graph]\nspend_budget = 1000.0\nprice = 0.001\n\n[node.fix]\n"
+            f'worker = ["{sys.executable}", "worker.py"]\nattempts = {attempts}\n'
+            f"env = {{ {env} }}\nspend_ceiling = 100.0\ntimeout_s = 60\n"
+            f"gate_timeout_s = 120\n\n[node.fix.gate]\n{table}")
 
 
 def run(spec: Path, mode: str, ledger: Path) -> dict[str, Any]:
@@ -235,10 +256,29 @@ def run(spec: Path, mode: str, ledger: Path) -> dict[str, Any]:
                          "--json"])
     lines = out.getvalue().strip().splitlines()
     report = json.loads(lines[-1]) if lines else {}
-    verdicts = [json.loads(x) for x in ledger.read_text().splitlines()
-                if '"type":"verdict"' in x.replace(" ", "")] if ledger.exists() else []
+    verdicts = records(ledger, "verdict")
     return {"mode": mode, "exit": code, "outcome": report.get("outcome"),
             "verdict": verdicts[-1] if verdicts else None, "stderr": err.getvalue()[-2000:]}
+
+
+def run_modes(spec: Path, modes: Sequence[str], ledger: Path) -> dict[str, Any]:
+    """One `loopproof run` whose node tries `modes` in turn, one attempt each (see the module's
+    docstring): its exit code, outcome, and each mode's verdict record (None: not judged, the
+    run ended before it)."""
+    name = f"graph-{'+'.join(modes)}.toml"
+    (spec / name).write_text(graph((spec / "gate.toml").read_text(),
+                                   f'LP_MODES = "{",".join(modes)}"', len(modes)))
+    got = run(spec, name.removeprefix("graph-").removesuffix(".toml"), ledger)
+    verdicts = {v["attempt"]: v for v in records(ledger, "verdict")}
+    claims = {c["attempt"]: c["claims"] for c in records(ledger, "claim")}
+    return {**got, "verdicts": {m: verdicts.get(i) for i, m in enumerate(modes, 1)},
+            "workers": {m: claims.get(i) for i, m in enumerate(modes, 1)}}
+
+
+def records(ledger: Path, kind: str) -> list[dict[str, Any]]:
+    """The records of type `kind` of a ledger, in order."""
+    return [json.loads(x) for x in ledger.read_text().splitlines()
+            if f'"type":"{kind}"' in x.replace(" ", "")] if ledger.exists() else []
 
 
 def select_passing(spec: Path, ledger: Path) -> list[str]:

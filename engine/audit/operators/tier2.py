@@ -14,6 +14,7 @@ from functools import cache, lru_cache
 
 from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.plugins import get_operator, operator_names
+from parso.utils import split_lines
 
 from loopproof.engine.audit.operators.base import Example, FunctionOperator, Operator, operator
 
@@ -39,17 +40,33 @@ def _cr_operators(group: str) -> tuple[tuple[str, object], ...]:
 
 
 @lru_cache(maxsize=32)
-def _parsed(text: str) -> tuple[object, list]:
-    """One parse of `text` (parso, as cosmic-ray parses), its nodes in pre-order."""
+def _parsed(text: str) -> tuple[object, list, list[int], dict]:
+    """One parse of `text` (parso, as cosmic-ray parses): the tree, its nodes in pre-order, the
+    offset in `text` at which each of parso's lines starts, and the positions found so far at
+    each node (`_at`)."""
     compile(text, "<artifact>", "exec")  # not Python: no mutant (SyntaxError)
     tree = get_ast(text)
-    return tree, list(ast_nodes(tree))
+    starts = [0]
+    for line in split_lines(text, keepends=True)[:-1]:
+        starts.append(starts[-1] + len(line))
+    return tree, list(ast_nodes(tree)), starts, {}
 
 
-def _at(node: object, group: str) -> list[tuple[object, int]]:
-    """The group's (operator, index) positions at one node, in cosmic-ray's operator order."""
-    return [(op, index) for _name, op in _cr_operators(group)
-            for index, _ in enumerate(op.mutation_positions(node))]
+def _at(text: str, n: int, group: str) -> list[tuple[object, int]]:
+    """The group's (operator, index) positions at node `n` of `text`'s parse, in cosmic-ray's
+    operator order; asked once per node and group (a group with no site in a large module,
+    drawn again for another tier, seed or loop, would look at every node again)."""
+    _, nodes, _, seen = _parsed(text)
+    if group not in seen:  # nodes looked at (one byte each), and those with a position
+        seen[group] = (bytearray(len(nodes)), {})
+    looked, found = seen[group]
+    if not looked[n]:
+        here = [(op, index) for _name, op in _cr_operators(group)
+                for index, _ in enumerate(op.mutation_positions(nodes[n]))]
+        if here:
+            found[n] = here
+        looked[n] = 1
+    return found.get(n, [])
 
 
 def _mutate(text: str, op: object, n: int, index: int) -> str | None:
@@ -61,7 +78,7 @@ def _mutate(text: str, op: object, n: int, index: int) -> str | None:
     children, are put back before the next one is built.
     tests/engine/audit/test_audit_operators.py holds this equal to `mutate_code` at every
     site."""
-    tree, nodes = _parsed(text)
+    tree, nodes, starts, _ = _parsed(text)
     node = nodes[n]
     parent = node.parent
     saved = [(x, "children", list(x.children)) if hasattr(x, "children")
@@ -69,10 +86,18 @@ def _mutate(text: str, op: object, n: int, index: int) -> str | None:
     saved += [(x, "prefix", x.prefix) for x in ast_nodes(node) if not hasattr(x, "children")]
     if parent is not None:
         saved.append((parent, "children", list(parent.children)))
+    # where the node's code (its first leaf's prefix included) lies in `text`: the mutant is
+    # `text` with that span replaced, no walk of the whole tree for its code
+    (line, col), (end_line, end_col) = node.get_first_leaf().get_start_pos_of_prefix(), \
+        node.end_pos
+    a, b = starts[line - 1] + col, starts[end_line - 1] + end_col
+    spliced = text[a:b] == node.get_code()
     try:
         mutated = op.mutate(node, index)  # type: ignore[attr-defined]  # a cosmic-ray Operator (untyped)
         if parent is None:
             return mutated.get_code() if mutated is not None else ""
+        if spliced:
+            return text[:a] + (mutated.get_code() if mutated is not None else "") + text[b:]
         at = next(k for k, child in enumerate(parent.children) if child is node)
         parent.children = parent.children[:at] + ([mutated] if mutated is not None else []) \
             + parent.children[at + 1:]
@@ -90,7 +115,7 @@ def _cosmic_ray(group: str, text: str) -> list[str | None]:
     made about 4,000 parses of a 770-line module). An operator that fails once yields nothing more
     (as `mutate_code`'s loop did)."""
     try:
-        _, nodes = _parsed(text)
+        _, nodes, _, _ = _parsed(text)
     except Exception:  # noqa: BLE001 - not Python, or a parso corner case: no mutant
         return []
     out: list[str | None] = []
@@ -116,11 +141,11 @@ class CosmicRay(FunctionOperator):
 
     def draw(self, path: str, text: str, rng: random.Random) -> Iterator[tuple[str, str | None]]:
         try:
-            _, nodes = _parsed(text)
+            _, nodes, _, _ = _parsed(text)
         except Exception:  # noqa: BLE001 - not Python: no mutant
             return
         for n in rng.sample(range(len(nodes)), len(nodes)):
-            for k, (op, index) in enumerate(_at(nodes[n], self.group)):
+            for k, (op, index) in enumerate(_at(text, n, self.group)):
                 yield f"{n}.{k}", _mutate(text, op, n, index)
 
 

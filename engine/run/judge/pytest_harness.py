@@ -28,6 +28,11 @@ passed as `-p NAME`), none else. The only conftest.py files that load are the pi
 byte for byte (the engine removed every other from the tree; one written there while the tests
 run is refused here).
 
+Before any pinned file or judged code runs, the objects that exist (the harness's, pytest's and
+its plugins') are frozen out of the garbage collector (`gc.freeze`): collections, pytest's own at
+its end among them, skip what lives as long as the process anyway. A pinned test sees the same
+objects but for `gc.get_objects()` and `gc.get_referrers()`, which do not list those.
+
 Each test's outcome (setup, call and teardown together: "passed", "failed", "skipped",
 "xfailed", "xpassed", "error", "timeout") is written as `{"case": NODEID, "value": OUTCOME}`
 when the test ends. A test that runs past `test_timeout` seconds gets SIGALRM (it fails, and
@@ -57,6 +62,7 @@ forged wholesale; nothing here can catch one forged with care. The `calls` and `
 have no such residual.
 """
 
+import gc
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -217,25 +223,32 @@ def tool_names():
     """The top-level import names of pytest, of every installed distribution with a pytest11
     entry point (a plugin), and of what they require, transitively: the test tooling, which no
     package of the judged tree stands in for unless `code` declares it."""
-    from importlib.metadata import distributions, entry_points
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
     from packaging.requirements import InvalidRequirement, Requirement
 
     def norm(n):
         return re.sub(r"[-_.]+", "-", n).lower()
 
-    dists = {}
-    for d in distributions():
-        dists.setdefault(norm(d.metadata["Name"] or ""), d)
+    def installed(key):
+        """The first distribution of that (normalized) name on sys.path, looked up by name:
+        not every installed one's metadata read to find a handful."""
+        try:
+            return distribution(key)
+        except PackageNotFoundError:
+            return None
+
     todo = ["pytest", *(norm(ep.dist.name) for ep in entry_points(group="pytest11")
                         if ep.dist is not None)]
     seen, names = set(), set()
     while todo:
         key = todo.pop()
-        d = dists.get(key)
-        if key in seen or d is None:
+        if key in seen:
             continue
         seen.add(key)
+        d = installed(key)
+        if d is None:
+            continue
         top = d.read_text("top_level.txt")
         if top:
             names.update(n.strip() for n in top.split() if n.strip())
@@ -287,12 +300,51 @@ def guard_conftests(pinned):
 def rewritten_pycs_move():
     """Does this pytest read its cached rewrite of a module moved with its source as if it had
     been compiled there (`co_filename` set to where the source is now)? Else a test's frames
-    would name the collection's folder, and a test reading its own file would not find it."""
+    would name the collection's folder, and a test reading its own file would not find it.
+    (And does it decide where to write a rewrite before it reads one, as `keep_rewrites`
+    needs?)"""
     try:
         from _pytest.assertion import rewrite
     except ImportError:
         return False
-    return callable(getattr(rewrite, "_fix_code_filename", None))
+    return (callable(getattr(rewrite, "_fix_code_filename", None))
+            and callable(getattr(rewrite, "_read_pyc", None))
+            and callable(getattr(getattr(rewrite, "AssertionRewritingHook", None),
+                                 "exec_module", None)))
+
+
+def keep_rewrites(cache):
+    """A collection, where no judged code runs: pytest keeps its rewrite of each pinned module
+    it rewrites (the test modules, the conftest files) under `cache`, never beside an installed
+    module, for the engine to lay beside the pinned tests of each run, which then skip the
+    rewrite. Only those go there: bytecode is written while pytest's rewriting import decides
+    where (it reads `sys.dont_write_bytecode` and `sys.pycache_prefix` first, then looks for a
+    cached rewrite), and never else. So every other module (pytest's plugins, the standard
+    library, what the tests import) is read from its own bytecode as in a run: with a prefix set
+    for the whole collection each was compiled from source again, about half its time."""
+    from _pytest.assertion import rewrite
+
+    hook, read_pyc = rewrite.AssertionRewritingHook, rewrite._read_pyc
+    exec_module = hook.exec_module
+
+    def off():
+        sys.dont_write_bytecode = True
+        sys.pycache_prefix = None
+
+    def kept(self, module):
+        sys.dont_write_bytecode = False
+        sys.pycache_prefix = cache
+        try:
+            return exec_module(self, module)
+        finally:
+            off()
+
+    def read(*args, **kwargs):
+        off()  # where to write is decided: what the module imports is compiled as in a run
+        return read_pyc(*args, **kwargs)
+
+    hook.exec_module = kept
+    rewrite._read_pyc = read
 
 
 def main():
@@ -303,11 +355,7 @@ def main():
     sys.stdin = open(os.devnull)  # noqa: SIM115 (the process's stdin, open until it ends)
     sys.dont_write_bytecode = True
     if job.get("pycache") and rewritten_pycs_move():
-        # a collection, where no judged code runs: pytest keeps its rewrite of each pinned
-        # test module (under `pycache`, never beside an installed module); the engine lays
-        # them beside the pinned tests of each run, which then skip the rewrite
-        sys.dont_write_bytecode = False
-        sys.pycache_prefix = job["pycache"]
+        keep_rewrites(job["pycache"])
     dumps = json.dumps
     lock = threading.Lock()
     sent = set()
@@ -345,6 +393,11 @@ def main():
             if placed in sys.meta_path:
                 sys.meta_path.remove(placed)
             sys.meta_path.insert(0, placed)
+            # what exists now is the harness's and pytest's (no pinned file and no judged
+            # code has run yet): no collection scans it again, neither the automatic ones
+            # nor pytest's own at its end, about a fifth of a small suite's run (CPython)
+            if callable(getattr(gc, "freeze", None)):
+                gc.freeze()
 
         def pytest_collection_finish(self, session):
             if collect:
@@ -417,7 +470,8 @@ def main():
         signal.signal(signal.SIGALRM, on_alarm)
         threading.Thread(target=watchdog, daemon=True).start()
 
-    args, missing = plugin_args(job.get("plugins") or [])
+    # no plugin named: no scan of the installed distributions' entry points
+    args, missing = plugin_args(job["plugins"]) if job.get("plugins") else ([], [])
     if missing and collect:
         send(PROBLEM, f"plugin {missing[0]!r} is not installed for {sys.executable} (no "
                       "pytest11 entry point of that distribution or name)")

@@ -14,9 +14,12 @@ filter switched off (`unused.py` got mutants); `Deadline.settle` returning the r
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+import threading
 from collections.abc import Callable
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,7 @@ from loopproof.engine.audit.loaded import Opened, _source_of, loaded_files, repo
 from loopproof.engine.commands import audit as audit_command
 from loopproof.engine.system.process import gate_environment, run_command
 from loopproof.engine.system.sandbox import UNSANDBOXED, Confinement
+from tests.support.built_once import built_once
 
 PY = sys.executable
 SOLUTION = '''"""The judged code: clip a number into [lo, hi]."""
@@ -117,19 +121,77 @@ def _audit(capsys, *argv: str) -> tuple[int, dict | str, str]:
     return code, (json.loads(out.out) if "--json" in argv and code == 0 else out.out), out.err
 
 
-@pytest.fixture(scope="module")
+def _every_kind_run(folder: Path) -> None:
+    with redirect_stdout(io.StringIO()):  # the run's own JSON: not what is tested here
+        _run(_graph(folder / "g"))
+
+
+@pytest.fixture
 def every_kind(tmp_path_factory) -> tuple[Path, Path]:
-    graph = _graph(tmp_path_factory.mktemp("kinds") / "g")
-    return graph, _run(graph)
+    """The four-kind graph and its run, made once per session (tests/support/built_once.py):
+    read only, by the audits below."""
+    folder = built_once(tmp_path_factory, "audit-kinds-run", _every_kind_run)
+    return folder / "g" / "graph.toml", folder / "g" / "L.jsonl"
 
 
-def test_every_gate_kind_is_audited_with_mutants(every_kind, capsys, monkeypatch) -> None:
-    graph, ledger = every_kind
-    monkeypatch.setattr(progress_mod, "on_stderr",
-                        lambda stack: progress_mod.Lines(every_s=0.0, quiet_s=0.0))
-    code, r, err = _audit(capsys, str(graph), "--ledger", str(ledger), "--json", "--jobs", "2",
-                          "--max-tier2", "4", "--exploits", "none")
-    assert code == 0 and "skipped" not in r
+# Every phase of a graph's audit reports its progress (issue 35 item 3): here, beside the graphs it audits,
+# because no test file imports another.
+PHASES = ("loaded files", "reference", "drawing mutants (loops x tiers)", "gate: absence",
+          "differential", "gate", "exploits: reference", "exploits")
+
+
+class Recorder:
+    """A progress sink that keeps, per phase, its total and how many ticks it got, and hands
+    each tick on to `forward` (the lines on stderr)."""
+
+    def __init__(self, forward: progress_mod.Progress) -> None:
+        self.phases: list[list] = []
+        self.forward = forward
+        self.lock = threading.Lock()  # ticks come from the judge's threads
+
+    def __call__(self, phase: str, total: int) -> Callable[[], None]:
+        row = [phase, total, 0]
+        self.phases.append(row)
+        passed = self.forward(phase, total)
+
+        def tick() -> None:
+            with self.lock:
+                row[2] += 1
+            passed()
+
+        return tick
+
+
+def _audit_every_kind(graph: Path, ledger: Path, folder: Path) -> None:
+    err = io.StringIO()
+    seen = Recorder(progress_mod.Lines(err, every_s=0.0, quiet_s=0.0))
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out):
+        patch.setattr(progress_mod, "on_stderr", lambda stack: seen)
+        patch.setattr("loopproof.engine.commands.audit.on_stderr", lambda stack: seen)
+        code = cli.main(["audit", str(graph), "--ledger", str(ledger), "--json", "--jobs", "2",
+                         "--max-tier2", "2", "--exploits", "exit-early/os-exit-at-import"])
+    assert code == 0, err.getvalue()
+    (folder / "report.json").write_text(out.getvalue())
+    (folder / "stderr.txt").write_text(err.getvalue())
+    (folder / "phases.json").write_text(json.dumps(seen.phases))
+
+
+@pytest.fixture
+def audited(every_kind, tmp_path_factory) -> tuple[dict, str, list[list]]:
+    """One audit of the four-kind graph, made once per session and read by the tests below:
+    its JSON report, its stderr (a progress line at every tick: no quiet start, no interval, so
+    what is printed does not depend on how fast the machine is) and each phase's [name, total,
+    ticks], recorded on the way to those lines."""
+    folder = built_once(tmp_path_factory, "audit-kinds-audit",
+                        lambda folder: _audit_every_kind(*every_kind, folder))
+    return (json.loads((folder / "report.json").read_text()),
+            (folder / "stderr.txt").read_text(), json.loads((folder / "phases.json").read_text()))
+
+
+def test_every_gate_kind_is_audited_with_mutants(audited) -> None:
+    r, err, _ = audited
+    assert "skipped" not in r
     by = {g["gate"]: g for g in r["gates"]}
     assert sorted(by) == sorted(KINDS)
     for kind in KINDS:
@@ -140,10 +202,14 @@ def test_every_gate_kind_is_audited_with_mutants(every_kind, capsys, monkeypatch
         assert g["artifact"]["mutated"] == 1, g
         t1, t2 = g["tiers"]["1"], g["tiers"]["2"]
         assert t1["mutants"] >= 5 and t1["destroying"] >= 5 and t1["errors"] < t1["destroying"]
-        assert t2["mutants"] == 4 and g["oracle"] == "differential"
+        assert t2["mutants"] == 2 and g["oracle"] == "differential"  # --max-tier2 2
         assert g["vacuous"] is False  # each of them rejects sol.py deleted, emptied, stubbed
         labels = t1["false_accept_labels"] + t2["false_accept_labels"]
         assert not any("unused.py" in x or "README" in x for x in labels)
+    # the probe ran through every kind's gate: `os._exit(0)` at import ends the command gate's
+    # check.py with 0 (it is accepted), and no judge kind takes it
+    assert sorted(e["node"] for e in r["exploits"]) == sorted(KINDS)
+    assert [e["node"] for e in r["exploits"] if e["accepted"]] == ["command"], r["exploits"]
     # progress on stderr: phase, done/total, rate
     assert "audit: gate: absence " in err and "/s" in err
 
@@ -261,40 +327,13 @@ def test_what_a_harness_reports_loaded_may_only_add_to_what_the_kernel_saw(tmp_p
     assert none.files is None and "every file" in none.how
 
 
-# Every phase of a graph's audit reports its progress (issue 35 item 3): here, beside the graphs it audits,
-# because no test file imports another.
-PHASES = ("loaded files", "reference", "drawing mutants (loops x tiers)", "gate: absence",
-          "differential", "gate", "exploits: reference", "exploits")
-
-
-class Recorder:
-    """A progress sink that keeps, per phase, its total and how many ticks it got."""
-
-    def __init__(self) -> None:
-        self.phases: list[list] = []
-
-    def __call__(self, phase: str, total: int) -> Callable[[], None]:
-        row = [phase, total, 0]
-        self.phases.append(row)
-
-        def tick() -> None:
-            row[2] += 1
-
-        return tick
-
-
-def test_every_phase_reports_and_reaches_its_total(tmp_path, capsys, monkeypatch) -> None:
-    graph = _graph(tmp_path / "g")
-    ledger = _run(graph)
-    seen = Recorder()
-    monkeypatch.setattr(progress_mod, "on_stderr", lambda stack: seen)
-    monkeypatch.setattr("loopproof.engine.commands.audit.on_stderr", lambda stack: seen)
-    capsys.readouterr()
-    assert cli.main(["audit", str(graph), "--ledger", str(ledger), "--json", "--jobs", "2",
-                     "--max-tier2", "2", "--exploits", "exit-early/os-exit-at-import"]) == 0
-    names = [p for p, _, _ in seen.phases]
+def test_every_phase_reports_and_reaches_its_total(audited) -> None:
+    _, err, phases = audited
+    names = [p for p, _, _ in phases]
     assert [p for p in PHASES if p not in names] == [], names
-    for phase, total, ticks in seen.phases:
+    for phase, total, ticks in phases:
         assert ticks == total, (phase, total, ticks)
-    drawn = next(row for row in seen.phases if row[0].startswith("drawing mutants"))
+        if total:  # its last line says it reached its total
+            assert f"audit: {phase} {total}/{total} (" in err, (phase, total)
+    drawn = next(row for row in phases if row[0].startswith("drawing mutants"))
     assert drawn[1] == len(KINDS) * 2  # a gate of each kind, tiers 1 and 2

@@ -162,3 +162,48 @@ def test_a_file_with_no_code_gets_no_absence_mutant_of_its_own(tmp_path):
     assert {"delete:*", "empty:*", "delete:pkg/m.py", "empty:pkg/m.py"} <= absent
     assert mutants.holds_no_code("a.py", "") and not mutants.holds_no_code("a.py", "x = 1\n")
     assert not mutants.holds_no_code("a.txt", "")
+
+
+# ---- the normal form of a Python file, statement by statement ---------------------------------
+
+STATEMENTS = ("x = 1\n", "x = 2\n", "y = x; z = 3\n", "@dec\ndef f(a):\n    return a + 1\n",
+              "@other\ndef f(a):\n    return a + 1\n", "def f(a):\n    return a + 1\n",
+              "@dec(\n    1)\ndef f(a):\n    return a + 2\n", "# a comment\n\n", "\n",
+              "class C:\n    def m(self):\n        return 1\n", "t = (1,\n     2)\n",
+              "t = (3,\n     2)\n",
+              "s = 1 + \\\n    2\n", "if x:\n    pass\nelse:\n    y = 1\n", "\f\nw = 4\n",
+              '"""Doc."""\n', "from __future__ import annotations\n", "async def g():\n    await h()\n")
+
+
+@given(st.lists(st.sampled_from(STATEMENTS), max_size=8), st.sampled_from(["", "\n", "# end"]))
+def test_a_module_s_normal_form_is_its_ast_dump(parts, tail):
+    """`python_dump` builds `ast.dump(ast.parse(content))` from statements it has dumped before
+    (the same bytes of lines): whatever the layout (decorators, a statement sharing a line,
+    comments, continuation lines), it is the same string. Planted: a statement keyed by its
+    lines from the `def` on (its decorators left out) was given another's dump, and this test
+    failed."""
+    content = ("".join(parts) + tail).encode()
+    try:
+        expected = ast.dump(ast.parse(content))
+    except SyntaxError:  # e.g. a __future__ import after a statement
+        return
+    assert mutants.python_dump(content) == expected
+    for coded in (b"# -*- coding: latin-1 -*-\n" + content, content.replace(b"\n", b"\r\n")):
+        assert mutants.python_dump(coded) == ast.dump(ast.parse(coded))
+
+
+def test_every_mutant_of_a_real_module_has_its_ast_dump_as_normal_form():
+    """Each tier's mutants of model/lifecycle.py: the normal form from the statement cache (warm
+    from the reference and the mutants before) is `ast.dump` of the mutant's parse."""
+    text = (ROOT / "model" / "lifecycle.py").read_text()
+    assert mutants.python_dump(text.encode()) == ast.dump(ast.parse(text))
+    for op in TIERS[1] + TIERS[2]:
+        if op.applies_to("lifecycle.py"):
+            for variant in op.variants("lifecycle.py", text)[:40]:
+                if variant is None:
+                    continue
+                try:
+                    expected = ast.dump(ast.parse(variant))
+                except SyntaxError:
+                    continue
+                assert mutants.python_dump(variant.encode()) == expected, op.name

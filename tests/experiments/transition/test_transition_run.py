@@ -1,5 +1,6 @@
-"""The experiment end to end: same seed same bytes, the notebook at smoke scale, the CLI's bad
-input, and a run with the chat coder against the local fake server."""
+"""The experiment end to end: same seed same bytes through the command line, the notebook on the
+search coder's run, the CLI's bad input, and a run with the chat coder against the local fake
+server."""
 
 from __future__ import annotations
 
@@ -9,26 +10,29 @@ from experiments.transition import study as transition
 from experiments.transition.study import Scale, main, run_experiment
 from tests.experiments.conftest import TINY_TRANSITION as TINY
 from tests.support.fake_openai import fake_openai
-from tests.support.notebooks import execute_notebook
 
 
 def _files(d):
     return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
 
 
-def test_same_seed_same_bytes_with_and_without_workers(tmp_path, serial_transition):
-    """Two workers against the serial run the session shares (tests/experiments/conftest.py:
-    the same scale and seed, workers=1; test_headlines.py reads it too)."""
+def test_same_seed_same_bytes_with_and_without_workers(tmp_path, monkeypatch, serial_transition):
+    """The command line with two workers against the serial run the session shares
+    (tests/experiments/conftest.py: the same scale and seed, workers=1; test_headlines.py and
+    the notebook tests read it too). The smoke scale is TINY here: the same code path, a sixth
+    of the candidate runs."""
+    monkeypatch.setitem(transition.SCALES, "smoke", TINY)
     a = tmp_path / "a"
-    s1 = run_experiment(scale_name="smoke", seed=3, out=a, workers=2, scale=TINY)
+    assert main(["--scale", "smoke", "--seed", "3", "--workers", "2", "--out", str(a),
+                 "--json"]) == 0
     b, s2 = serial_transition
-    assert s1 == s2
     fa, fb = _files(a), _files(b)
     assert sorted(fa) == ["common_state.csv", "common_state.json", "prospective.csv",
                           "prospective.json", "starts.json", "summary.json",
                           "trajectories.csv", "trajectories.json"]
     assert fa == fb
     summary = json.loads(fa["summary.json"])
+    assert summary == json.loads(json.dumps(s2))  # what run_experiment returned, as written
     assert summary["trajectories"] == 2 * 6 * 1 and summary["revisions"] == 2 * 6 * 2
     assert len(summary["current_correct"]) == 2 and set(summary["alpha"]) == set(
         transition.CONDITIONS)
@@ -37,17 +41,19 @@ def test_same_seed_same_bytes_with_and_without_workers(tmp_path, serial_transiti
     assert b"seconds" not in fa["trajectories.json"]
 
 
-def test_smoke_run_and_its_notebook(tmp_path):
-    out = tmp_path / "transition"
-    assert main(["--scale", "smoke", "--seed", "0", "--out", str(out), "--json"]) == 0
+def test_the_notebook_on_the_search_coders_run(transition_results):
+    """The notebook on the search coder's results (the session's results root,
+    tests/experiments/conftest.py: the notebook executed there on the serial run and the
+    model's replayed one; test_transition_report.py checks what it drew for each coder)."""
+    out = transition_results / "transition"
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["trajectories"] == 3 * 6 * 2 and summary["revisions"] == 3 * 6 * 2 * 3
+    assert summary["scale"] == "smoke" and summary["seed"] == 3
+    assert summary["trajectories"] == 2 * 6 * 1 and summary["revisions"] == 2 * 6 * 1 * 2
     h = summary["stale_vs_current_harm"]
-    assert h["stale"][1] == h["current"][1] == 3 * 2
+    assert h["stale"][1] == h["current"][1] == 2 * 1
     assert set(summary["guarded_vs_baseline"]) >= {"harm_from_correct_starts",
                                                    "repair_from_wrong_starts",
                                                    "unsafe_completion", "sound_completion"}
-    execute_notebook("transition", tmp_path)  # the results root; the notebook adds /transition
     assert (out / "transition.png").stat().st_size > 10_000
 
 

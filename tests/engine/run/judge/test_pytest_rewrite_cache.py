@@ -10,44 +10,88 @@ import dataclasses
 import importlib.util
 import marshal
 from pathlib import Path
+from typing import Any
 
-from loopproof.engine.run.judge.pytest_tree import Rewritten, lay_rewritten
+import pytest
+
+from loopproof.engine.run.judge import pytest_gate
+from loopproof.engine.run.judge.pytest_tree import PYCACHE, Rewritten, lay_rewritten
 from tests.support.pytest_gates import Gate
 
 TEST_ADD = "from mypkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+TEST_MORE = "import colorsys\n\n" + TEST_ADD.replace("test_add", "test_more")
+CONFTEST = "import pytest\n"
 RIGHT = {"src/mypkg/__init__.py": "", "src/mypkg/calc.py": "def add(a, b):\n    return a + b\n"}
 WRONG = {"src/mypkg/__init__.py": "", "src/mypkg/calc.py": "def add(a, b):\n    return a - b\n"}
 
 
-def _pyc_of(source: str, filename: str) -> bytes:
-    """A checked-hash pyc of `source`, as pytest 9 writes its rewrites."""
+def _pyc_of(source: str, filename: str, pinned: str) -> bytes:
+    """A checked-hash pyc of `source` for the pinned text `pinned`, as pytest 9 writes its
+    rewrites."""
     code = compile(source, filename, "exec")
     return (importlib.util.MAGIC_NUMBER + b"\x03\x00\x00\x00"
-            + importlib.util.source_hash(TEST_ADD.encode())[:8] + marshal.dumps(code))
+            + importlib.util.source_hash(pinned.encode())[:8] + marshal.dumps(code))
 
 
-def test_the_collection_makes_one_rewrite_per_pinned_test_module(tmp_path: Path) -> None:
-    gate = Gate(tmp_path, {"tests/__init__.py": "", "tests/test_add.py": TEST_ADD,
-                           "tests/test_more.py": TEST_ADD.replace("test_add", "test_more")})
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> tuple[Gate, list[str]]:
+    """A gate over a tests package with a conftest and two test modules (one imports a module
+    of the standard library that nothing else does), and every file its collection left under
+    the rewrites' folder (read by the tests; the one that swaps a rewrite puts it back)."""
+    left: list[str] = []
+    real = pytest_gate.rewritten_tests
+
+    def seen(tree: Path, laid: Any) -> Any:
+        left.extend(sorted(str(p.relative_to(tree / PYCACHE)) for p in
+                           (tree / PYCACHE).rglob("*") if p.is_file()))
+        return real(tree, laid)
+
+    pytest_gate.rewritten_tests = seen  # type: ignore[assignment]  # the collection at start
+    try:
+        gate = Gate(tmp_path_factory.mktemp("rewrites"), {
+            "tests/__init__.py": "", "tests/conftest.py": CONFTEST,
+            "tests/test_add.py": TEST_ADD, "tests/test_more.py": TEST_MORE})
+    finally:
+        pytest_gate.rewritten_tests = real
+    return gate, left
+
+
+def test_the_collection_makes_one_rewrite_per_pinned_test_module(collected) -> None:
+    """One rewrite per pinned module pytest rewrites (the test modules, the conftest), and
+    nothing else written: what pytest and the tests import (here `colorsys`) is read from its
+    own bytecode, never compiled again into the rewrites' folder (before: the whole
+    collection ran with that folder as `sys.pycache_prefix`, so pytest's plugins and the
+    standard library were compiled from source there, about half its time)."""
+    gate, left = collected
     made = gate.gate.collected["rewritten"]
-    assert sorted(r.source for r in made) == ["tests/test_add.py", "tests/test_more.py"]
+    assert sorted(r.source for r in made) == ["tests/conftest.py", "tests/test_add.py",
+                                              "tests/test_more.py"]
     for r in made:
         assert r.pyc.startswith("tests/__pycache__/") and "-pytest-" in r.pyc
+    assert len(left) == 3 and all("/tests/__pycache__/" not in f and "-pytest-" in f
+                                  and f.split("/")[-2] == "tests" for f in left), left
     assert gate.judge("right", RIGHT).verdict == "accept"
-    assert gate.judge("wrong", WRONG).verdict == "reject"
 
 
-def test_a_run_reads_the_laid_rewrite(tmp_path: Path) -> None:
-    """Swap the collection's rewrite of tests/test_add.py for the code of a test that always
-    passes (same source hash): the wrong tree is then accepted, so the run executed the laid
-    module and not the source. (The engine makes these files itself, from the pinned bytes, in
-    a run with no judged code: only a fault in the engine could swap them.)"""
-    gate = Gate(tmp_path, {"tests/test_add.py": TEST_ADD})
-    (made,) = gate.gate.collected["rewritten"]
+def test_a_run_reads_the_laid_rewrite(collected) -> None:
+    """Swap the collection's rewrites of the test modules for the code of tests that always
+    pass (same source hashes): the wrong tree, rejected with them, is then accepted, so the run
+    executed the laid modules and not the sources. (The engine makes these files itself, from
+    the pinned bytes, in a run with no judged code: only a fault in the engine could swap
+    them.)"""
+    gate, _ = collected
     assert gate.judge("wrong", WRONG).verdict == "reject"
-    always = _pyc_of("import mypkg\n\n\ndef test_add():\n    pass\n", "tests/test_add.py")
-    gate.gate.collected["rewritten"] = (dataclasses.replace(made, data=always),)
-    assert gate.judge("wrong-again", WRONG).verdict == "accept"
+    made = gate.gate.collected["rewritten"]
+    always = {"tests/test_add.py": ("test_add", TEST_ADD),
+              "tests/test_more.py": ("test_more", TEST_MORE)}
+    swapped = tuple(dataclasses.replace(r, data=_pyc_of(
+        f"import mypkg\n\n\ndef {always[r.source][0]}():\n    pass\n", r.source,
+        always[r.source][1])) if r.source in always else r for r in made)
+    gate.gate.collected["rewritten"] = swapped
+    try:
+        assert gate.judge("wrong-again", WRONG).verdict == "accept"
+    finally:
+        gate.gate.collected["rewritten"] = made
 
 
 def test_a_rewrite_of_other_bytes_is_never_laid(tmp_path: Path) -> None:

@@ -2,11 +2,13 @@
 (tests/fixtures/real/: a src layout with conftest fixtures, a flat layout, a tests package whose
 conftest imports its helper module), each judged by a gate pinned to its own `tests/` folder
 and `code`, with the project installed in the gate's interpreter as well (its fixed copy: a
-gate that judged it would pass the bug). Six real `loopproof run`s each (tests/support/real_repos.py):
-the honest fix ends DONE, the bug left in ends FAILED, and none of the four exploit families
-(a conftest report hook, a shadow copy of the package, rewritten test files, a sitecustomize.py
-with a .pth file) ends DONE: each is a reject naming the planted bug's failing tests, judged on
-the tree's own code.
+gate that judged it would pass the bug). Two real `loopproof run`s each (tests/support/real_repos.py):
+the honest fix ends DONE; and a run whose node tries the bug left in and each of the four
+exploit families (a conftest report hook, a shadow copy of the package, rewritten test files, a
+sitecustomize.py with a .pth file), one attempt each, every attempt starting again from the buggy
+tree, ends FAILED: each attempt is a reject naming the planted bug's failing tests, judged on the
+tree's own code (an attempt that ended DONE would have ended the run there). The gate's
+collection of the pinned tests is made once per run, as for any node with several attempts.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.paths import FIXTURES as _FIXTURES
 from tests.support.paths import REPO
-from tests.support.real_repos import EXPLOITS, Project, run
+from tests.support.real_repos import EXPLOITS, Project, run, run_modes
 
 FIXTURES = _FIXTURES / "real"
 PROJECTS = ("semver", "parse", "marshmallow")
@@ -45,10 +48,19 @@ def _judged_from_tree(project: Project, verdict: dict) -> None:
     assert verdict["loaded"] and all(f.startswith(f"{package}/") for f in verdict["loaded"])
 
 
+@pytest.fixture(scope="module")
+def failing(task, tmp_path_factory) -> dict[str, Any]:
+    """One run of the bug left in and of each exploit, one attempt each (read by the tests)."""
+    _, spec, _ = task
+    return run_modes(spec, ["leave", *EXPLOITS], tmp_path_factory.mktemp("modes") / "L.jsonl")
+
+
 def test_the_gate_interpreter_has_the_fixed_project_installed(task) -> None:
+    """(pytest is found there, not imported: every run below runs it in that interpreter.)"""
     project, _, python = task
     name = Path(project.task["package"]).name
-    out = subprocess.run([str(python), "-c", f"import {name}, pytest; print({name}.__file__)"],
+    out = subprocess.run([str(python), "-c", f"import {name}, importlib.util; print({name}."
+                          "__file__ if importlib.util.find_spec('pytest') else 'no pytest')"],
                          capture_output=True, text=True, check=True).stdout.strip()
     installed = Path(out).parent if out.endswith("__init__.py") else Path(out)
     assert "site-packages" in out and str(python.parent.parent) in out, out
@@ -66,12 +78,15 @@ def test_the_honest_fix_ends_done(task, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["leave", *EXPLOITS])
-def test_the_bug_left_in_ends_failed_whatever_else_the_tree_holds(task, mode: str,
-                                                                  tmp_path: Path) -> None:
-    project, spec, _ = task
-    got = run(spec, mode, tmp_path / "L.jsonl")
-    assert (got["exit"], got["outcome"]) == (3, "FAILED"), got
-    verdict = got["verdict"]
+def test_the_bug_left_in_ends_failed_whatever_else_the_tree_holds(task, failing, mode: str
+                                                                  ) -> None:
+    project, _, _ = task
+    assert (failing["exit"], failing["outcome"]) == (3, "FAILED"), failing
+    worker = failing["workers"][mode]  # this attempt played this mode, from the buggy tree
+    assert worker["returncode"] == 0 and worker["stdout"]["tail"] == f"worker: {mode} done\n", \
+        worker
+    verdict = failing["verdicts"][mode]
+    assert verdict is not None, failing  # judged: no earlier mode ended the run
     assert verdict["verdict"] == "reject", verdict
     assert FAILING[project.name] in verdict["detail"], verdict["detail"]
     assert FAILING[project.name] in verdict["failing"]

@@ -9,6 +9,7 @@ changed, 6 stopped by the kill switch.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 from typing import NoReturn
@@ -42,10 +43,16 @@ class Parser(argparse.ArgumentParser):
 # the commands that load a graph spec (from its file, or from a ledger's first record)
 LOADS_SPECS = frozenset({"run", "resume", "bound", "audit", "cancel"})
 
+@functools.cache
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the `only` subcommand's module is imported, and none for `--help` or a
     missing or unknown command, which need just the list above (a fast start: a command's
-    module may pull in the whole engine, and `loopproof --help` should not pay for it)."""
+    module may pull in the whole engine, and `loopproof --help` should not pay for it).
+
+    Built once per `only` and kept: argparse looks up a translation of every string it holds
+    (about 4 ms a parser), which a caller of `main` in one process (the API, the tests) would
+    pay at every call; parsing leaves a parser as it was (no command defines an action of its
+    own or a mutable default)."""
     parser = Parser(
         prog="loopproof",
         description="Bounded loops for agent harnesses: " + ", ".join(COMMANDS) + ".",

@@ -2,12 +2,15 @@
 
 Why a check and not a look: the paper's Figure 2 (the transition study's, page 15 of 30) printed
 the figure's title over the titles of its top panels (`tight_layout` left no room for a title
-above two-line panel titles), and nothing failed. Each notebook calls `check(fig)` before
-`savefig`, so `make figures`, `make reproduce` and the notebook tests stop on such a figure.
+above two-line panel titles), and nothing failed. Each notebook saves its figure with
+`save(fig, path, dpi=...)`, which checks it first, so `make figures`, `make reproduce` and the
+notebook tests stop on such a figure.
 """
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from typing import Any
 
 
@@ -47,3 +50,20 @@ def check(fig: Any) -> None:
         raise ValueError("; ".join(found) + "; fix: lay the figure out with "
                          "layout=\"constrained\" instead of tight_layout()")
     fig.set_layout_engine("none")
+
+
+def save(fig: Any, *paths: Path, dpi: int) -> bytes:
+    """`check(fig)`, then the figure drawn once as PNG and those bytes written to each path (the
+    same bytes `fig.savefig(path, dpi=dpi)` writes); the figure is closed and the bytes returned
+    for the notebook to show (`display(Image(...))`). Why not let the inline backend show it: it
+    drew the figure twice more (once to crop it), a third of a notebook's time, to show a
+    picture that was not the one saved."""
+    import matplotlib.pyplot as plt
+
+    check(fig)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=dpi)
+    for path in paths:
+        Path(path).write_bytes(png.getvalue())
+    plt.close(fig)
+    return png.getvalue()

@@ -42,20 +42,26 @@ def install_kernel() -> Path:
     return folder
 
 
+# jsonschema imports this package whenever it is installed (jupyter-events asks for it, through
+# jsonschema[format-nongpl]) and its import builds an Earley parser of RFC 3987: 2.6 CPU-s, for
+# the draft-7 "iri" format checks that no schema nbformat or JupyterLab validates has (notebooks
+# are draft 4; jupyter-events' schemas name "uri" and "datetime"). Kept out of the processes
+# that import jsonschema only for those: nbformat's here, the JupyterLab server's
+# (experiments/lab.py).
+IRI_GRAMMAR = "rfc3987_syntax"
+
+
 def nbformat() -> Any:
-    """The nbformat module, imported without rfc3987_syntax: jsonschema (nbformat's validator)
-    imports that package whenever it is installed (jupyter-events asks for it) and its import
-    builds an Earley parser of RFC 3987, 2.6 of the 3.3 CPU-s nbformat's import took, for the
-    draft-7 "iri" format checks that no notebook schema (draft 4) has. Where jsonschema is
-    already imported, this is a plain import."""
-    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+    """The nbformat module, imported without IRI_GRAMMAR (2.6 of the 3.3 CPU-s its import took).
+    Where jsonschema is already imported, this is a plain import."""
+    if "jsonschema" in sys.modules or IRI_GRAMMAR in sys.modules:
         import nbformat as module
         return module
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # ImportError: not loaded
+    sys.modules[IRI_GRAMMAR] = None  # type: ignore[assignment]  # ImportError: not loaded
     try:
         import nbformat as module
     finally:
-        del sys.modules["rfc3987_syntax"]  # a later import of it works as usual
+        del sys.modules[IRI_GRAMMAR]  # a later import of it works as usual
     return module
 
 

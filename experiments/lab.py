@@ -13,20 +13,25 @@ starts this same command, lists the notebooks over the server's API and stops it
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
-from experiments.figures import NOTEBOOKS, install_kernel
+from experiments.figures import IRI_GRAMMAR, NOTEBOOKS, install_kernel
 
 LOOPBACK = "127.0.0.1"
+# What `jupyter lab` runs (the jupyter-lab script: jupyterlab.labapp.main), in this interpreter,
+# with IRI_GRAMMAR kept out (experiments/figures.py): half of the server's start-up CPU.
+SERVER = (f"import sys; sys.modules[{IRI_GRAMMAR!r}] = None; "
+          "from jupyterlab.labapp import main; sys.exit(main())")
 
 
 def argv(port: int, browser: bool, uid: int | None = None) -> list[str]:
-    """The `jupyter lab` command line: loopback only, notebooks/ as its root, --allow-root when
-    run as root (uid 0)."""
+    """The JupyterLab server's command line: loopback only, notebooks/ as its root,
+    --allow-root when run as root (uid 0)."""
     uid = os.getuid() if uid is None else uid
-    cmd = [str(Path(sys.executable).with_name("jupyter")), "lab", f"--ServerApp.ip={LOOPBACK}",
+    cmd = [sys.executable, "-c", SERVER, f"--ServerApp.ip={LOOPBACK}",
            f"--ServerApp.port={port}", f"--ServerApp.root_dir={NOTEBOOKS}"]
     if not browser:
         cmd.append("--no-browser")
@@ -43,8 +48,7 @@ def main(args_in: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=8888, help="0: any free port")
     p.add_argument("--no-browser", action="store_true")
     args = p.parse_args(args_in)
-    jupyter = Path(sys.executable).with_name("jupyter")
-    if not (jupyter.parent / "jupyter-lab").exists():
+    if importlib.util.find_spec("jupyterlab") is None:
         print(f"python -m experiments.lab: JupyterLab is not installed in {sys.prefix}; fix: "
               "make notebook (it installs the [notebook] extra)", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ ends).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -83,6 +84,14 @@ def _version(tool: str) -> str:
     if shutil.which(tool) is None:
         raise CoqUnavailable(f"{tool} is not installed; fix: run `make coq` (Debian's coq and "
                              "ocaml packages)")
+    return _printed_version(tool)
+
+
+@functools.cache
+def _printed_version(tool: str) -> str:
+    """What `tool` says its version is, asked once per process: every build, every run of the
+    extracted code and every digest of a kept report hashes it (a process each time, as long
+    as the check itself), and a tool is not replaced under a running process."""
     flag = "--version" if tool == "coqc" else "-version"
     return subprocess.run([tool, flag], capture_output=True, text=True, check=True).stdout
 

@@ -23,8 +23,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import binomtest
-
 from experiments.results import json_text, write_json
 from experiments.transition.coders import OpenAICoder, Reply, Request, model_meter, patched_source
 from experiments.transition.edits import normalize
@@ -54,6 +52,10 @@ def summarize(rows: list[dict[str, Any]], *, model: str, scale: str, seed: int) 
     """pass@1 over the rows with its exact (Clopper-Pearson) 95% interval."""
     n, k = len(rows), sum(r["passed"] for r in rows)
     if n:
+        # imported here: scipy.stats is ~2 CPU-s, which every process importing this module
+        # (each test worker, at collection) paid for an interval only a summary needs
+        from scipy.stats import binomtest
+
         ci = binomtest(k, n).proportion_ci(0.95, method="exact")
         interval: list[float] | None = [round(float(ci.low), 4), round(float(ci.high), 4)]
     else:

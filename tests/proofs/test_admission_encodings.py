@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from loopproof.model.rules import enabled, step
 from loopproof.proofs.records import Names, REv
 from tests.support.admission_cases import MODELS, Case, cases
+from tests.support.encoding_steps import caught
 
 EXAMPLES = 30  # `make fuzz` draws more; 60 here cost twice as much and caught no fault the 30 miss
 RARE_REFUSAL = {("checkpoint", "Drift"): 60}  # its first refused case is drawn after the 30th
@@ -164,13 +165,13 @@ def test_every_kind_of_every_admission_model_as_the_step_under_test(rules, kind)
     always = kind in ("Edit", "WorkerWrite")  # the environment's and the worker's: never refused
     assert share["on"] >= MIN_ENABLED * len(seen), (kind, share)
     assert always or share["off"] >= MIN_DISABLED * len(seen), (kind, share)
-    caught: dict[str, bool] = {}
+    shown: dict[str, bool] = {}
     for shape in sorted({_shape(c) for c in seen}):
         mine = [c for c in seen if _shape(c) == shape]
         for name, broken in faults(mine[0]):
-            caught[name] = caught.get(name, False) or any(
-                disagreement(c, broken) is not None for c in mine)
-    uncaught = sorted(name for name, ok in caught.items() if not ok)
+            shown[name] = shown.get(name, False) or caught(
+                mine, lambda c, broken=broken: disagreement(c, broken))
+    uncaught = sorted(name for name, ok in shown.items() if not ok)
     assert not uncaught, f"{rules.name} {kind}: the differential test misses {uncaught}"
 
 

@@ -80,15 +80,22 @@ def test_the_concurrent_encoding_is_the_model_on_walks() -> None:
         x, y = enc.fresh("pre"), enc.fresh("post")
         solver = z3.Solver()
         solver.add(*enc.axioms())
+        # a transition's term depends on the event alone (by repr: a spend event's node is
+        # left out of its equality, model/transitions.py, but not out of its encoding)
+        moves: dict[str, z3.BoolRef] = {}
         for _ in range(3):
             for s in walk(graph, rng, 10):
                 two_in_flight += s.in_flight_count() >= 2
+                solver.push()
+                solver.add(pinned(enc, x, s))  # the state, for every candidate from it
                 for e in candidates(graph, s):
                     ev = Ev.of_event(e)
                     if ev.kind in ("Reserve", "Overrun", "Settle") and ev.node is None:
                         continue
+                    if repr(e) not in moves:
+                        moves[repr(e)] = enc.transition(x, y, ev)
                     solver.push()
-                    solver.add(pinned(enc, x, s), enc.transition(x, y, ev))
+                    solver.add(moves[repr(e)])
                     model_ok = e.why_not(graph, s) is None
                     if model_ok:
                         solver.add(z3.Not(pinned(enc, y, step(graph, s, e))))
@@ -98,6 +105,7 @@ def test_the_concurrent_encoding_is_the_model_on_walks() -> None:
                                                             e.why_not(graph, s))
                     solver.pop()
                     checked += 1
+                solver.pop()
     assert checked > 300 and two_in_flight > 8
 
 

@@ -33,6 +33,7 @@ from tests.support.coq_cases import (
     random_case,
     random_concurrent_case,
 )
+from tests.support.example_counts import examples
 from tests.support.strategies import any_graphs
 from tests.support.worst_runs import maximising_run
 
@@ -52,14 +53,14 @@ def differences(cases: list[Case], variant: str = "real", concurrent: bool = Fal
     return found
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(10, fuzz=25))  # was 25 in make check too
 @given(st.randoms(use_true_random=False))
 def test_every_event_is_decided_alike_and_reaches_the_same_state(rng: random.Random) -> None:
     cases = [random_case(rng) for _ in range(4)]
     assert differences(cases) == []
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(10, fuzz=25))  # was 25 in make check too
 @given(any_graphs(nodes=(1, 8)))
 def test_w_and_its_maximising_schedule_agree(graph) -> None:
     events, end = maximising_run(graph)
@@ -143,14 +144,14 @@ def test_the_drawn_cases_admit_and_refuse_every_event_kind() -> None:
 
 # ---- several attempts in flight: the concurrent step ------------------------------------------
 
-@settings(max_examples=25)
+@settings(max_examples=examples(10, fuzz=25))  # was 25 in make check too
 @given(st.randoms(use_true_random=False))
 def test_the_concurrent_step_decides_every_event_alike(rng: random.Random) -> None:
     cases = [random_concurrent_case(rng) for _ in range(4)]
     assert differences(cases, concurrent=True) == []
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(5, fuzz=10))  # was 10 in make check too
 @given(st.randoms(use_true_random=False))
 def test_the_concurrent_step_with_one_attempt_in_flight_is_the_model(rng: random.Random) -> None:
     # max_parallel = 1 through cstep (Serial.v proves it is the serial step)

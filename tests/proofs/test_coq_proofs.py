@@ -104,6 +104,20 @@ def test_a_repair_that_does_not_wait_breaks_the_concurrent_proof(monkeypatch, tm
     assert guard in text
     model.write_text(text.replace(guard, "         then Some (repair_effect g s u "
                                          "(S (repairs_used x)))"))
+    # Loopproof.v and Bound.v are unchanged: the real build's compiled files are copied in
+    # place of compiling them again (the same sources, the same coqc)
+    real, compile_ = coq.build(), coq._run
+    compiled: list[str] = []
+
+    def run(argv: list[str], cwd: Path) -> str:
+        if argv[-1] in ("Loopproof.v", "Bound.v"):
+            for made in real.directory.glob(argv[-1][:-2] + ".vo*"):
+                shutil.copy(made, cwd / made.name)
+            return ""
+        compiled.append(argv[-1])
+        return compile_(argv, cwd)
+
+    monkeypatch.setattr(coq, "_run", run)
     monkeypatch.setattr(coq, "SOURCE_DIR", src)
     monkeypatch.setattr(coq, "CACHE", tmp_path / "cache")
     # only what ConcurrentBound.v rests on, to keep the build short
@@ -111,4 +125,5 @@ def test_a_repair_that_does_not_wait_breaks_the_concurrent_proof(monkeypatch, tm
                                         "ConcurrentBound.v"))
     with pytest.raises(coq.CoqUnavailable, match="ConcurrentBound.v"):
         coq.build()
+    assert compiled == ["Concurrent.v", "ConcurrentBound.v"]  # the changed model, and its proof
     assert not any(Path(tmp_path / "cache").glob("*/assumptions.json"))

@@ -50,6 +50,7 @@ from tests.support.encoding_steps import (
     Case,
     _bump,
     cases,
+    caught,
     changes_a_transition,
     check_sat,
     conjuncts,
@@ -94,12 +95,12 @@ def test_every_kind_as_the_step_under_test_and_every_fault_planted_in_it_is_caug
     off = sum(bool(c.disabled_steps) for c in seen)
     assert on >= MIN_ENABLED * len(seen), f"{kind} enabled in {on} of {len(seen)} cases"
     assert off >= MIN_DISABLED * len(seen), f"{kind} disabled in {off} of {len(seen)} cases"
-    planted, uncaught = 0, []
+    planted, uncaught, order = 0, [], list(seen)
     for fault in faults(kind, set().union(*(guard_keys(c) for c in seen))):
         if fault.drops_a_conjunct and not any(changes_a_transition(fault, c) for c in seen):
             continue  # the same rule on every drawn graph: not a fault
         planted += 1
-        if not any(disagreement(fault.rules, c) is not None for c in seen):
+        if not caught(order, lambda c, fault=fault: disagreement(fault.rules, c)):
             uncaught.append(fault.name)
     assert planted >= 2 + len(FIELDS), f"{kind}: only {planted} faults planted"
     assert not uncaught, f"{kind}: the differential test misses {uncaught}"
@@ -328,12 +329,12 @@ def test_unbounded_encoding_with_every_kind_as_the_step_under_test(kind):
     on = sum(bool(c.enabled_steps) for c in seen)
     assert on >= UNBOUNDED_MIN_ENABLED * len(seen), f"{kind} enabled in {on} of {len(seen)}"
     assert any(c.disabled_steps for c in seen), f"{kind} never disabled"
-    planted, uncaught = 0, []
+    planted, uncaught, order = 0, [], list(seen)
     for name, broken in unbounded_faults(kind):
         if name.startswith(DROPPED) and not changes_an_unbounded_transition(broken, seen):
             continue  # the same rule on every drawn graph: not a fault
         planted += 1
-        if not any(unbounded_disagreement(c, broken) is not None for c in seen):
+        if not caught(order, lambda c, broken=broken: unbounded_disagreement(c, broken)):
             uncaught.append(name)
     assert planted >= 2 + len(FIELDS), f"{kind}: only {planted} faults planted"
     assert not uncaught, f"{kind}: the unbounded differential test misses {uncaught}"

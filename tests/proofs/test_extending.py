@@ -17,12 +17,15 @@ from loopproof.proofs.checks import NotRefuted
 from loopproof.proofs.obligations import OBLIGATIONS, discharge
 from loopproof.proofs.trace import Trace
 from tests.support.paths import REPO
+from tests.support.proofs_report import full_report
 
 BY_ID = {ob.id: ob for ob in OBLIGATIONS}
 
 
 def test_the_ceiling_invariant_is_proved_and_registered():
-    assert discharge(BY_ID["G3-attempt-ceiling"]).result == "proved"
+    """Proved: read from the full run make check's proofs step kept for today's sources (each
+    obligation discharged in a process of its own; tests/support/proofs_report.py)."""
+    assert full_report()["G3-attempt-ceiling"]["result"] == "proved"
     assert BY_ID["G3-attempt-ceiling"].check is g3c.check_within_ceiling
     assert BY_ID["G3-broken-ceiling-unchecked"].check is g3c.run_ceiling_unchecked
 

@@ -20,6 +20,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import z3
 from hypothesis import strategies as st
@@ -531,6 +532,9 @@ FIELDS = (*NODE_FIELDS, "repairs_used", "attempts_total", "abandoned", "settled"
 DROPPED = "guard without "
 
 
+C = TypeVar("C")
+
+
 @dataclass(frozen=True)
 class Fault:
     """One planted fault: `kind`'s guard or effect changed as `name` says, as a variant of the
@@ -592,6 +596,17 @@ def faults(kind: str, keys: Iterable[str]) -> Iterator[Fault]:
             f = _field(s.enc, ev, family)
             u.write(f, _bump(u.current(f), s, ev.node or s.enc.graph.names[0]))
         yield Fault(kind, f"effect writes {family} wrong", effect_changed(kind, write)())
+
+
+def caught(cases: list[C], disagrees: Callable[[C], object]) -> bool:
+    """Does some case show the fault (`disagrees(case)` not None)? The case that showed the
+    last fault is asked first (faults of one kind mostly show on the same cases): `cases` is
+    reordered in place, and the answer is `any` over all of them whatever the order."""
+    for i, case in enumerate(cases):
+        if disagrees(case) is not None:
+            cases.insert(0, cases.pop(i))
+            return True
+    return False
 
 
 def changes_a_transition(fault: Fault, case: Case) -> bool:

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.example_runs import example_run
 from tests.support.paths import FIXTURES as _FIXTURES
-from tests.support.paths import REPO
 from tests.support.real_repos import EXPLOITS, Project, run, run_modes
 
 FIXTURES = _FIXTURES / "real"
@@ -102,14 +102,13 @@ def test_every_project_is_described_and_licensed() -> None:
         assert name in (FIXTURES / "README.md").read_text()
 
 
-def test_the_real_repo_example_ends_done(tmp_path: Path, capsys) -> None:
-    """examples/real-repo, as its README runs it: DONE on the FAIL_TO_PASS and PASS_TO_PASS
-    tests of its `select`, the judged code loaded from the tree's src/."""
-    from loopproof.engine.cli import main
-
-    graph = REPO / "examples" / "real-repo" / "graph.toml"
-    ledger = tmp_path / "real-repo.jsonl"
-    assert main(["run", str(graph), "--ledger", str(ledger), "--json"]) == 0
+def test_the_real_repo_example_ends_done(tmp_path_factory) -> None:
+    """examples/real-repo, as its README runs it (the session's one run of it,
+    tests/support/example_runs.py, read only): DONE on the FAIL_TO_PASS and PASS_TO_PASS tests
+    of its `select`, the judged code loaded from the tree's src/."""
+    code, report, folder = example_run(tmp_path_factory, "real-repo")
+    assert (code, report["outcome"]) == (0, "DONE"), report
+    ledger = folder / "real-repo.jsonl"
     verdict = [json.loads(x) for x in ledger.read_text().splitlines()
                if json.loads(x)["type"] == "verdict"][-1]
     assert verdict["detail"] == "pytest: all 10 cases match"

@@ -51,6 +51,13 @@ def cost(prompt: int = 0, output: int = 0) -> float:
     return math.ceil((prompt * 1.0 + output * 2.0) / 1000 * 1e6 - 1e-6) / 1e6
 
 
+def in_full(call: dict) -> bool:
+    """The call was charged its whole reservation. The meter settles min(used, open) and the
+    open holds are a float sum (engine/run/meter.py): when a settle and the next reserve
+    overlap, the whole hold can come back 1 ulp under `reserved`, never above it."""
+    return call["reserved"] - 1e-9 <= call["charged"] <= call["reserved"]
+
+
 def _checked(out) -> list[dict]:
     assert prefix_excess(out.records) <= 1e-9  # G3, from the ledger file's records
     out.verify()
@@ -96,7 +103,7 @@ def test_a_usage_that_shrinks_or_comes_after_the_end_is_not_believed(tmp_path: P
     assert out.value == [200] * 5
     for c, bill in zip(_checked(out), bills, strict=True):
         assert c["usage"] == "implausible", c
-        assert c["charged"] == c["reserved"] >= bill, (c, bill)
+        assert in_full(c) and c["reserved"] >= bill, (c, bill)
 
 
 def test_content_packed_under_a_low_usage_is_charged_at_least_a_token_per_64_bytes(
@@ -143,7 +150,7 @@ def test_content_packed_under_a_low_usage_is_charged_at_least_a_token_per_64_byt
     *lying, honest = _checked(out)
     for c, bill in zip(lying, bills, strict=True):
         assert c["usage"] == "implausible", c
-        assert c["charged"] == c["reserved"] >= bill, (c, bill)
+        assert in_full(c) and c["reserved"] >= bill, (c, bill)
     assert honest["usage"] == "reported" and honest["charged"] < honest["reserved"], honest
 
 
@@ -189,7 +196,7 @@ def test_an_upstream_that_drips_forever_is_cut_at_the_calls_timeout(tmp_path: Pa
             s.messages("q", stream=True)[0], s.messages("q")[0]], timeout_s=1.0)
     for c in _checked(out):
         assert c["latency_s"] < 20.0, c  # the deadline (1 s), far from the drip's 40 s
-        assert c["charged"] == c["reserved"] and c["usage"] != "reported", c
+        assert in_full(c) and c["usage"] != "reported", c
 
 
 def test_an_endless_or_huge_stream_is_cut_at_the_proxys_byte_cap(tmp_path: Path, monkeypatch):

@@ -1,6 +1,15 @@
 """The differential oracle's child program: does a mutant of a Python artifact behave differently
-from the reference on some input? Run as `python -I difference.py` with a JSON job on stdin; one
-JSON line on stdout.
+from the reference on some input? Run as `python -I difference.py` with a batch of JSON jobs on
+stdin ({"batch": [job, ...], "timeout_s": t}); one JSON line on stdout per job, as it ends:
+{"index": i, "reply": reply}, or {"index": i, "late": t} for a job that ran past `t` seconds.
+
+Why a batch, each job in a process forked from this one: starting Python and importing
+Hypothesis was most of a comparison's cost (~0.4 CPU-s, paid again for every mutant). The
+batch is one loop's mutants (one worker's code: the reference is the same tree in each), and
+each comparison still runs in a process of its own, forked before anything of the worker's is
+imported: the same state as a fresh child's, whatever the previous comparison's code did to
+its own process; its stdout goes nowhere (the replies are this process's), it has a temp folder
+of its own, and it is killed with its process group at `timeout_s`.
 
 Why a child of its own, with only the standard library and Hypothesis: it imports and runs the
 worker's code (the reference and the mutant), so it runs in a scratch folder under the engine's
@@ -28,13 +37,17 @@ could be drawn (no function, an unsupported signature, a reference that raises o
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import importlib.util
 import inspect
 import json
 import math
+import os
+import select
 import signal
 import sys
+import time
 import typing
 from pathlib import Path
 
@@ -365,14 +378,74 @@ def _show(o: tuple[str, object]) -> str:
     return "runs out of time"
 
 
-def main() -> None:
-    job = json.loads(sys.stdin.read())
+def _reply(job: dict) -> bytes:
     try:
         reply = compare(job)
-    except BaseException as exc:  # noqa: BLE001 - whatever happened, one line of JSON
+    except BaseException as exc:  # noqa: BLE001 - whatever happened, one reply
         reply = {"verdict": "undetermined", "why": f"{type(exc).__name__}: {exc}"[:300]}
-    sys.stdout.write(json.dumps(reply, sort_keys=True, default=repr) + "\n")
-    sys.stdout.flush()
+    return json.dumps(reply, sort_keys=True, default=repr).encode()
+
+
+def _in_child(job: dict, out: int) -> None:
+    """The forked comparison: its own process group, stdout to nowhere, a temp folder of its
+    own; its reply written to `out`. Never returns."""
+    try:
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        import tempfile
+        with contextlib.suppress(OSError):  # none to make: the comparison may need none
+            tempfile.tempdir = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="job-")
+        data = _reply(job)
+        while data:
+            data = data[os.write(out, data):]
+    finally:
+        os._exit(0)
+
+
+def judged(job: dict, timeout_s: float) -> dict | None:
+    """One job's reply, from a process forked for it; None when it ran past `timeout_s`."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        _in_child(job, write)
+    os.close(write)
+    chunks: list[bytes] = []
+    end = time.monotonic() + timeout_s
+    late = False
+    while True:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([read], [], [], left)[0]:
+            late = True
+            break
+        chunk = os.read(read, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read)
+    if late:
+        with contextlib.suppress(OSError):  # its group (gone already: it alone)
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    if late:
+        return None
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return {"verdict": "undetermined", "why": "the comparison ended with no reply"}
+
+
+def main() -> None:
+    given_ = json.loads(sys.stdin.read())
+    timeout_s = float(given_["timeout_s"])
+    for i, job in enumerate(given_["batch"]):
+        reply = judged(job, timeout_s)
+        line = {"index": i, "late": timeout_s} if reply is None else {"index": i, "reply": reply}
+        sys.stdout.write(json.dumps(line, sort_keys=True, default=repr) + "\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

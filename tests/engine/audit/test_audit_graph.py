@@ -188,3 +188,26 @@ def test_only_python_rewrites_go_to_the_differential_oracle(tmp_path: Path) -> N
                     Command(("true",), 5.0))
     python = Mutant("l", "op", "semantic", 2, "x", (("f.py", b"x = 1\n"),), False, "k")
     assert differential.applies(loop, python) and not differential.applies(declared, python)
+
+
+def test_one_child_judges_a_loop_s_mutants_each_as_a_fresh_process_would(tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    """A batch (one child for several mutants of a loop) gives each mutant the verdict a child
+    of its own gives: what one comparison's code does to its process (here a name set in
+    builtins at import) is not seen by the next, and a comparison that runs past its time
+    (here asleep at import, deaf to the import's alarm, at a time limit of 8 s: ample for the
+    others' searches on a busy machine) is cut alone, the rest still judged."""
+    monkeypatch.setattr(differential, "TIMEOUT_S", 8.0)
+    ref = "def f(x: int) -> int:\n    return x + 1\n"
+    leaks = "import builtins\nbuiltins.LEAKED = 5\n\n\n" + ref
+    sees = "import builtins\n\n\ndef f(x: int) -> int:\n    return x + 1 + getattr(builtins, 'LEAKED', 0)\n"
+    sleeps = ("import signal\nimport time\nsignal.pthread_sigmask(signal.SIG_BLOCK, "
+              "{signal.SIGALRM})\ntime.sleep(600)\n\n\n" + ref)
+    loop = Loop("l", "d", tmp_path, tmp_path, tmp_path, Command(("true",), 5.0, literal=True),
+                ("f.py",), None)
+    mutants = [Mutant("l", "op", "semantic", 2, f"op:f.py#{i}", (("f.py", text.encode()),),
+                      False, f"k{i}") for i, text in enumerate((leaks, sees, sleeps, sees))]
+    v = differential.compare_many(loop, {"f.py": ref.encode()}, mutants,
+                                  differential.gate_sources(loop), backend(DEFAULT), tmp_path)
+    assert [r.outcome for r in v] == [ACCEPT, ACCEPT, ERROR, ACCEPT], v
+    assert v[2].detail == "undetermined: the comparison ran past 8 s"

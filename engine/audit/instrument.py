@@ -24,6 +24,7 @@ from loopproof.engine.audit.mutants import (
     corpus,
     read_reference,
     selfattest_probes,
+    workspace_key,
 )
 from loopproof.engine.audit.operators import kind_of
 
@@ -112,8 +113,9 @@ def audit(loops: list[Loop], tiers: tuple[int, ...] = (1, 2), seed: int = 0, job
 def check_references(loops: list[Loop], judge: Judge, progress: Progress) -> References:
     """Phase 1: every gate (and oracle) on its loop's reference workspace."""
     files = {lp.id: read_reference(lp) for lp in loops}
-    ref_jobs = [Job(lp, "gate", files[lp.id], "reference") for lp in loops]
-    ref_jobs += [Job(lp, "oracle", files[lp.id], "reference") for lp in loops if lp.oracle]
+    keys = {lp.id: workspace_key(files[lp.id]) for lp in loops}  # a workspace's identity
+    ref_jobs = [Job(lp, "gate", files[lp.id], keys[lp.id]) for lp in loops]
+    ref_jobs += [Job(lp, "oracle", files[lp.id], keys[lp.id]) for lp in loops if lp.oracle]
     replies = dict(zip([(j.loop.id, j.role) for j in ref_jobs],
                        judge.run(ref_jobs, progress("reference", len(ref_jobs))), strict=True))
     broken: dict[str, str] = {}

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopproof.engine.audit.catalogue import Command, GateCall, Loop
+from loopproof.engine.audit.mutants import workspace_key
 from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.process import ProcessError, gate_environment, run_command
 from loopproof.engine.system.sandbox import DEFAULT, Confinement, Sandbox, View, backend
@@ -181,6 +182,11 @@ class Judge:
     @staticmethod
     def _cache_key(job: Job) -> tuple[str, str, str, str]:
         return (job.loop.id, str(job.loop.gate_dir), job.role, job.key)
+
+    def known(self, loop: Loop, files: dict[str, bytes]) -> GateReply | None:
+        """The verdict this judge already has of `loop`'s gate on exactly `files` (never a
+        `NOT_RUN`: those are not kept), or None."""
+        return self.cache.get((loop.id, str(loop.gate_dir), "gate", workspace_key(files)))
 
     def pending(self, jobs: Iterable[Job]) -> int:
         """How many distinct jobs of `jobs` are not in the cache (what `run` will judge)."""

@@ -24,8 +24,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from loopproof.engine.audit import exploits
-from loopproof.engine.audit.catalogue import GATE_DIR, load_catalogue
-from loopproof.engine.audit.exploits.run import Probed, accepted_families, probe
+from loopproof.engine.audit.catalogue import GATE_DIR, Loop, load_catalogue
+from loopproof.engine.audit.exploits.base import Files
+from loopproof.engine.audit.exploits.run import Known, Probed, Target, accepted_families, probe
 from loopproof.engine.audit.instrument import audit
 from loopproof.engine.audit.judge import Deadline, Judge
 from loopproof.engine.audit.progress import on_stderr
@@ -192,6 +193,19 @@ def _exploit_lines(entries: list[dict]) -> list[str]:
     return lines
 
 
+def _known_to(judge: Judge, loops: list[Loop]) -> Known:
+    """What the audit's judge already said of a tree, for the probes: a loop's gate is the
+    probed node's own gate (the same `NodeGate`), so a tree it judged is not judged again."""
+    by_node = {lp.id: lp for lp in loops}
+
+    def known(target: Target, files: Files) -> tuple[str, str] | None:
+        lp = by_node.get(target.node)
+        reply = judge.known(lp, files) if lp is not None and lp.gate is target.judge else None
+        return None if reply is None else (reply.outcome, reply.detail)
+
+    return known
+
+
 def main(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise BadInput("--jobs", "jobs", f"must be at least 1, got {args.jobs}", "pass --jobs 1 or more")
@@ -245,7 +259,8 @@ def main(args: argparse.Namespace) -> int:
                        cap={2: args.max_tier2 or None}, progress=progress, judge=judge,
                        differential=not args.no_differential).as_json()
         if graph:
-            probed = probe(exploit_targets(refs, gates), chosen, args.jobs, progress, deadline)
+            probed = probe(exploit_targets(refs, gates), chosen, args.jobs, progress, deadline,
+                           _known_to(judge, loops))
             merge_probes(result, probed)
             skipped += [{"node": k.node, "why": k.why} for k in probed.skipped]
             if deadline.passed():

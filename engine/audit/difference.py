@@ -11,6 +11,10 @@ imported: the same state as a fresh child's, whatever the previous comparison's 
 its own process; its stdout goes nowhere (the replies are this process's), it has a temp folder
 of its own, and it is killed with its process group at `timeout_s`.
 
+Why one module: it is the program the sandboxed child runs by its path (`python -I
+difference.py`), with nothing of the engine importable there; the batch that forks and the
+comparison it forks for are that one program.
+
 Why a child of its own, with only the standard library and Hypothesis: it imports and runs the
 worker's code (the reference and the mutant), so it runs in a scratch folder under the engine's
 time limit, like a gate; nothing of the engine is in it.

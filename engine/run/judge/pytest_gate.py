@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,11 @@ from loopproof.engine.system.sandbox import Confinement
 from loopproof.model.judging import CodeLoads, NoResult, Returned
 
 HARNESS = Path(__file__).with_name("pytest_harness.py").read_text(encoding="utf-8")
+# A gate's collection under way, by the id of its cache: judgements that start together (the
+# audit's reference and control, on a thread pool) wait for one collection instead of each
+# making its own. Not a field of the gate: a gate is pickled to a Dask worker, a lock is not.
+_COLLECTING: dict[int, threading.Lock] = {}
+_COLLECTING_GUARD = threading.Lock()
 ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 CANARY = '''def test_{name}_must_pass():
     assert [1, 2] == [1, 2]
@@ -147,9 +153,25 @@ class PytestGate(TimedGate):
                            "name test IDs as the pinned tests' collection gives them")
 
     def test_ids(self, timeout_s: float, confine: Confinement | None) -> list[str] | str:
-        """The IDs the pinned tests alone collect (cached per gate), or why there are none."""
+        """The IDs the pinned tests alone collect (cached per gate, made once however many
+        judgements ask at once), or why there are none."""
         if "ids" in self.collected:
             return self.collected["ids"]
+        key = id(self.collected)
+        with _COLLECTING_GUARD:
+            lock = _COLLECTING.setdefault(key, threading.Lock())
+        try:
+            with lock:
+                if "ids" in self.collected:  # collected by a judgement that asked first
+                    return self.collected["ids"]
+                return self._collect(timeout_s, confine)
+        finally:
+            with _COLLECTING_GUARD:
+                _COLLECTING.pop(key, None)
+
+    def _collect(self, timeout_s: float, confine: Confinement | None) -> list[str] | str:
+        """One collection run of the pinned tests alone: its IDs (kept), or why there are
+        none."""
         parent = Path(tempfile.mkdtemp(prefix="loopproof-collect-"))
         try:
             tree = parent / "tree"

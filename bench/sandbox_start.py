@@ -112,7 +112,7 @@ def starters(folder: Path) -> dict[str, Callable[[], object]]:
             "sandboxed": sandboxed}
 
 
-def bench_sandbox_start(args: argparse.Namespace) -> dict:
+def bench_sandbox_start(args: argparse.Namespace) -> dict[str, object]:
     from loopproof.engine.system.sandbox import backend
 
     why = backend("bwrap").problem()

@@ -405,18 +405,18 @@ def test_the_set_up_is_watched_through_bwraps_status_line_and_held_by_its_first_
     sized temp folders through it before it lets the command go: a command that fills /tmp and
     quits at once is still named at the tmp limit."""
     from loopproof.engine.system.limits import Hold, ResourceLimits
-    from loopproof.engine.system.sandbox import bwrap
+    from loopproof.engine.system.sandbox import bwrap_status
 
-    assert bwrap._child_pid(b'{ "child-pid": 12') is None
-    assert bwrap._child_pid(b'{ "child-pid": 12, "pid-namespace": 4026532 }\n{"x"') == 12
-    assert bwrap._child_pid(b"not a status line\n") is None
+    assert bwrap_status.child_pid(b'{ "child-pid": 12') is None
+    assert bwrap_status.child_pid(b'{ "child-pid": 12, "pid-namespace": 4026532 }\n{"x"') == 12
+    assert bwrap_status.child_pid(b"not a status line\n") is None
     from loopproof.engine.system import limits
 
     named: list[tuple[int, ...]] = []
     first: list[str] = []  # the NSpid line of each process named, as it was then
-    wait = bwrap._Setup.wait
+    wait = bwrap_status.SetupWatch.wait
 
-    def spy(self: bwrap._Setup, leader: int, s: float) -> tuple[int, ...]:
+    def spy(self: bwrap_status.SetupWatch, leader: int, s: float) -> tuple[int, ...]:
         got = wait(self, leader, s)
         named.append(got)
         for pid in got:
@@ -426,7 +426,7 @@ def test_the_set_up_is_watched_through_bwraps_status_line_and_held_by_its_first_
 
     held: list[bool] = []
     hold_tmp = limits.Cell.hold_tmp
-    monkeypatch.setattr(bwrap._Setup, "wait", spy)
+    monkeypatch.setattr(bwrap_status.SetupWatch, "wait", spy)
     monkeypatch.setattr(limits.Cell, "hold_tmp",
                         lambda *a: held.append(hold_tmp(*a)) or held[-1])
     ws = tmp_path / "ws"

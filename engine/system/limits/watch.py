@@ -29,8 +29,10 @@ class WorkspaceWatch:
 
     def __init__(self, root: Path, limit: int, min_interval_s: float = 0.1) -> None:
         self.root, self.min_interval_s = os.fsencode(root), min_interval_s
+        start = time.monotonic()
         self.limit = max(limit, total_size(self.root)) if size_above(self.root, limit) else limit
-        self.next_at = 0.0
+        # this walk is the first: the next is due as if `over` had made it
+        self.next_at = start + max(min_interval_s, (time.monotonic() - start) * SPARE)
 
     def over(self, *, now: float | None = None, force: bool = False) -> bool:
         """True once the workspace holds more than the limit (walked when it is time)."""

@@ -133,16 +133,18 @@ class Cell:
         the sandbox ended first or `until` passed (the folders' size still caps them; only
         the name of the limit could then be missed). Between two looks: `wait(leader, s)`,
         the sandbox's own event of progress (`Launch.setup_wait`), at most `SETUP_LOOK_S`,
-        which also names the process to look at once it knows it; without one, a millisecond,
-        and every process of the cell is looked at."""
+        which also names the process to look at once it exists (nothing is looked at before:
+        the mounts are that process's); without one, a millisecond, and every process of the
+        cell is looked at."""
         if self.tmp is None:
             return True
         named: Collection[int] = ()
         while True:
             if named:
                 self.tmp.find(named, foreign=True)
-            else:
+            elif wait is None:
                 self.tmp.find(self.pids() or descendants(leader))
+            # else: the sandbox's first process, which makes its mounts, is not there yet
             if self.tmp.fds:
                 return True
             now = time.monotonic()

@@ -55,7 +55,7 @@ from loopproof.engine.run.judge.wire import (
 from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.process import GATE_PATH
 from loopproof.engine.system.sandbox import Confinement
-from loopproof.model.judging import CodeLoads, NoResult
+from loopproof.model.judging import CodeLoads, NoResult, Returned
 
 HARNESS = Path(__file__).with_name("pytest_harness.py").read_text(encoding="utf-8")
 ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -88,6 +88,9 @@ class PytestGate(TimedGate):
     ini_file: Path | None = None  # the gate's pinned ini it came from
     plugins: tuple[str, ...] = ()
     test_timeout_s: float = 30.0
+    # the audit's runs: a reject is decided at the first test that does not pass, so the tests
+    # after it are not run (the verdict is the same; engine/commands/_graph_loops.py)
+    stop_at_failure: bool = False
     spec_path: str = ""  # the spec and the node, for a refusal at run start
     node: str = ""
     collected: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -222,7 +225,7 @@ class PytestGate(TimedGate):
             job = {**self._job(tree, ini, False, [*self._files(), canary]),
                    "code": {n: str(p) for n, p in code.places.items()},
                    "select": must if self.select is not None or excused else None,
-                   "keep": list(canaries)}
+                   "keep": list(canaries), "stop_at_failure": self.stop_at_failure}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), self._env())
@@ -238,7 +241,11 @@ class PytestGate(TimedGate):
             notes.append(f"{len(excused)} tests the pinned suite marks skip or xfail not asked")
         if res.killed:
             notes.append(f"pytest was killed ({res.killed}) after {timeout_s:g} s")
-        reports = {k: stream.reports.get(k, NoResult("not reported")) for k in must}
+        cut = self.stop_at_failure and any(  # the harness stopped at a test that did not pass
+            isinstance(r, Returned) and r.value != "passed"
+            for r in (stream.reports.get(k) for k in must))
+        unreported = NoResult("not run after a test that failed" if cut else "not reported")
+        reports = {k: stream.reports.get(k, unreported) for k in must}
         reports.update({k: stream.reports[k] for k in canaries if k in stream.reports})
         return decide("pytest", dict.fromkeys(must, "passed"), reports,
                       {**{k: k for k in must}, must_pass: "the must-pass canary",

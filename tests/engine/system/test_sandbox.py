@@ -396,3 +396,48 @@ def test_the_mount_plan_resolves_a_path_through_a_link_once_and_as_it_is_now(
     assert ("ro", str(tmp / "b"), str(tmp / "b")) in second  # followed as it points now
     for p in ("/", "/a", "/a/b", str(tmp / "a" / "deep" / "er")):
         assert bwrap._depth(p) == len(Path(p).parts)
+
+
+def test_the_set_up_is_watched_through_bwraps_status_line_and_held_by_its_first_process(
+        tmp_path: Path, monkeypatch) -> None:
+    """The engine learns the sandbox's first process from bwrap's status line (a line cut short
+    is not read as one), waits on that process's mount table instead of polling, and holds the
+    sized temp folders through it before it lets the command go: a command that fills /tmp and
+    quits at once is still named at the tmp limit."""
+    from loopproof.engine.system.limits import Hold, ResourceLimits
+    from loopproof.engine.system.sandbox import bwrap_status
+
+    assert bwrap_status.child_pid(b'{ "child-pid": 12') is None
+    assert bwrap_status.child_pid(b'{ "child-pid": 12, "pid-namespace": 4026532 }\n{"x"') == 12
+    assert bwrap_status.child_pid(b"not a status line\n") is None
+    from loopproof.engine.system import limits
+
+    named: list[tuple[int, ...]] = []
+    first: list[str] = []  # the NSpid line of each process named, as it was then
+    wait = bwrap_status.SetupWatch.wait
+
+    def spy(self: bwrap_status.SetupWatch, leader: int, s: float) -> tuple[int, ...]:
+        got = wait(self, leader, s)
+        named.append(got)
+        for pid in got:
+            with open(f"/proc/{pid}/status") as fh:
+                first.append(next(line for line in fh if line.startswith("NSpid:")))
+        return got
+
+    held: list[bool] = []
+    hold_tmp = limits.Cell.hold_tmp
+    monkeypatch.setattr(bwrap_status.SetupWatch, "wait", spy)
+    monkeypatch.setattr(limits.Cell, "hold_tmp",
+                        lambda *a: held.append(hold_tmp(*a)) or held[-1])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    hold = Hold(ResourceLimits(tmp_bytes=1 << 20), f"test-setup-{os.getpid()}", "t.worker")
+    box = Confinement(sandbox.backend("bwrap"), View(writable=(ws,)), hold=hold)
+    res = run_command(["/bin/sh", "-c", "dd if=/dev/zero of=/tmp/f bs=64k count=64; exit 1"],
+                      ws, 30, env=safe_environment(), confine=box)
+    assert res.killed == "limit" and res.limit == "tmp limit 1 MiB", (res, res.stderr)
+    assert held == [True]  # held before the command was let go
+    pids = {p for got in named for p in got}
+    assert len(pids) == 1 and all(got in ((), (*pids,)) for got in named), named
+    # the process named is the sandbox's first: PID 1 of a PID namespace of its own
+    assert first and all(line.split()[-1] == "1" for line in first), first

@@ -31,15 +31,19 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments import results
-from experiments.crash.cases import Baseline, Case, Row, plan, run_baseline, run_case
 from experiments.crash.sites import SCALES, engine_sites
 from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
 from loopproof.engine.system.trees import remove_tree
 from loopproof.model.executor import Threads
+
+if TYPE_CHECKING:
+    # experiments.crash.cases imports the engine's runner (~0.5 CPU-s): imported where a run
+    # needs it, not by the notebook, which reads results (load_results, site_table)
+    from experiments.crash.cases import Baseline, Case, Row
 
 RESULTS = Path("results") / "crash"
 
@@ -47,10 +51,12 @@ RESULTS = Path("results") / "crash"
 # ---- the experiment ---------------------------------------------------------------------------
 
 def _baseline_unit(args: tuple[int, Path, int]) -> Baseline:
+    from experiments.crash.cases import run_baseline
     return run_baseline(*args)
 
 
 def _case_unit(args: tuple[Case, Path, Baseline]) -> Row:
+    from experiments.crash.cases import run_case
     return run_case(*args)
 
 
@@ -58,6 +64,8 @@ def run_experiment(scale: str, seed: int, out: Path, jobs: int = 2,
                    work: Path | None = None, executor: Executor | None = None) -> dict[str, Any]:
     """The crash matrix; its cases run on `jobs` threads (each case is child processes), or as
     units of `executor` (a Dask cluster: `work` must then be a folder every worker sees)."""
+    from experiments.crash.cases import plan, run_baseline, run_case
+
     sc = SCALES[scale]
     sites = sc.sites or engine_sites()
     tmp = Path(tempfile.mkdtemp(prefix="loopproof-crash-")) if work is None else work

@@ -27,16 +27,19 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from experiments import results
 from experiments.executor import Executor, executor_from
 from experiments.results import write_csv, write_json
 from experiments.stats import cluster_mean
-from loopproof.engine.audit import report
-from loopproof.engine.audit.catalogue import REPAIRED_DIR, Loop, load_catalogue, load_loop
-from loopproof.engine.audit.instrument import Audit, audit
-from loopproof.engine.audit.judge import Judge
 from loopproof.engine.system.errors import BadInput
+
+if TYPE_CHECKING:
+    # the audit's machinery (cosmic-ray's operators, parso, stevedore: ~0.5 CPU-s of imports) is
+    # imported where a run needs it, not by the notebook, which reads results (load_results)
+    from loopproof.engine.audit.catalogue import Loop
+    from loopproof.engine.audit.instrument import Audit
 
 NAME = "mutants"
 CATALOG = Path(__file__).resolve().parents[2] / "examples" / "catalog"
@@ -76,6 +79,8 @@ def _gate_digest(loops: list[Loop]) -> dict[str, str]:
 
 
 def _pooled(gates: list[dict], tier: str) -> dict:
+    from loopproof.engine.audit import report
+
     rows = [g["tiers"][tier] for g in gates if g["status"] == "audited" and tier in g["tiers"]]
     destroying = sum(r["destroying"] for r in rows)
     errors = sum(r["errors"] for r in rows)
@@ -96,6 +101,8 @@ def _pooled(gates: list[dict], tier: str) -> dict:
 
 
 def _rows(result: Audit, phase: str, repaired: set[str]) -> list[dict]:
+    from loopproof.engine.audit import report
+
     rows = []
     for g in result.gates:
         for tier, s in sorted(g["tiers"].items()):
@@ -121,6 +128,10 @@ def _merge(first: Audit, second: Audit) -> list[dict]:
 
 def run(scale_name: str, seed: int, out: Path, jobs: int | None = None,
         catalog: Path = CATALOG, executor: Executor | None = None) -> tuple[dict, dict]:
+    from loopproof.engine.audit.catalogue import REPAIRED_DIR, load_catalogue, load_loop
+    from loopproof.engine.audit.instrument import Audit, audit
+    from loopproof.engine.audit.judge import Judge
+
     scale = SCALES[scale_name]
     originals = load_catalogue(catalog)
     if scale.loops is not None:

@@ -77,16 +77,26 @@ def _verified(*args):
     return Verification("verified", 0, "", None)
 
 
+@pytest.fixture(scope="module")
+def intact_integrity(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The intact run at TINY (the same for the three guards below: one run, not three): each
+    guard's planted run must turn its exit 0 into 1 and its headline below its trials."""
+    intact = tmp_path_factory.mktemp("integrity") / "intact"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(integrity.SCALES, "smoke", TINY)
+        assert integrity.main(["--scale", "smoke", "--out", str(intact), "--json"]) == 0
+    return json.loads((intact / "summary.json").read_text())
+
+
 @pytest.mark.parametrize(("module", "name", "headline", "trials"), [
     (tamper, "verify", "detected", "trials"),
     (torn, "verify", "torn_recovered", "torn_trials"),
     (rewrites, "verify_signed", "caught_with_signing", "rewrite_trials"),
 ], ids=["tamper-undetected", "torn-unrecovered", "signature-unchecked"])
 def test_integrity_headline_reports_a_guard_that_is_gone(tmp_path, monkeypatch, module, name,
-                                                         headline, trials):
+                                                         headline, trials, intact_integrity):
+    assert intact_integrity[trials] > 0 and intact_integrity[headline] == intact_integrity[trials]
     monkeypatch.setitem(integrity.SCALES, "smoke", TINY)
-    intact = tmp_path / "intact"
-    assert integrity.main(["--scale", "smoke", "--out", str(intact), "--json"]) == 0
     monkeypatch.setattr(module, name, _verified)
     out = tmp_path / "broken"
     assert integrity.main(["--scale", "smoke", "--out", str(out), "--json"]) == 1

@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,9 +56,14 @@ from loopproof.engine.run.judge.wire import (
 from loopproof.engine.system.errors import BadInput
 from loopproof.engine.system.process import GATE_PATH
 from loopproof.engine.system.sandbox import Confinement
-from loopproof.model.judging import CodeLoads, NoResult
+from loopproof.model.judging import CodeLoads, NoResult, Returned
 
 HARNESS = Path(__file__).with_name("pytest_harness.py").read_text(encoding="utf-8")
+# A gate's collection under way, by the id of its cache: judgements that start together (the
+# audit's reference and control, on a thread pool) wait for one collection instead of each
+# making its own. Not a field of the gate: a gate is pickled to a Dask worker, a lock is not.
+_COLLECTING: dict[int, threading.Lock] = {}
+_COLLECTING_GUARD = threading.Lock()
 ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 CANARY = '''def test_{name}_must_pass():
     assert [1, 2] == [1, 2]
@@ -88,6 +94,9 @@ class PytestGate(TimedGate):
     ini_file: Path | None = None  # the gate's pinned ini it came from
     plugins: tuple[str, ...] = ()
     test_timeout_s: float = 30.0
+    # the audit's runs: a reject is decided at the first test that does not pass, so the tests
+    # after it are not run (the verdict is the same; engine/commands/_graph_loops.py)
+    stop_at_failure: bool = False
     spec_path: str = ""  # the spec and the node, for a refusal at run start
     node: str = ""
     collected: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -144,9 +153,25 @@ class PytestGate(TimedGate):
                            "name test IDs as the pinned tests' collection gives them")
 
     def test_ids(self, timeout_s: float, confine: Confinement | None) -> list[str] | str:
-        """The IDs the pinned tests alone collect (cached per gate), or why there are none."""
+        """The IDs the pinned tests alone collect (cached per gate, made once however many
+        judgements ask at once), or why there are none."""
         if "ids" in self.collected:
             return self.collected["ids"]
+        key = id(self.collected)
+        with _COLLECTING_GUARD:
+            lock = _COLLECTING.setdefault(key, threading.Lock())
+        try:
+            with lock:
+                if "ids" in self.collected:  # collected by a judgement that asked first
+                    return self.collected["ids"]
+                return self._collect(timeout_s, confine)
+        finally:
+            with _COLLECTING_GUARD:
+                _COLLECTING.pop(key, None)
+
+    def _collect(self, timeout_s: float, confine: Confinement | None) -> list[str] | str:
+        """One collection run of the pinned tests alone: its IDs (kept), or why there are
+        none."""
         parent = Path(tempfile.mkdtemp(prefix="loopproof-collect-"))
         try:
             tree = parent / "tree"
@@ -222,7 +247,7 @@ class PytestGate(TimedGate):
             job = {**self._job(tree, ini, False, [*self._files(), canary]),
                    "code": {n: str(p) for n, p in code.places.items()},
                    "select": must if self.select is not None or excused else None,
-                   "keep": list(canaries)}
+                   "keep": list(canaries), "stop_at_failure": self.stop_at_failure}
             box = candidate_box(confine, self.hidden_files(), tree)
             ran = run_judged((self.python, "-I", "-c", HARNESS), tree, timeout_s, box,
                              json.dumps(job).encode(), self._env())
@@ -238,7 +263,11 @@ class PytestGate(TimedGate):
             notes.append(f"{len(excused)} tests the pinned suite marks skip or xfail not asked")
         if res.killed:
             notes.append(f"pytest was killed ({res.killed}) after {timeout_s:g} s")
-        reports = {k: stream.reports.get(k, NoResult("not reported")) for k in must}
+        cut = self.stop_at_failure and any(  # the harness stopped at a test that did not pass
+            isinstance(r, Returned) and r.value != "passed"
+            for r in (stream.reports.get(k) for k in must))
+        unreported = NoResult("not run after a test that failed" if cut else "not reported")
+        reports = {k: stream.reports.get(k, unreported) for k in must}
         reports.update({k: stream.reports[k] for k in canaries if k in stream.reports})
         return decide("pytest", dict.fromkeys(must, "passed"), reports,
                       {**{k: k for k in must}, must_pass: "the must-pass canary",

@@ -8,7 +8,9 @@ rootdir, `-p no:cacheprovider`, `--import-mode=importlib`), `collect` (a collect
 pinned tests alone), `code` (each judged import name and its place in the tree), `packages` (the
 laid test packages, e.g. `tests`, by name), `path` (laid folders that are no package),
 `conftests` (the pinned conftest.py files and their sha256), `plugins`, `select`, `keep`,
-`test_timeout`, `stub` (the declared judged names, for a collection), `tools` (the judged
+`test_timeout`, `stop_at_failure` (the audit's runs: after the first test that does not pass (the
+canaries aside), the tests left are cut before they start and
+report nothing), `stub` (the declared judged names, for a collection), `tools` (the judged
 code is not declared: a collection names the test tooling) and `pycache` (a collection: where
 pytest keeps its rewritten pinned test modules, for the engine to lay in each run). It keeps a private copy of stdout
 as the results channel, points fd 1 at stderr, and runs `pytest.main(args, plugins=[Report(...)])`.
@@ -373,6 +375,8 @@ def main():
 
     collect, select = job["collect"], job.get("select")
     keep = set(select or ()) | set(job.get("keep") or ())
+    canaries = set(job.get("keep") or ())
+    stop = bool(job.get("stop_at_failure")) and not collect
     limit = job.get("test_timeout")
     timed_out = set()
     running = {"id": None, "deadline": None}
@@ -384,6 +388,18 @@ def main():
     class Report:
         def __init__(self):
             self.outcome = {}
+            self.failed = False  # with `stop`: a test that counts did not pass
+            self.cut = set()
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_setup(self, item):
+            # `stop` (the audit's runs): once a counted test did not pass, the verdict is a
+            # reject whatever follows (a canary matters to an accept only); the tests left are
+            # cut before their fixtures (a skip here keeps pytest's setup and teardown in step)
+            # and report nothing
+            if self.failed:
+                self.cut.add(item.nodeid)
+                pytest.skip("not run: a test before it did not pass")
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_load_initial_conftests(self, early_config, parser, args):
@@ -448,7 +464,12 @@ def main():
 
         def pytest_runtest_logfinish(self, nodeid, location):
             got = self.outcome.pop(nodeid, "error")
-            send(nodeid, "timeout" if nodeid in timed_out else got)
+            if nodeid in self.cut:
+                return
+            got = "timeout" if nodeid in timed_out else got
+            send(nodeid, got)
+            if stop and got != "passed" and nodeid not in canaries:  # (`select`: none else ran)
+                self.failed = True
 
     if limit and not collect:
         def on_alarm(signum, frame):

@@ -8,11 +8,13 @@ default, vacuity), `select`, the pinned `ini`, `plugins` and the per-test timeou
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from loopproof.engine.cli import main
+from loopproof.engine.run.judge import pytest_gate
 from loopproof.engine.system.errors import BadInput
 from tests.support.pytest_gates import PY, Gate
 from tests.support.refusals import refused
@@ -292,16 +294,29 @@ def test_the_suites_own_skip_and_xfail_marks_excuse_their_tests_and_nothing_else
 
 
 def test_a_package_the_suite_marks_for_assertion_rewriting_is_still_the_judged_one(
-        tmp_path) -> None:
+        tmp_path, monkeypatch) -> None:
     """A pinned conftest that calls `pytest.register_assert_rewrite("mypkg")` (projects do, for
     their own helpers): pytest's rewriting import hook, first on sys.meta_path, looked mypkg up
     on sys.path itself and took the copy it found there (here a shadow at the tree's root; in
-    a real gate, the installed one). The judged code's finder now goes first again."""
+    a real gate, the installed one). The judged code's finder now goes first again.
+
+    The two trees are judged at once by a gate not yet started (as the audit judges a node's
+    reference and control on a thread pool): one collection of the pinned tests serves both."""
     gate = Gate(tmp_path, {"tests/conftest.py": "import pytest\n\npytest.register_assert_rewrite"
-                                                "('mypkg')\n", "tests/test_add.py": TEST_PLAIN})
-    shadow = {f"mypkg/{k.split('/')[-1]}": v for k, v in RIGHT.items()}
-    result = gate.judge("wrong", {**WRONG, **shadow})
+                                                "('mypkg')\n", "tests/test_add.py": TEST_PLAIN},
+                start=False)
+    wrong = {**WRONG, **{f"mypkg/{k.split('/')[-1]}": v for k, v in RIGHT.items()}}
+    right = {**RIGHT, **{f"mypkg/{k.split('/')[-1]}": v for k, v in WRONG.items()}}
+    collections = []
+    run_judged = pytest_gate.run_judged
+
+    def counted(argv, tree, timeout_s, box, stdin, extra_env=None):
+        collections.extend([1] if json.loads(stdin)["collect"] else [])
+        return run_judged(argv, tree, timeout_s, box, stdin, extra_env)
+
+    monkeypatch.setattr(pytest_gate, "run_judged", counted)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        result, other = pool.map(lambda t: gate.judge(*t), [("wrong", wrong), ("right", right)])
     assert result.verdict == "reject", result.detail
-    shadow = {f"mypkg/{k.split('/')[-1]}": v for k, v in WRONG.items()}
-    result = gate.judge("right", {**RIGHT, **shadow})
-    assert result.verdict == "accept", result.detail
+    assert other.verdict == "accept", other.detail
+    assert len(collections) == 1

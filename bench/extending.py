@@ -64,7 +64,8 @@ def copy_tree(root: Path) -> None:
     shutil.copytree(REPO / "loopproof", root / "loopproof", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__", "engine"))
     for name in ("__init__.py", "conftest.py", "support/__init__.py", "support/leftover_processes.py",
-                 "support/encoding_steps.py", "support/strategies.py", "proofs/__init__.py",
+                 "support/encoding_steps.py", "support/example_counts.py", "support/strategies.py",
+                 "proofs/__init__.py",
                  "proofs/test_encoding.py"):
         shutil.copy(REPO / "tests" / name, root / "tests" / name)
     shutil.copy(REPO / "pyproject.toml", root)

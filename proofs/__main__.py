@@ -13,10 +13,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loopproof.proofs import checks, family, kept
-from loopproof.proofs.discharge import discharge_all
-from loopproof.proofs.obligations import Result, select
+if TYPE_CHECKING:
+    from loopproof.proofs.obligations import Result
 
 
 def table(results: list[Result]) -> str:
@@ -58,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["new"]:  # the skeleton of a new guarantee (proofs/scaffold.py)
         from loopproof.proofs import scaffold
         return scaffold.main(argv[1:])
+    # imported here, not above: `new` writes files and needs neither Z3 nor the obligations
+    # (importing them was most of its 0.8 CPU-s)
+    from loopproof.proofs import checks, family, kept
+    from loopproof.proofs.discharge import discharge_all
+    from loopproof.proofs.obligations import select
     ap = argparse.ArgumentParser(prog="python -m loopproof.proofs", description=__doc__)
     ap.add_argument("--json", action="store_true", help="print a JSON array, one per obligation")
     ap.add_argument("--out", type=Path, help="also write the JSON array to this file")

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import z3
 
-from loopproof.proofs.solver import witness
+from loopproof.proofs.solver import QUERY_TIMEOUT_MS, SEED, Unknown, witness
 
 _FRESH = itertools.count()
 DENOMINATORS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -63,12 +63,49 @@ class Canonical:
         self.model = model
         self.elements: dict[str, list[z3.ExprRef]] = {}  # per uninterpreted sort, in order
         self.fixed: set[int] = set()
+        self._solver: z3.Solver | None = None
 
     def _sat(self, *extra: z3.BoolRef) -> z3.ModelRef | None:
-        return witness(f"canonical counterexample of {self.what}", [*self.formulas, *extra])
+        """A model of the formulas and `extra`, None when there is none; `Unknown` is raised.
+
+        One solver holds the formulas (and every constraint fixed since), each question asked
+        between a push and a pop. Which model it returns may differ from a fresh solver's, but
+        only whether a question is satisfiable decides a value here (the least one that is), so
+        the values fixed are the same; re-asserting the unrolled run for each of a trace's
+        questions was most of the cost of the longer ones. What is left unfixed (a cell no
+        trace shows as an input) is read from `final`'s model."""
+        if self._solver is None:
+            self._solver = z3.Solver()
+            self._solver.set("timeout", QUERY_TIMEOUT_MS)
+            self._solver.set("random_seed", SEED)
+            self._solver.add(*self.formulas)
+        solver = self._solver
+        solver.push()
+        try:
+            solver.add(*extra)
+            r = solver.check()
+            if r == z3.sat:
+                return solver.model()
+            if r == z3.unsat:
+                return None
+            raise Unknown(f"canonical counterexample of {self.what}", solver.reason_unknown())
+        finally:
+            solver.pop()
+
+    def final(self) -> z3.ModelRef:
+        """The model of the formulas with every fixed value, from a fresh solver: an incremental
+        solver's model of what was not fixed depends on what it was asked before."""
+        self.model = witness(f"canonical counterexample of {self.what}", self.formulas)
+        assert self.model is not None, "the fixed values were satisfiable"
+        return self.model
+
+    def _assert(self, *constraints: z3.BoolRef) -> None:
+        self.formulas.extend(constraints)
+        if self._solver is not None:
+            self._solver.add(*constraints)
 
     def _commit(self, constraint: z3.BoolRef, model: z3.ModelRef) -> None:
-        self.formulas.append(constraint)
+        self._assert(constraint)
         self.model = model
 
     def value(self, t: z3.ExprRef) -> z3.ExprRef:
@@ -175,7 +212,7 @@ class Canonical:
                 lo = mid + 1
             else:
                 m, hi = found, abs(found.eval(t, model_completion=True).as_long())
-        self.formulas.extend(side)
+        self._assert(*side)
         if m.eval(t, model_completion=True).as_long() != lo:
             positive = self._sat(t == lo)
             if positive is None:  # |t| = lo and t != lo in every model left: t = -lo

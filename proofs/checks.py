@@ -101,7 +101,7 @@ class _Session:
             for round_ in range(2):
                 c.fix_all([t for s in group for t in observables(sys, c.model, s, round_)])
         c.fix_all(terms)
-        return c.model
+        return c.final()
 
 
 def parameters(sys: System) -> list[z3.ExprRef]:

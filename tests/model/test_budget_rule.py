@@ -20,7 +20,7 @@ from loopproof.model import budget as mb
 from loopproof.model.bounds import attempt_bound
 from loopproof.model.transitions import step
 from loopproof.proofs import g6_budgets as g6b
-from loopproof.proofs.obligations import OBLIGATIONS, discharge
+from tests.support.discharged import counterexample
 
 SPENDS = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 60.0, 60.25])
 COUNTS = st.integers(0, 4)
@@ -58,14 +58,12 @@ def test_the_engine_asks_the_rule(tmp_path):
         mb.refusals = real
 
 
-def test_the_broken_cap_admits_a_graph_the_rule_refuses_and_its_run_is_real():
+def test_the_broken_cap_admits_a_graph_the_rule_refuses_and_its_run_is_real(tmp_path_factory):
     graph, cap = g6b.SELF_REPAIR, g6b.CAP
     w = attempt_bound(graph)
     assert w == 2 and sum(n.attempts for n in graph.nodes) == 1
     assert mb.refusals(cap, mb.Asked(graph.spend_budget, graph.repair_budget, w)) != []
-    ob = next(o for o in OBLIGATIONS if o.id == "G6-broken-cap-ignores-repairs")
-    tr = discharge(ob).counterexample
-    assert tr is not None
+    tr = counterexample(tmp_path_factory, "G6-broken-cap-ignores-repairs")
     s = tr.steps[0].state_obj
     for st_ in tr.steps[1:]:
         s = step(graph, s, st_.event_obj)

@@ -23,7 +23,7 @@ from loopproof.engine.system.canonical import digest
 from loopproof.engine.system.errors import LedgerCorrupt
 from loopproof.model import receipts as mr
 from loopproof.proofs import g5_receipts as g5r
-from loopproof.proofs.obligations import OBLIGATIONS, discharge
+from tests.support.discharged import counterexample
 
 DIGESTS = st.sampled_from(["h0", "h1", "h2"])
 
@@ -105,10 +105,9 @@ def test_the_engine_asks_the_proposal_rule(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("ob_id", ["G5-broken-receipt-anchor-only",
                                    "G5-broken-proposal-digest-field-only"])
-def test_each_broken_counterexample_is_refused_by_the_real_rule(ob_id):
+def test_each_broken_counterexample_is_refused_by_the_real_rule(tmp_path_factory, ob_id):
     """The trace's labels are digests and bodies; the real rule on them refuses the content."""
-    tr = discharge(next(o for o in OBLIGATIONS if o.id == ob_id)).counterexample
-    assert tr is not None
+    tr = counterexample(tmp_path_factory, ob_id)
     start, shown = tr.steps[0].state, tr.steps[1].state
     assert shown["digest_of_body"] != shown["stated_digest"]
     if ob_id.startswith("G5-broken-receipt"):

@@ -22,8 +22,10 @@ from loopproof.model.rules import enabled, step
 from loopproof.proofs.records import Names, REv
 from tests.support.admission_cases import MODELS, Case, cases
 from tests.support.encoding_steps import caught
+from tests.support.example_counts import examples
 
-EXAMPLES = 30  # `make fuzz` draws more; 60 here cost twice as much and caught no fault the 30 miss
+# `make fuzz` draws 30 (60 cost twice as much and caught no fault the 30 miss)
+EXAMPLES = examples(20, fuzz=30)  # was 30 in make check too
 RARE_REFUSAL = {("checkpoint", "Drift"): 60}  # its first refused case is drawn after the 30th
 MIN_ENABLED = 0.2   # of each kind's cases, at least this share has an enabled instance ...
 MIN_DISABLED = 0.03  # ... and at least this share a refused one (of kinds that can be refused)

@@ -30,8 +30,12 @@ from loopproof.model.transitions import (
 )
 from loopproof.proofs import concurrent as par
 from loopproof.proofs.encoding import Ev, Params, real
+from loopproof.proofs.obligations import OBLIGATIONS
 from loopproof.proofs.replay import real_run
 from loopproof.proofs.trace import Trace
+from tests.support.discharged import counterexample
+
+BY_ID = {ob.id: ob for ob in OBLIGATIONS}
 
 GRAPHS = (
     par.FORK,
@@ -115,20 +119,26 @@ def refused_step(trace: Trace) -> str:
     return run.refused[2]
 
 
-def test_check_then_reserve_overspends_and_the_real_model_refuses_the_second_begin() -> None:
-    trace = par.run_check_then_reserve()
+def test_check_then_reserve_overspends_and_the_real_model_refuses_the_second_begin(
+        tmp_path_factory) -> None:
+    assert BY_ID["G3-concurrent-broken-check-then-reserve"].check is par.run_check_then_reserve
+    trace = counterexample(tmp_path_factory, "G3-concurrent-broken-check-then-reserve")  # its run, discharged once a session
     assert isinstance(trace, Trace) and "Reserve(b: 2)" in trace.render()
     assert "ceilings held by the attempts in flight (a)" in refused_step(trace)
 
 
-def test_check_then_reserve_starves_and_the_real_model_refuses_the_second_begin() -> None:
-    trace = par.run_check_then_reserve_starves()
+def test_check_then_reserve_starves_and_the_real_model_refuses_the_second_begin(
+        tmp_path_factory) -> None:
+    assert BY_ID["G3-concurrent-broken-check-then-reserve-starves"].check is par.run_check_then_reserve_starves
+    trace = counterexample(tmp_path_factory, "G3-concurrent-broken-check-then-reserve-starves")  # its run, discharged once a session
     assert isinstance(trace, Trace)
     assert "ceilings held by the attempts in flight (a)" in refused_step(trace)
 
 
-def test_a_repair_of_an_attempt_in_flight_loses_its_reservation_and_the_model_waits() -> None:
-    trace = par.run_repair_drops_flight()
+def test_a_repair_of_an_attempt_in_flight_loses_its_reservation_and_the_model_waits(
+        tmp_path_factory) -> None:
+    assert BY_ID["G3-concurrent-broken-repair-in-flight"].check is par.run_repair_drops_flight
+    trace = counterexample(tmp_path_factory, "G3-concurrent-broken-repair-in-flight")  # its run, discharged once a session
     assert isinstance(trace, Trace) and "Repair(y -> r)" in trace.render()
     assert "repair (y, r) would reset 'x', whose attempt is in flight" in refused_step(trace)
 

@@ -4,7 +4,6 @@ run of the model); weakened invariants are caught; the CLI reports what it found
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 
@@ -37,19 +36,12 @@ from loopproof.proofs.encoding import S_DONE, Params, RunEncoding, State
 from loopproof.proofs.family import dags, shapes
 from loopproof.proofs.obligations import OBLIGATIONS, Obligation, discharge
 from loopproof.proofs.trace import Trace
+from tests.support.discharged import counterexample as cex
 from tests.support.proofs_report import full_report
 
 BY_ID = {ob.id: ob for ob in OBLIGATIONS}
 
 
-@functools.cache
-def cex(ob_id: str) -> Trace:
-    """A broken variant's counterexample, discharged here (once per process: several tests
-    replay the same one)."""
-    r = discharge(BY_ID[ob_id])
-    assert r.result == "refuted", r.error
-    assert r.counterexample is not None
-    return r.counterexample
 
 
 # ---- the registry ---------------------------------------------------------------------------------
@@ -118,8 +110,8 @@ def _graph_of(tr: Trace) -> LoopGraph:
     return tr.system.graph
 
 
-def test_lasso_repeats_and_the_real_model_stops_it():
-    tr = cex("G1-broken-per-activation-repairs")
+def test_lasso_repeats_and_the_real_model_stops_it(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G1-broken-per-activation-repairs")
     assert tr.kind == "lasso" and tr.loop_start is not None
     loop = tr.steps[tr.loop_start:]
     # the repeated state agrees with the loop start on every field a guard reads
@@ -145,8 +137,8 @@ def test_lasso_repeats_and_the_real_model_stops_it():
             s = step(graph, s, st.event_obj)
 
 
-def test_self_report_run_drifts_only_in_the_broken_variant():
-    tr = cex("G2-broken-self-report-run")
+def test_self_report_run_drifts_only_in_the_broken_variant(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G2-broken-self-report-run")
     last = tr.steps[-1]
     assert isinstance(last.event_obj, Claim)
     drifted = last.state_obj
@@ -159,8 +151,8 @@ def test_self_report_run_drifts_only_in_the_broken_variant():
     assert Status.DONE not in states[-1].status
 
 
-def test_self_report_step_breaks_the_invariant():
-    tr = cex("G2-broken-self-report-step")
+def test_self_report_step_breaks_the_invariant(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G2-broken-self-report-step")
     pre, post = tr.steps[0].state, tr.steps[1].state
 
     def no_drift(state: dict) -> bool:
@@ -170,8 +162,8 @@ def test_self_report_step_breaks_the_invariant():
     assert no_drift(pre) and not no_drift(post)
 
 
-def test_between_attempts_run_overspends_and_the_real_model_refuses():
-    tr = cex("G3-broken-between-attempts")
+def test_between_attempts_run_overspends_and_the_real_model_refuses(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G3-broken-between-attempts")
     g = g3.ONE_NODE
     last = tr.steps[-1].state_obj
     assert last.settled + last.reserved > g.spend_budget + 1e-9
@@ -183,10 +175,10 @@ def test_between_attempts_run_overspends_and_the_real_model_refuses():
         step(g, states[-1], tr.steps[-1].event_obj)
 
 
-def test_check_then_spend_race_overspends_and_the_real_model_refuses():
+def test_check_then_spend_race_overspends_and_the_real_model_refuses(tmp_path_factory):
     """Two concurrent reservations each checked against the settled spend: together they pass
     B; the real model checks the second against the first and refuses it."""
-    tr = cex("G3-broken-check-then-spend")
+    tr = cex(tmp_path_factory, "G3-broken-check-then-spend")
     g = g3.ONE_NODE
     last = tr.steps[-1].state_obj
     assert last.settled + last.reserved > g.spend_budget + 1e-9
@@ -197,8 +189,8 @@ def test_check_then_spend_race_overspends_and_the_real_model_refuses():
         step(g, states[-1], tr.steps[-1].event_obj)
 
 
-def test_begin_ignoring_needs_starts_too_early_and_the_real_model_refuses():
-    tr = cex("G2-broken-begin-ignores-needs")
+def test_begin_ignoring_needs_starts_too_early_and_the_real_model_refuses(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G2-broken-begin-ignores-needs")
     g = g2_order.PAIR
     last = tr.steps[-1].state_obj
     assert last.status_of(g, "b") is Status.RUNNING
@@ -233,12 +225,12 @@ INVARIANT = {"G4": me.bound_history, "G5": mc.gated, "G6": mp.pinned_stages}
 
 
 @pytest.mark.parametrize("ob_id", ADMISSION)
-def test_admission_counterexample_replays_through_the_executable_rules(ob_id):
+def test_admission_counterexample_replays_through_the_executable_rules(ob_id, tmp_path_factory):
     """Every G4-G6 broken variant's trace is a run of the executable model (model/evidence.py,
     checkpoint.py, policy.py) up to its last step, and the real model refuses that step or,
     where the variant changes an effect, takes it to another state that keeps the invariant;
     a trace from Init ends in a state that breaks the model's own invariant."""
-    tr = cex(ob_id)
+    tr = cex(tmp_path_factory, ob_id)
     invariant = INVARIANT[BY_ID[ob_id].guarantee]
     s = tr.steps[0].state_obj
     if tr.kind == "trace":
@@ -308,8 +300,8 @@ def _replay_on_the_engine(tr: Trace, folder):
     return pin, stages
 
 
-def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refuses(tmp_path):
-    tr = cex("G6-broken-check-at-start-only")
+def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refuses(tmp_path, tmp_path_factory):
+    tr = cex(tmp_path_factory, "G6-broken-check-at-start-only")
     events = [st.event for st in tr.steps]
     assert events[-1] == "Stage" and "Pin" in events
     assert any(e.startswith("Edit(") for e in events[events.index("Pin"):])
@@ -325,11 +317,11 @@ def test_check_at_start_only_runs_a_stage_under_a_changed_policy_the_engine_refu
                       NotRefuted)
 
 
-def test_worker_writing_the_policy_breaks_the_frame_and_the_engine_refuses_that_setup(tmp_path):
+def test_worker_writing_the_policy_breaks_the_frame_and_the_engine_refuses_that_setup(tmp_path, tmp_path_factory):
     from loopproof.engine.policy.pin import PolicyPin
     from loopproof.engine.system.errors import BadInput
 
-    tr = cex("G6-broken-worker-writes-policy")
+    tr = cex(tmp_path_factory, "G6-broken-worker-writes-policy")
     assert tr.kind == "cti" and tr.steps[-1].event.startswith("WorkerWrite(")
     assert tr.steps[0].state["current"] != tr.steps[-1].state["current"]
     assert g6.check_worker_frame() is None
@@ -390,8 +382,8 @@ def test_stage_record_without_the_unpinned_clause_is_not_inductive():
     assert found is not None and found.steps[-1].event == "Pin"
 
 
-def test_ranking_needs_the_ops_bound_because_claim_is_a_real_stutter():
-    tr = cex("G1-ranking-needs-ops-bound")
+def test_ranking_needs_the_ops_bound_because_claim_is_a_real_stutter(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G1-ranking-needs-ops-bound")
     pre, post = tr.steps
     assert type(post.event_obj).__name__ in ("Claim", "Reserve", "Settle")
     g = next(g for g in shapes() if RunEncoding(g, Params.of(g)).case == tr.params["graph"])
@@ -483,9 +475,10 @@ def test_closed_form_in_z3_equals_model_bounds(graph: LoopGraph):
 
 def test_cli_json_and_out(tmp_path, capsys):
     out = tmp_path / "deep" / "proofs.json"
-    # two guarantees' cheapest obligations, proved and refuted (id prefixes and a guarantee)
+    # three guarantees' cheapest obligations, proved and refuted (id prefixes; a whole
+    # guarantee, G6, is selected by test_cli_gives_the_same_results_whatever_the_jobs)
     assert cli.main(["--json", "--only", "G4-broken-forged", "G5-receipt", "G5-broken-receipt",
-                     "G6", "--out", str(out)]) == 0
+                     "G6-policy", "G6-broken-check", "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
     assert {r["guarantee"] for r in printed} == {"G4", "G5", "G6"}
@@ -556,8 +549,8 @@ def test_done_constant_is_the_model_status():
 
 # ---- recovered crashes (Abandon gives the attempt back) -----------------------------------------
 
-def test_ranking_needs_the_crash_bound_because_abandon_is_a_real_step():
-    tr = cex("G1-ranking-needs-crash-bound")
+def test_ranking_needs_the_crash_bound_because_abandon_is_a_real_step(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G1-ranking-needs-crash-bound")
     pre, post = tr.steps
     assert type(post.event_obj).__name__ == "Abandon"
     g = next(g for g in shapes() if RunEncoding(g, Params.of(g)).case == tr.params["graph"])
@@ -571,8 +564,8 @@ def test_ranking_needs_the_crash_bound_because_abandon_is_a_real_step():
     assert after == post.state_obj and after.abandoned == pre.state_obj.abandoned + 1
 
 
-def test_unbounded_crashes_loop_in_the_real_model_despite_a_finite_budget():
-    tr = cex("G1-unbounded-crashes-loop")
+def test_unbounded_crashes_loop_in_the_real_model_despite_a_finite_budget(tmp_path_factory):
+    tr = cex(tmp_path_factory, "G1-unbounded-crashes-loop")
     assert tr.kind == "lasso" and tr.loop_start is not None
     graph = g1.CRASH_GRAPH
     assert graph.spend_budget == 1.0

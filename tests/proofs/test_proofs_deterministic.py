@@ -1,23 +1,28 @@
 """Counterexamples do not depend on what else ran: each broken variant's trace is the same in a
 full run of `python -m loopproof.proofs` (where each obligation is discharged alone, in a process of its
 own forked before any Z3 term: tests/proofs/test_discharge_all.py; the report make check's proofs step
-kept, tests/support/proofs_report.py) and here, in this test process after whatever it ran before, one
-after another in reverse order."""
+kept, tests/support/proofs_report.py) and in a test process, after whatever it ran before, one
+after another in reverse order (tests/support/discharged.py: discharged so once per session, and
+replayed through the executable model by the tests of each variant)."""
 
 from __future__ import annotations
 
-from loopproof.proofs.obligations import OBLIGATIONS, discharge
+from loopproof.proofs.obligations import OBLIGATIONS
+from tests.support.discharged import BROKEN, discharged
 from tests.support.proofs_report import full_report
 
 
-def test_each_counterexample_is_the_same_in_a_run_and_in_reverse_order_in_process():
+def test_each_counterexample_is_the_same_in_a_run_and_in_reverse_order_in_process(
+        tmp_path_factory):
     broken = [ob.id for ob in OBLIGATIONS if ob.broken]
+    assert list(BROKEN) == broken[::-1]  # every broken variant, in reverse order
     run = full_report()
-    here = {ob.id: discharge(ob) for ob in reversed(OBLIGATIONS) if ob.broken}
+    here = discharged(tmp_path_factory)
+    assert sorted(here) == sorted(broken)
     for i in broken:
         trace = run[i].get("counterexample")
         assert trace is not None, f"{i}: the run found no counterexample"
-        assert here[i].counterexample is not None
+        assert here[i].counterexample is not None, f"{i}: {here[i].result} {here[i].error}"
         assert here[i].counterexample.to_json() == trace, f"{i}: reverse order differs"
 
 

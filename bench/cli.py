@@ -30,7 +30,7 @@ MODULES = ("bench.ledger", "bench.attempt", "bench.llm", "bench.proxy", "bench.s
            "bench.bound", "bench.chain", "bench.replay", "bench.startup", "bench.explorer",
            "bench.prove", "bench.peer", "bench.extending", "bench.judge", "bench.record_check",
            "bench.fan", "bench.audit", "bench.rule_table", "bench.cluster",
-           "bench.pytest_gate", "bench.sandbox_start")
+           "bench.pytest_gate")
 
 
 # --quick: sizes where the target is a rate or a ratio (a 500,000-record ledger shows the rate

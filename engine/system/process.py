@@ -322,7 +322,7 @@ def _run_in(argv: tuple[str, ...], launch: Launch, timeout_s: float, start: floa
         try:
             if cell is not None:
                 cell.hold_tmp(proc.pid, min(start + timeout_s, time.monotonic() + SETUP_S),
-                              lambda: _exited(proc.pid), launch.setup_wait)
+                              lambda: _exited(proc.pid))
         finally:
             launch.release()
     pidfd = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +48,6 @@ JOIN_WORDS = "loopproof: cannot join the command's cgroup"
 # Joins every cgroup file given before "--", then execs the rest (the pid stays the same).
 _JOIN = (f'while [ "$1" != -- ]; do echo $$ > "$1" || {{ echo "{JOIN_WORDS} $1" >&2; '
          f'exit {JOIN_FAILED}; }}; shift; done; shift; exec "$@"')
-
-# The longest a sandbox's set-up is left unlooked at when it gives an event of progress (a
-# bound, should one ever be missed: each event is seen at once)
-SETUP_LOOK_S = 0.05
 
 _mechanisms: list[Mechanism] | None = None
 
@@ -125,35 +121,21 @@ class Cell:
         self.hit: str | None = None
         self.ended = False
 
-    def hold_tmp(self, leader: int, until: float, ended: Callable[[], bool],
-                 wait: Callable[[int, float], Collection[int]] | None = None) -> bool:
+    def hold_tmp(self, leader: int, until: float, ended: Callable[[], bool]) -> bool:
         """Open the sized temp folders of the command's sandbox while it waits before the
         command (`Launch.release` then lets it go): a folder the command fills is seen full
         however soon the command ends. True once they are held (or there are none); False when
         the sandbox ended first or `until` passed (the folders' size still caps them; only
-        the name of the limit could then be missed). Between two looks: `wait(leader, s)`,
-        the sandbox's own event of progress (`Launch.setup_wait`), at most `SETUP_LOOK_S`,
-        which also names the process to look at once it exists (nothing is looked at before:
-        the mounts are that process's); without one, a millisecond, and every process of the
-        cell is looked at."""
+        the name of the limit could then be missed)."""
         if self.tmp is None:
             return True
-        named: Collection[int] = ()
         while True:
-            if named:
-                self.tmp.find(named, foreign=True)
-            elif wait is None:
-                self.tmp.find(self.pids() or descendants(leader))
-            # else: the sandbox's first process, which makes its mounts, is not there yet
+            self.tmp.find(self.pids() or descendants(leader))
             if self.tmp.fds:
                 return True
-            now = time.monotonic()
-            if ended() or now >= until:
+            if ended() or time.monotonic() >= until:
                 return False
-            if wait is None:
-                time.sleep(0.001)
-            else:
-                named = wait(leader, min(until - now, SETUP_LOOK_S))
+            time.sleep(0.001)
 
     def wrap(self, argv: Sequence[str]) -> tuple[str, ...]:
         """`argv` as the cell starts it: joined to its cgroups, under its rlimits."""
@@ -175,7 +157,7 @@ class Cell:
             if (kind := g.hit()) is not None:
                 return kind
         if self.tmp is not None:
-            if not final and not self.tmp.fds:
+            if not final:
                 self.tmp.find(self.pids())
             if self.tmp.full():
                 return TMP

@@ -11,7 +11,6 @@ and refuses a fork past the process limit (counted in `pids.events`'s `max`). v1
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +30,10 @@ class V1Group:
         return tuple(str(f / "cgroup.procs") for f in self.folders())
 
     def hit(self) -> str | None:
-        if self.memory is not None and cgroupfs.counter(
-                os.path.join(self.memory, "memory.oom_control"), "oom_kill") > 0:
+        if self.memory is not None and cgroupfs.counter(self.memory / "memory.oom_control",
+                                                        "oom_kill") > 0:
             return MEMORY
-        if self.tasks is not None and cgroupfs.counter(
-                os.path.join(self.tasks, "pids.events"), "max") > 0:
+        if self.tasks is not None and cgroupfs.counter(self.tasks / "pids.events", "max") > 0:
             return PROCESSES
         return None
 

@@ -11,7 +11,6 @@ it does, and `cgroup.kill` kills them all at once.
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +28,9 @@ class V2Group:
         return (str(self.folder / "cgroup.procs"),)
 
     def hit(self) -> str | None:
-        if cgroupfs.counter(os.path.join(self.folder, "memory.events"), "oom_kill") > 0:
+        if cgroupfs.counter(self.folder / "memory.events", "oom_kill") > 0:
             return MEMORY
-        if cgroupfs.counter(os.path.join(self.folder, "pids.events"), "max") > 0:
+        if cgroupfs.counter(self.folder / "pids.events", "max") > 0:
             return PROCESSES
         return None
 

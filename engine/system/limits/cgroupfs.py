@@ -105,33 +105,19 @@ def run_folder(base: Path, owner: str) -> Path:
     return base / f"{PREFIX}{owner}"
 
 
-def write(path: str | os.PathLike[str], text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
+def write(path: Path, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(text)
 
 
-def read(path: str | os.PathLike[str]) -> str:
-    """The file's text ("" if it cannot be read). With os.open and os.read, not a Python file
-    object: a command's cell reads its files several times a launch."""
+def read(path: Path) -> str:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return path.read_text()
     except OSError:
         return ""
-    try:
-        data = b""
-        while chunk := os.read(fd, 65536):
-            data += chunk
-        return data.decode()
-    except (OSError, UnicodeDecodeError):
-        return ""
-    finally:
-        os.close(fd)
 
 
-def counter(path: str | os.PathLike[str], key: str) -> int:
+def counter(path: Path, key: str) -> int:
     """The value of `key` in a flat-keyed file such as memory.events ("oom_kill 1")."""
     for line in read(path).splitlines():
         k, _, v = line.partition(" ")
@@ -140,8 +126,8 @@ def counter(path: str | os.PathLike[str], key: str) -> int:
     return 0
 
 
-def procs(folder: str | os.PathLike[str]) -> set[int]:
-    return {int(p) for p in read(os.path.join(folder, "cgroup.procs")).split() if p.isdigit()}
+def procs(folder: Path) -> set[int]:
+    return {int(p) for p in read(folder / "cgroup.procs").split() if p.isdigit()}
 
 
 def kill_all(folder: Path, *, with_kill_file: bool) -> bool:
@@ -150,9 +136,9 @@ def kill_all(folder: Path, *, with_kill_file: bool) -> bool:
     cgroup, and a fork between two rounds is killed in the next), then wait at most DRAIN_S
     until it is empty. True if it is."""
     deadline = time.monotonic() + DRAIN_S
-    kill_file = os.path.join(folder, "cgroup.kill")
+    kill_file = folder / "cgroup.kill"
     used_file = False
-    if with_kill_file and os.path.exists(kill_file):
+    if with_kill_file and kill_file.exists():
         with contextlib.suppress(OSError):
             write(kill_file, "1")
             used_file = True

@@ -16,7 +16,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 SPARE = 20
@@ -29,10 +29,8 @@ class WorkspaceWatch:
 
     def __init__(self, root: Path, limit: int, min_interval_s: float = 0.1) -> None:
         self.root, self.min_interval_s = os.fsencode(root), min_interval_s
-        start = time.monotonic()
         self.limit = max(limit, total_size(self.root)) if size_above(self.root, limit) else limit
-        # this walk is the first: the next is due as if `over` had made it
-        self.next_at = start + max(min_interval_s, (time.monotonic() - start) * SPARE)
+        self.next_at = 0.0
 
     def over(self, *, now: float | None = None, force: bool = False) -> bool:
         """True once the workspace holds more than the limit (walked when it is time)."""
@@ -89,16 +87,12 @@ class TmpWatch:
         self.fds: list[int] = []
         self.host = {p: _dev(p) for p in paths}
 
-    def find(self, pids: Collection[int], *, foreign: bool = False) -> None:
+    def find(self, pids: set[int]) -> None:
         """Open each folder as a process of the sandbox sees it, once its mounts are made (its
-        folder is a tmpfs of exactly our size, not the host's folder). `foreign`: the pids are
-        known to be in a mount namespace of their own (else those in ours are passed over)."""
+        folder is a tmpfs of exactly our size, not the host's folder)."""
         if self.fds:
             return
-        own = None if foreign else _mount_ns("self")
         for pid in sorted(pids):
-            if own is not None and _mount_ns(str(pid)) in (own, None):
-                continue  # it sees our folders (the sandbox's launcher), or it is gone
             fds = []
             for p in self.paths:
                 with contextlib.suppress(OSError):
@@ -188,15 +182,6 @@ def _descendants_by_scan(pid: int) -> set[int]:
             found.add(p)
             todo += children.get(p, [])
     return found
-
-
-def _mount_ns(pid: str) -> tuple[int, int] | None:
-    """Which mount namespace the process is in (None: it is gone, or this host cannot say)."""
-    try:
-        st = os.stat(f"/proc/{pid}/ns/mnt")
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _dev(path: str) -> int | None:

@@ -14,7 +14,7 @@ error, never read as the command's own exit code 1 = reject).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -74,11 +74,6 @@ class Launch:
     # when set, the sandbox waits after its mounts, before the command, until this is called
     # (so `tmpfs` can be opened before the command could fill and leave them); idempotent
     release: Callable[[], None] | None = None
-    # while the sandbox sets up (before `release`): block until its set-up may have moved on
-    # (a mount made, its process gone), at most the seconds given; called with the pid of the
-    # process started; gives the pids of the sandbox's own processes (in its mount namespace)
-    # once known. None: the caller polls
-    setup_wait: Callable[[int, float], Collection[int]] | None = None
 
     def started(self) -> bool | None:
         value = self.status.get("started")

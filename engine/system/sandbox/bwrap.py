@@ -45,8 +45,11 @@ terminal, so no TIOCSTI injection).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import select
 import shutil
+import signal
 import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -54,12 +57,12 @@ from pathlib import Path
 
 from loopproof.engine.system import limits
 from loopproof.engine.system.sandbox.base import Launch, View
-from loopproof.engine.system.sandbox.bwrap_status import SetupWatch, read_status
 from loopproof.engine.system.sandbox.seccomp import filter_fd
 
 MASKED = ("/tmp", "/var/tmp", "/run")
 PRIVATE_TMP = "/tmp"  # HOME and TMPDIR of a command with `View.private_home`; TMPDIR of all
 SHM = "/dev/shm"  # a tmpfs of its own when the view sizes the private temp folders
+DRAIN_S = 5.0  # how long `launch` waits for a killed sandbox's namespace to empty
 
 _PROBE: dict[str, str | None] = {}
 
@@ -264,7 +267,6 @@ class Bwrap:
         r, w = os.pipe()
         sc = filter_fd()
         gate = _Gate() if view.tmp_bytes is not None else None  # sized temp folders to watch
-        setup = SetupWatch(r) if gate is not None else None
         status: dict[str, object] = {}
         full = tuple(bwrap_argv(self.program, argv, cwd, view, w, self.masks, seccomp_fd=sc,
                                 block_fd=gate.read if gate is not None else None))
@@ -273,8 +275,7 @@ class Bwrap:
                         (w, sc, *((gate.read,) if gate is not None else ())), status,
                         sized_tmpfs(full),
                         explain=lambda: explain_start(argv, child_env, view, masks),
-                        release=gate.open if gate is not None else None,
-                        setup_wait=setup.wait if setup is not None else None)
+                        release=gate.open if gate is not None else None)
         try:
             yield launch
         finally:
@@ -283,10 +284,8 @@ class Bwrap:
             os.close(w)
             os.close(sc)
             try:
-                read_status(r, status, setup.data if setup is not None else b"")
+                _read_status(r, status)
             finally:
-                if setup is not None:
-                    setup.close()
                 os.close(r)
 
 
@@ -314,6 +313,50 @@ def sized_tmpfs(argv: Sequence[str]) -> tuple[str, ...]:
     end = argv.index("--") if "--" in argv else len(argv)
     return tuple(argv[i + 3] for i in range(end - 3)
                  if argv[i] == "--size" and argv[i + 2] == "--tmpfs")
+
+
+def _read_status(fd: int, status: dict[str, object]) -> None:
+    """Parse bwrap's JSON lines (bwrap has exited, so a non-blocking read gets them all), then
+    end the sandbox's PID namespace and wait until it is empty."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    status["started"] = False
+    for line in data.decode("utf-8", "replace").splitlines():
+        with contextlib.suppress(ValueError):
+            obj = json.loads(line)
+            if isinstance(obj, dict):
+                if "child-pid" in obj and "child_pid" not in status:  # bwrap's own, first
+                    status["child_pid"] = obj["child-pid"]
+                    status["pid_ns"] = obj.get("pid-namespace")
+                if "exit-code" in obj:
+                    status["started"] = True
+    pid, ns = status.get("child_pid"), status.get("pid_ns")
+    if isinstance(pid, int) and isinstance(ns, int):
+        _end_namespace(pid, ns)
+
+
+def _end_namespace(pid: int, ns: int) -> None:
+    """SIGKILL the process `pid` if it is still the PID 1 of namespace `ns` (bwrap's init; the
+    kernel then kills everything else in the namespace), and wait, at most DRAIN_S, until it is
+    gone (the kernel delays a kill only for a process stuck inside a system call)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (ProcessLookupError, AttributeError, OSError):
+        return
+    try:
+        try:
+            if os.stat(f"/proc/{pid}/ns/pid").st_ino != ns:
+                return  # the pid was reused by an unrelated process
+        except OSError:
+            return
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        select.select([pidfd], [], [], DRAIN_S)
+    finally:
+        os.close(pidfd)
 
 
 def _probe(program: str) -> str | None:

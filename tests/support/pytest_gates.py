@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 from loopproof.engine.run.confine import RunSandbox
 from loopproof.engine.run.gate import GateResult
@@ -47,13 +48,14 @@ class Gate:
         if start:
             self.gate.check_start(self.box)  # as the run does
 
-    def judge(self, name: str, files: dict[str, str]) -> GateResult:
-        """Judge a tree written under root/name from `files` (path in the tree -> text)."""
+    def judge(self, name: str, files: dict[str, str], gate: Any = None) -> GateResult:
+        """Judge a tree written under root/name from `files` (path in the tree -> text), by
+        this spec's gate or `gate` (a variant of it, e.g. the audit's: `stop_at_failure`)."""
         tree = self.root / name
         for rel, text in files.items():
             (tree / rel).parent.mkdir(parents=True, exist_ok=True)
             (tree / rel).write_text(text)
-        return self.gate.judge(tree, self.box)
+        return (gate or self.gate).judge(tree, self.box)
 
 
 def installed_python(venv: Path, files: dict[str, str] | None = None) -> tuple[Path, Path]:

@@ -39,14 +39,8 @@ def suite(tmp_path_factory) -> Gate:
     return Gate(tmp_path_factory.mktemp("stop"), {"tests/test_calc.py": TESTS})
 
 
-def _judge(suite: Gate, name: str, files: dict[str, str], *, stop: bool,
-           gate: Gate | None = None) -> GateResult:
-    g = gate or suite
-    tree = g.root / name
-    for rel, text in files.items():
-        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tree / rel).write_text(text)
-    return replace(g.gate, stop_at_failure=stop).judge(tree, g.box)
+def _judge(gate: Gate, name: str, files: dict[str, str], *, stop: bool) -> GateResult:
+    return gate.judge(name, files, replace(gate.gate, stop_at_failure=stop))
 
 
 def test_a_wrong_tree_is_rejected_at_its_first_failure_and_the_rest_is_not_run(suite: Gate):
@@ -79,9 +73,9 @@ def test_with_select_only_a_selected_test_s_failure_stops_the_run(tmp_path: Path
              "def test_chosen():\n    assert add(1, 2) == 3\n")
     gate = Gate(tmp_path, {"tests/test_sel.py": tests},
                 table='code = ["src/mypkg"]\nselect = ["tests/test_sel.py::test_chosen"]\n')
-    right = _judge(gate, "right", RIGHT, stop=True, gate=gate)
+    right = _judge(gate, "right", RIGHT, stop=True)
     assert right.verdict == "accept", right.detail
-    wrong = _judge(gate, "wrong", WRONG, stop=True, gate=gate)
+    wrong = _judge(gate, "wrong", WRONG, stop=True)
     assert wrong.verdict == "reject" and "test_chosen (failed)" in wrong.detail, wrong.detail
 
 
